@@ -1,7 +1,47 @@
-"""Conformance functions for `shellgate eval` (area: projection)."""
+"""Conformance functions for `shellgate eval` (area: projection B, C and display)."""
 
 from __future__ import annotations
 
-from shellgate.router.conformance import EvalFn
+from typing import Any
 
-FUNCTIONS: dict[str, EvalFn] = {}
+from shellgate.router import policy_projection as pp
+from shellgate.router.conformance import EvalFailure, EvalFn
+
+
+def _argv(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise EvalFailure("input must be an array of strings")
+    return value
+
+
+def _script(value: Any) -> str:
+    if not isinstance(value, str):
+        raise EvalFailure("input must be a string")
+    return value
+
+
+def _extract_bash_command(value: Any) -> Any:
+    found = pp.extract_bash_command(_argv(value))
+    return None if found is None else list(found)
+
+
+def _commands_for_exec_policy(value: Any) -> Any:
+    projection = pp.commands_for_exec_policy(_argv(value))
+    return {
+        "commands": [list(command) for command in projection.commands],
+        "used_complex_parsing": projection.used_complex_parsing,
+        "command_origin": projection.command_origin.value,
+    }
+
+
+FUNCTIONS: dict[str, EvalFn] = {
+    "extract_bash_command": _extract_bash_command,
+    "extract_powershell_command": lambda v: pp.extract_powershell_command(_argv(v)),
+    "parse_plain_shell_script": lambda v: pp.parse_plain_shell_script(_script(v)),
+    "parse_shell_lc_plain_commands": lambda v: pp.parse_shell_lc_plain_commands(_argv(v)),
+    "parse_shell_lc_single_command_prefix": lambda v: pp.parse_shell_lc_single_command_prefix(
+        _argv(v)
+    ),
+    "parse_shell_lc_literal_commands": lambda v: pp.parse_shell_lc_literal_commands(_argv(v)),
+    "commands_for_exec_policy": _commands_for_exec_policy,
+}

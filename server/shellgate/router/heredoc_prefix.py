@@ -1,0 +1,79 @@
+"""Era B heredoc single-command prefix (spec 03 §B.4)."""
+
+from __future__ import annotations
+
+from shellgate.router.bash_parse import Node, node_text
+from shellgate.router.script_cache import parsed_without_error
+from shellgate.router.segments import ScriptCommand, span_of
+
+# Children that attach input to the one command without changing its argv.
+_SKIPPED = frozenset(
+    {
+        "comment",
+        "heredoc_body",
+        "simple_heredoc_body",
+        "heredoc_redirect",
+        "herestring_redirect",
+        "redirected_statement",
+    }
+)
+
+
+def _plain_word(node: Node) -> str | None:
+    # Era B's own rule: a word or number without named children, kept verbatim (the
+    # literal-word hardening of §B.3 deliberately does not apply here).
+    if node.type not in ("word", "number") or node.named_child_count != 0:
+        return None
+    return node_text(node)
+
+
+def _scan(root: Node) -> tuple[bool, bool, Node | None]:
+    """(has heredoc_redirect, has file_redirect, the single command or None)."""
+    has_heredoc = False
+    has_file_redirect = False
+    single: Node | None = None
+    command_count = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        kind = node.type
+        if kind == "heredoc_redirect":
+            has_heredoc = True
+        elif kind == "file_redirect":
+            has_file_redirect = True
+        elif kind == "command":
+            command_count += 1
+            single = node
+        stack.extend(node.named_children)
+    return has_heredoc, has_file_redirect, single if command_count == 1 else None
+
+
+def _command_words(command: Node) -> tuple[str, ...] | None:
+    words: list[str] = []
+    for child in command.named_children:
+        kind = child.type
+        if kind in _SKIPPED:
+            continue
+        if kind == "command_name":
+            first = child.named_child(0)
+            value = _plain_word(first) if first is not None else None
+        else:
+            value = _plain_word(child)
+        if value is None:
+            return None
+        words.append(value)
+    return tuple(words) if words else None
+
+
+def heredoc_prefix(script: str) -> ScriptCommand | None:
+    """The literal words of the one command of a heredoc script, else None."""
+    tree = parsed_without_error(script)
+    if tree is None:
+        return None
+    has_heredoc, has_file_redirect, single = _scan(tree.root_node)
+    if not has_heredoc or has_file_redirect or single is None:
+        return None
+    words = _command_words(single)
+    if words is None:
+        return None
+    return ScriptCommand(words, span_of(single))

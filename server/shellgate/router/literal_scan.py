@@ -1,0 +1,59 @@
+"""The literal-command scan of a wrapper script, deny side only (spec 03 §B.6)."""
+
+from __future__ import annotations
+
+from shellgate.router.bash_parse import Node
+from shellgate.router.literal_words import literal_word
+from shellgate.router.script_cache import parsed_without_error
+from shellgate.router.segments import ScriptCommand, span_of
+
+
+def _candidates(root: Node) -> list[Node]:
+    """Every `command` node, in source order (a command before those nested in it)."""
+    found: list[Node] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "command":
+            found.append(node)
+        # Reversed so the pre-order visit is left to right; the stable sort below then
+        # keeps an enclosing command ahead of a nested one that starts at the same byte.
+        stack.extend(reversed(node.named_children))
+    found.sort(key=lambda node: node.start_byte)
+    return found
+
+
+def _literal_command(command: Node) -> tuple[str, ...] | None:
+    """The literal words of one candidate, None when its name is not literal."""
+    words: list[str] = []
+    seen_name = False
+    for child in command.named_children:
+        if child.type == "command_name":
+            first = child.named_child(0)
+            name = literal_word(first) if first is not None else None
+            if name is None:
+                return None
+            words.append(name)
+            seen_name = True
+            continue
+        if not seen_name:
+            # Assignments and redirects before the name do not change which command runs.
+            continue
+        value = literal_word(child)
+        if value is not None:
+            # Anything that is not certainly literal is dropped and the walk goes on.
+            words.append(value)
+    return tuple(words) if seen_name else None
+
+
+def scan_script(script: str) -> tuple[ScriptCommand, ...] | None:
+    """The literal words of every command of a script that parses, else None."""
+    tree = parsed_without_error(script)
+    if tree is None:
+        return None
+    commands: list[ScriptCommand] = []
+    for node in _candidates(tree.root_node):
+        words = _literal_command(node)
+        if words is not None:
+            commands.append(ScriptCommand(words, span_of(node)))
+    return tuple(commands)
