@@ -1,0 +1,184 @@
+"""Bounded output capture while streaming: unified head/tail retention and classic caps."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+__all__ = [
+    "CLASSIC_STREAM_MAX_BYTES",
+    "UNIFIED_EXEC_OUTPUT_MAX_BYTES",
+    "CappedStream",
+    "HeadTailBuffer",
+    "HeadTailSnapshot",
+    "aggregate_output",
+]
+
+# Spec 05 §1.2: each classic stream keeps at most 1 MiB, and so does the aggregate.
+CLASSIC_STREAM_MAX_BYTES = 1024 * 1024
+# Spec 05 §3.1: a unified-exec process retains 1 MiB between drains (512 KiB head + tail).
+UNIFIED_EXEC_OUTPUT_MAX_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class HeadTailSnapshot:
+    """What a head/tail buffer held: the head, the tail, and the bytes dropped between."""
+
+    head: bytes
+    tail: bytes
+    omitted_bytes: int
+
+    @property
+    def raw_byte_count(self) -> int:
+        """Every byte pushed since the last drain, including the omitted ones."""
+        return len(self.head) + len(self.tail) + self.omitted_bytes
+
+    def to_bytes(self) -> bytes:
+        """Head then tail, without any marker."""
+        return self.head + self.tail
+
+
+class HeadTailBuffer:
+    """Keeps the first `max_bytes // 2` and the last remaining bytes of a byte stream.
+
+    Memory stays bounded by `max_bytes` however much is pushed; the middle is counted in
+    `omitted_bytes`. Draining resets the buffer, so each response sees only new output.
+    """
+
+    __slots__ = (
+        "_head",
+        "_head_budget",
+        "_max_bytes",
+        "_omitted",
+        "_tail",
+        "_tail_budget",
+        "_tail_len",
+    )
+
+    def __init__(self, max_bytes: int = UNIFIED_EXEC_OUTPUT_MAX_BYTES) -> None:
+        if max_bytes < 0:
+            raise ValueError("max_bytes must not be negative")
+        self._max_bytes = max_bytes
+        self._head_budget = max_bytes // 2
+        self._tail_budget = max_bytes - self._head_budget
+        self._head = bytearray()
+        # Tail chunks are kept whole except the oldest, which may be trimmed at its front.
+        self._tail: deque[bytes] = deque()
+        self._tail_len = 0
+        self._omitted = 0
+
+    @property
+    def max_bytes(self) -> int:
+        """The retention cap."""
+        return self._max_bytes
+
+    @property
+    def omitted_bytes(self) -> int:
+        """Bytes dropped from the middle since the last drain."""
+        return self._omitted
+
+    @property
+    def retained_bytes(self) -> int:
+        """Bytes currently held (head + tail)."""
+        return len(self._head) + self._tail_len
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes pushed since the last drain (retained + omitted)."""
+        return self.retained_bytes + self._omitted
+
+    def push(self, chunk: bytes) -> None:
+        """Append a chunk: fill the head first, then keep a capped tail."""
+        if not chunk:
+            return
+        if self._max_bytes == 0:
+            self._omitted += len(chunk)
+            return
+        room = self._head_budget - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self._push_tail(bytes(chunk))
+
+    def _push_tail(self, chunk: bytes) -> None:
+        if self._tail_budget == 0:
+            self._omitted += len(chunk)
+            return
+        if len(chunk) >= self._tail_budget:
+            # One chunk covers the whole tail budget: it replaces everything held there.
+            self._omitted += self._tail_len + len(chunk) - self._tail_budget
+            self._tail.clear()
+            self._tail.append(chunk[len(chunk) - self._tail_budget :])
+            self._tail_len = self._tail_budget
+            return
+        self._tail.append(chunk)
+        self._tail_len += len(chunk)
+        excess = self._tail_len - self._tail_budget
+        while excess > 0:
+            oldest = self._tail[0]
+            if len(oldest) <= excess:
+                self._tail.popleft()
+                cut = len(oldest)
+            else:
+                self._tail[0] = oldest[excess:]
+                cut = excess
+            self._tail_len -= cut
+            self._omitted += cut
+            excess -= cut
+
+    def snapshot(self) -> HeadTailSnapshot:
+        """The retained output without resetting."""
+        return HeadTailSnapshot(bytes(self._head), b"".join(self._tail), self._omitted)
+
+    def drain(self) -> HeadTailSnapshot:
+        """The retained output; the buffer starts over empty."""
+        snap = self.snapshot()
+        self._head = bytearray()
+        self._tail.clear()
+        self._tail_len = 0
+        self._omitted = 0
+        return snap
+
+
+class CappedStream:
+    """One classic stream: keeps its leading `max_bytes`, reads and counts the rest."""
+
+    __slots__ = ("_data", "_max_bytes", "_total")
+
+    def __init__(self, max_bytes: int = CLASSIC_STREAM_MAX_BYTES) -> None:
+        self._max_bytes = max_bytes
+        self._data = bytearray()
+        self._total = 0
+
+    def push(self, chunk: bytes) -> None:
+        """Append a chunk; bytes past the cap are discarded (spec 05 §1.2)."""
+        self._total += len(chunk)
+        room = self._max_bytes - len(self._data)
+        if room > 0:
+            self._data += chunk[:room]
+
+    @property
+    def data(self) -> bytes:
+        """The retained leading bytes."""
+        return bytes(self._data)
+
+    @property
+    def total_bytes(self) -> int:
+        """Every byte pushed, kept or not."""
+        return self._total
+
+
+def aggregate_output(
+    stdout: bytes, stderr: bytes, max_bytes: int = CLASSIC_STREAM_MAX_BYTES
+) -> bytes:
+    """stdout followed by stderr within `max_bytes` (spec 05 §1.2)."""
+    if len(stdout) + len(stderr) <= max_bytes:
+        return stdout + stderr
+    # stdout gets up to a third, stderr what remains, and stdout takes back what stderr
+    # leaves unused; each stream contributes its leading bytes.
+    want_stdout = min(len(stdout), max_bytes // 3)
+    stderr_take = min(len(stderr), max_bytes - want_stdout)
+    remaining = max_bytes - want_stdout - stderr_take
+    stdout_take = want_stdout + min(remaining, len(stdout) - want_stdout)
+    return stdout[:stdout_take] + stderr[:stderr_take]
