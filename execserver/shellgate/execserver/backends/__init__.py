@@ -1,0 +1,21 @@
+"""Process backends of the exec-server: one protocol, a local and an SSH implementation."""
+
+from shellgate.execserver.backends.base import (
+    Backend,
+    ExitStatus,
+    OutputChunk,
+    ProcessHandle,
+    Signal,
+    SpawnRequest,
+    Stream,
+)
+
+__all__ = [
+    "Backend",
+    "ExitStatus",
+    "OutputChunk",
+    "ProcessHandle",
+    "Signal",
+    "SpawnRequest",
+    "Stream",
+]

@@ -1,0 +1,111 @@
+"""Every bound of the exec-server, named with its unit and defaulted; TOML loading."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ProcessLimits:
+    """Bounds applied to each spawned process."""
+
+    read_chunk_bytes: int = 8192
+    output_queue_chunks: int = 64
+    write_timeout_ms: int = 10_000
+    kill_grace_ms: int = 2_000
+    gone_timeout_ms: int = 5_000
+    drain_ms: int = 2_000
+    spawn_timeout_ms: int = 10_000
+
+
+@dataclass(frozen=True)
+class SshConfig:
+    """The SSH backend's target and its timeouts (all always set)."""
+
+    host: str = ""
+    port: int = 22
+    user: str = ""
+    key_file: str = ""
+    # Pinned host keys; empty means refuse (no trust on first use).
+    known_hosts_file: str = ""
+    connect_timeout_ms: int = 10_000
+    keepalive_interval_ms: int = 15_000
+    keepalive_count_max: int = 3
+    pool_size: int = 4
+    channels_per_connection: int = 8
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Daemon configuration: listener, credentials, table bounds, retention."""
+
+    listen: str = "127.0.0.1:0"
+    insecure: bool = False
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    # Client CA for mTLS; when set, clients must present a certificate it signed.
+    tls_client_ca_file: str = ""
+    token_file: str = ""
+    backend: str = "local"
+    ssh: SshConfig = field(default_factory=SshConfig)
+    # Root for relative cwds and GetInfo's cwd; empty = the daemon's own cwd.
+    root: str = ""
+    process: ProcessLimits = field(default_factory=ProcessLimits)
+    retained_bytes: int = MIB
+    exited_retention_ms: int = 30_000
+    owner_ttl_ms: int = 30 * 60_000
+    idempotency_ttl_ms: int = 5 * 60_000
+    sweep_interval_ms: int = 1_000
+    max_processes_per_caller: int = 64
+    max_processes_total: int = 256
+    max_argv_items: int = 4_096
+    max_argv_bytes: int = MIB
+    max_env_entries: int = 4_096
+    max_env_bytes: int = MIB
+    max_write_bytes: int = MIB
+    max_read_wait_ms: int = 60_000
+    max_read_bytes: int = 4 * MIB
+    max_file_bytes: int = 64 * MIB
+    max_message_bytes: int = 80 * MIB
+    max_owner_chars: int = 256
+    max_pty_rows: int = 1_000
+    max_pty_cols: int = 1_000
+    shutdown_grace_ms: int = 5_000
+
+
+def _build(cls: type[Any], table: dict[str, Any], where: str) -> Any:
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in names:
+            raise ValueError(f"unknown setting {where}{key}")
+        spec = names[key]
+        factory: Any = spec.default_factory
+        default = factory() if factory is not dataclasses.MISSING else spec.default
+        if dataclasses.is_dataclass(default):
+            if not isinstance(value, dict):
+                raise ValueError(f"setting {where}{key} must be a table")
+            kwargs[key] = _build(type(default), value, f"{where}{key}.")
+        elif type(default) is not type(value) and not (
+            isinstance(default, int) and type(value) is int
+        ):
+            raise ValueError(f"setting {where}{key} must be {type(default).__name__}")
+        else:
+            kwargs[key] = value
+    return cls(**kwargs)
+
+
+def load_config(path: str | None, overrides: dict[str, Any] | None = None) -> ServerConfig:
+    """Read TOML (when given) and apply flag overrides on top."""
+    table: dict[str, Any] = {}
+    if path:
+        table = tomllib.loads(Path(path).read_text())
+    table.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    config: ServerConfig = _build(ServerConfig, table, "")
+    return config

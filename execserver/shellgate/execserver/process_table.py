@@ -1,0 +1,164 @@
+"""Caller-scoped process table: ids, limits, idempotent starts, TTLs and retention sweeps."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from shellgate.execserver.backends.base import Backend, SpawnRequest
+from shellgate.execserver.errors import DrainingError, LimitExceededError, ProcessNotFoundError
+from shellgate.execserver.managed import Clock, ManagedProcess
+from shellgate.execserver.retention import Retention
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TableLimits:
+    """Bounds of the table (see config.ServerConfig for the documented defaults)."""
+
+    max_processes_per_caller: int = 64
+    max_processes_total: int = 256
+    retained_bytes: int = 1024 * 1024
+    exited_retention_ms: int = 30_000
+    owner_ttl_ms: int = 30 * 60_000
+    idempotency_ttl_ms: int = 5 * 60_000
+
+
+@dataclass(frozen=True)
+class StartSpec:
+    """A validated Start: what to spawn and how the table should keep it."""
+
+    caller: str
+    owner: str
+    spawn: SpawnRequest
+    detach: bool
+    owner_ttl_ms: int | None
+    timeout_ms: int | None
+    request_id: str | None
+    sandboxed: bool
+
+
+class ProcessTable:
+    """Every process of the daemon, keyed by daemon-assigned id and scoped by caller."""
+
+    def __init__(
+        self, backend: Backend, limits: TableLimits, clock: Clock = time.monotonic
+    ) -> None:
+        self._backend = backend
+        self._limits = limits
+        self._clock = clock
+        self._procs: dict[str, ManagedProcess] = {}
+        self._idempotent: dict[tuple[str, str], tuple[asyncio.Future[str], float]] = {}
+        self._pending = 0
+        self._draining = False
+
+    def _count(self, caller: str) -> int:
+        return sum(1 for p in self._procs.values() if p.caller == caller)
+
+    async def start(self, spec: StartSpec) -> tuple[ManagedProcess, bool]:
+        """Spawn (or, for a known request_id, return the existing process and True)."""
+        if self._draining:
+            raise DrainingError("daemon is shutting down")
+        key = (spec.caller, spec.request_id) if spec.request_id else None
+        if key is not None:
+            known = self._idempotent.get(key)
+            if known is not None and known[1] > self._clock():
+                # Same id → same process, even while the first Start is still spawning.
+                process_id = await asyncio.shield(known[0])
+                return self.get(spec.caller, process_id), True
+        # Limits are checked before spawning so a flood fails fast.
+        if len(self._procs) + self._pending >= self._limits.max_processes_total:
+            raise LimitExceededError("too many processes on this daemon")
+        if self._count(spec.caller) >= self._limits.max_processes_per_caller:
+            raise LimitExceededError("too many processes for this caller")
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        if key is not None:
+            expires = self._clock() + self._limits.idempotency_ttl_ms / 1000
+            self._idempotent[key] = (future, expires)
+        self._pending += 1
+        try:
+            handle = await self._backend.start(spec.spawn)
+        except BaseException as exc:
+            if key is not None:
+                self._idempotent.pop(key, None)
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            self._pending -= 1
+        proc = ManagedProcess(
+            process_id=uuid.uuid4().hex,
+            caller=spec.caller,
+            owner=spec.owner,
+            request=spec.spawn,
+            handle=handle,
+            retention=Retention(self._limits.retained_bytes),
+            detached=spec.detach,
+            owner_ttl_ms=spec.owner_ttl_ms or self._limits.owner_ttl_ms,
+            sandboxed=spec.sandboxed,
+            clock=self._clock,
+        )
+        self._procs[proc.process_id] = proc
+        proc.start_tasks(spec.timeout_ms)
+        future.set_result(proc.process_id)
+        return proc, False
+
+    def get(self, caller: str, process_id: str) -> ManagedProcess:
+        """The caller's process; other callers' processes are NOT_FOUND, not forbidden."""
+        proc = self._procs.get(process_id)
+        if proc is None or proc.caller != caller:
+            raise ProcessNotFoundError(f"unknown process id {process_id}")
+        return proc
+
+    def list(self, caller: str, owner: str = "") -> list[ManagedProcess]:
+        """The caller's processes, optionally of one owner, oldest first."""
+        return [
+            p
+            for p in self._procs.values()
+            if p.caller == caller and (not owner or p.owner == owner)
+        ]
+
+    async def remove(self, process_id: str) -> None:
+        """Kill what remains of a process and forget it."""
+        proc = self._procs.pop(process_id, None)
+        if proc is not None:
+            await proc.dispose()
+
+    async def sweep(self) -> None:
+        """Drop closed processes past retention; kill detached ones idle past their TTL."""
+        now = self._clock()
+        for key, (_, expires) in list(self._idempotent.items()):
+            if expires <= now:
+                del self._idempotent[key]
+        doomed: list[str] = []
+        for proc in self._procs.values():
+            if proc.closed_at is not None:
+                if now - proc.closed_at >= self._limits.exited_retention_ms / 1000:
+                    doomed.append(proc.process_id)
+            elif (
+                proc.detached
+                and proc.attached == 0
+                and now - proc.last_activity >= proc.owner_ttl_ms / 1000
+            ):
+                log.info("owner ttl expired for process %s", proc.process_id)
+                doomed.append(proc.process_id)
+        await asyncio.gather(*(self.remove(pid) for pid in doomed))
+
+    async def run_sweeper(self, interval_ms: int) -> None:
+        """Sweep forever (cancel to stop)."""
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            with contextlib.suppress(Exception):
+                await self.sweep()
+
+    async def shutdown(self) -> None:
+        """Refuse new starts and kill every process group."""
+        self._draining = True
+        procs, self._procs = list(self._procs.values()), {}
+        await asyncio.gather(*(p.dispose() for p in procs), return_exceptions=True)
+        await self._backend.aclose()
