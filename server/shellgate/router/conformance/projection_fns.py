@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from shellgate.router import policy_projection as pp
+from shellgate.router.approval_identity import canonicalize_command_for_approval
 from shellgate.router.conformance import EvalFailure, EvalFn
+from shellgate.router.display import (
+    ListFiles,
+    ParsedCommand,
+    Read,
+    Search,
+    is_small_formatting_command,
+    parse_command,
+)
 
 
 def _argv(value: Any) -> list[str]:
@@ -34,6 +43,17 @@ def _commands_for_exec_policy(value: Any) -> Any:
     }
 
 
+def parsed_command_json(parsed: ParsedCommand) -> dict[str, Any]:
+    """The vector shape of one display record."""
+    if isinstance(parsed, Read):
+        return {"type": "read", "cmd": parsed.cmd, "name": parsed.name, "path": parsed.path}
+    if isinstance(parsed, ListFiles):
+        return {"type": "list_files", "cmd": parsed.cmd, "path": parsed.path}
+    if isinstance(parsed, Search):
+        return {"type": "search", "cmd": parsed.cmd, "query": parsed.query, "path": parsed.path}
+    return {"type": "unknown", "cmd": parsed.cmd}
+
+
 FUNCTIONS: dict[str, EvalFn] = {
     "extract_bash_command": _extract_bash_command,
     "extract_powershell_command": lambda v: pp.extract_powershell_command(_argv(v)),
@@ -44,4 +64,7 @@ FUNCTIONS: dict[str, EvalFn] = {
     ),
     "parse_shell_lc_literal_commands": lambda v: pp.parse_shell_lc_literal_commands(_argv(v)),
     "commands_for_exec_policy": _commands_for_exec_policy,
+    "canonicalize_command_for_approval": lambda v: canonicalize_command_for_approval(_argv(v)),
+    "parse_command": lambda v: [parsed_command_json(p) for p in parse_command(_argv(v))],
+    "is_small_formatting_command": lambda v: is_small_formatting_command(_argv(v)),
 }

@@ -1,0 +1,159 @@
+"""Projection C: approval identity — V1 canonicalization and approval keys (spec 03 §C)."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from shellgate.router.policy_projection import extract_bash_command, extract_powershell_command
+from shellgate.router.word_lowering import lower_script
+
+SHELL_SCRIPT_SENTINEL = "__codex_shell_script__"
+POWERSHELL_SCRIPT_SENTINEL = "__codex_powershell_script__"
+
+JsonValue = None | bool | int | float | str | Sequence["JsonValue"] | Mapping[str, "JsonValue"]
+
+
+def canonicalize_command_for_approval(argv: Sequence[str]) -> list[str]:
+    """The approval-cache form of a command (variant V1); never executed or policy-matched."""
+    extracted = extract_bash_command(argv)
+    if extracted is not None:
+        script = extracted[1]
+        lowered = lower_script(script)
+        if lowered is not None and len(lowered) == 1:
+            return list(lowered[0].words)
+        return [SHELL_SCRIPT_SENTINEL, argv[1], script]
+    powershell = extract_powershell_command(argv)
+    if powershell is not None:
+        return [POWERSHELL_SCRIPT_SENTINEL, powershell]
+    return list(argv)
+
+
+def canonical_json(value: object) -> bytes:
+    """Canonical JSON: sorted keys, no insignificant whitespace, UTF-8, no ASCII escaping."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # surrogatepass keeps a lone surrogate (possible in decoded model input) from crashing
+    # the digest; valid text encodes as plain UTF-8.
+    return text.encode("utf-8", "surrogatepass")
+
+
+class ApprovalKind(enum.StrEnum):
+    """Which tool an approval key belongs to."""
+
+    SHELL_COMMAND = "shell_command"
+    EXEC_COMMAND = "exec_command"
+
+    @property
+    def namespace(self) -> str:
+        """The approval-cache namespace of this kind."""
+        return "shell" if self is ApprovalKind.SHELL_COMMAND else "unified_exec"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalKey:
+    """What "approved for session" remembers for a shell_command or exec_command call."""
+
+    kind: ApprovalKind
+    environment_id: str
+    command: tuple[str, ...]
+    # Absolute path for shell_command, path URI for exec_command (kept as given).
+    cwd: str
+    sandbox_permissions: str
+    # The normalized additional-permissions profile as canonical JSON text, or None; text
+    # keeps the key hashable and its equality exact.
+    additional_permissions_json: str | None
+    # Only exec_command keys carry tty; None for shell_command.
+    tty: bool | None
+
+    @property
+    def namespace(self) -> str:
+        """The approval-cache namespace (`shell` or `unified_exec`)."""
+        return self.kind.namespace
+
+    @property
+    def additional_permissions(self) -> object:
+        """The additional-permissions profile as a JSON value (None when absent)."""
+        if self.additional_permissions_json is None:
+            return None
+        return json.loads(self.additional_permissions_json)
+
+    def to_json(self) -> dict[str, object]:
+        """The key record that the digest covers (spec 06 §8)."""
+        record: dict[str, object] = {
+            "kind": self.kind.value,
+            "environment_id": self.environment_id,
+            "command": list(self.command),
+            "cwd": self.cwd,
+            "sandbox_permissions": self.sandbox_permissions,
+            "additional_permissions": self.additional_permissions,
+        }
+        if self.kind is ApprovalKind.EXEC_COMMAND:
+            record["tty"] = self.tty
+        return record
+
+    def digest(self) -> str:
+        """Lowercase hex SHA-256 of the key's canonical JSON; stable across processes."""
+        return hashlib.sha256(canonical_json(self.to_json())).hexdigest()
+
+
+def _permissions_json(additional_permissions: JsonValue) -> str | None:
+    if additional_permissions is None:
+        return None
+    return canonical_json(additional_permissions).decode("utf-8", "surrogatepass")
+
+
+def shell_command_approval_key(
+    *,
+    environment_id: str,
+    argv: Sequence[str],
+    cwd: str,
+    sandbox_permissions: str,
+    additional_permissions: JsonValue,
+) -> ApprovalKey:
+    """The approval key of a shell_command handler command (effective permissions)."""
+    return ApprovalKey(
+        kind=ApprovalKind.SHELL_COMMAND,
+        environment_id=environment_id,
+        command=tuple(canonicalize_command_for_approval(argv)),
+        cwd=cwd,
+        sandbox_permissions=sandbox_permissions,
+        additional_permissions_json=_permissions_json(additional_permissions),
+        tty=None,
+    )
+
+
+def exec_command_approval_key(
+    *,
+    environment_id: str,
+    argv: Sequence[str],
+    cwd_uri: str,
+    tty: bool,
+    sandbox_permissions: str,
+    additional_permissions: JsonValue,
+) -> ApprovalKey:
+    """The approval key of an exec_command handler command (effective permissions)."""
+    return ApprovalKey(
+        kind=ApprovalKind.EXEC_COMMAND,
+        environment_id=environment_id,
+        command=tuple(canonicalize_command_for_approval(argv)),
+        cwd=cwd_uri,
+        sandbox_permissions=sandbox_permissions,
+        additional_permissions_json=_permissions_json(additional_permissions),
+        tty=tty,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyPatchApprovalKey:
+    """What "approved for session" remembers for an apply_patch call (namespace apply_patch)."""
+
+    patch: str
+    cwd: str
+
+    @property
+    def namespace(self) -> str:
+        """The approval-cache namespace."""
+        return "apply_patch"
