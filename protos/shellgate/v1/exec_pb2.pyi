@@ -42,6 +42,7 @@ class ProcessState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PROCESS_STATE_AWAITING_INPUT: _ClassVar[ProcessState]
     PROCESS_STATE_EXITED: _ClassVar[ProcessState]
     PROCESS_STATE_CLOSED: _ClassVar[ProcessState]
+    PROCESS_STATE_LOST: _ClassVar[ProcessState]
 
 class FileKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -70,6 +71,7 @@ PROCESS_STATE_RUNNING: ProcessState
 PROCESS_STATE_AWAITING_INPUT: ProcessState
 PROCESS_STATE_EXITED: ProcessState
 PROCESS_STATE_CLOSED: ProcessState
+PROCESS_STATE_LOST: ProcessState
 FILE_KIND_UNSPECIFIED: FileKind
 FILE_KIND_FILE: FileKind
 FILE_KIND_DIRECTORY: FileKind
@@ -247,6 +249,14 @@ class AwaitingInput(_message.Message):
     last_seq: int
     def __init__(self, last_seq: _Optional[int] = ...) -> None: ...
 
+class ProcessLost(_message.Message):
+    __slots__ = ("reason", "last_seq")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    last_seq: int
+    def __init__(self, reason: _Optional[str] = ..., last_seq: _Optional[int] = ...) -> None: ...
+
 class OutputGap(_message.Message):
     __slots__ = ("first_seq", "last_seq", "reason")
     FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -258,7 +268,7 @@ class OutputGap(_message.Message):
     def __init__(self, first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., reason: _Optional[_Union[GapReason, str]] = ...) -> None: ...
 
 class ProcessEvent(_message.Message):
-    __slots__ = ("started", "spawn_failed", "output", "exited", "closed", "awaiting_input", "gap")
+    __slots__ = ("started", "spawn_failed", "output", "exited", "closed", "awaiting_input", "gap", "lost")
     STARTED_FIELD_NUMBER: _ClassVar[int]
     SPAWN_FAILED_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
@@ -266,6 +276,7 @@ class ProcessEvent(_message.Message):
     CLOSED_FIELD_NUMBER: _ClassVar[int]
     AWAITING_INPUT_FIELD_NUMBER: _ClassVar[int]
     GAP_FIELD_NUMBER: _ClassVar[int]
+    LOST_FIELD_NUMBER: _ClassVar[int]
     started: ProcessStarted
     spawn_failed: SpawnFailed
     output: OutputChunk
@@ -273,7 +284,8 @@ class ProcessEvent(_message.Message):
     closed: ProcessClosed
     awaiting_input: AwaitingInput
     gap: OutputGap
-    def __init__(self, started: _Optional[_Union[ProcessStarted, _Mapping]] = ..., spawn_failed: _Optional[_Union[SpawnFailed, _Mapping]] = ..., output: _Optional[_Union[OutputChunk, _Mapping]] = ..., exited: _Optional[_Union[ProcessExited, _Mapping]] = ..., closed: _Optional[_Union[ProcessClosed, _Mapping]] = ..., awaiting_input: _Optional[_Union[AwaitingInput, _Mapping]] = ..., gap: _Optional[_Union[OutputGap, _Mapping]] = ...) -> None: ...
+    lost: ProcessLost
+    def __init__(self, started: _Optional[_Union[ProcessStarted, _Mapping]] = ..., spawn_failed: _Optional[_Union[SpawnFailed, _Mapping]] = ..., output: _Optional[_Union[OutputChunk, _Mapping]] = ..., exited: _Optional[_Union[ProcessExited, _Mapping]] = ..., closed: _Optional[_Union[ProcessClosed, _Mapping]] = ..., awaiting_input: _Optional[_Union[AwaitingInput, _Mapping]] = ..., gap: _Optional[_Union[OutputGap, _Mapping]] = ..., lost: _Optional[_Union[ProcessLost, _Mapping]] = ...) -> None: ...
 
 class StartResponse(_message.Message):
     __slots__ = ("event",)
