@@ -1,0 +1,334 @@
+"""The unmatched-command fallback and `ExecApprovalRequirement` derivation (spec 04 §4, §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from shellgate.router.policy.context import ApprovalMode, ApprovalPolicy, UnmatchedContext
+from shellgate.router.policy.dangerous import command_might_be_dangerous
+from shellgate.router.policy.evaluate import check_multiple, matches_for_command
+from shellgate.router.policy.model import (
+    Decision,
+    Evaluation,
+    HeuristicsRuleMatch,
+    Policy,
+    PrefixRuleMatch,
+    RuleMatch,
+    strictest,
+)
+from shellgate.router.policy.safe_commands import is_known_safe_command
+from shellgate.router.policy.shlex_words import join_for_display
+from shellgate.router.policy.unwrap import unwrapped_commands
+from shellgate.router.policy_projection import (
+    CommandOrigin,
+    PolicyProjection,
+    commands_for_exec_policy,
+    extract_bash_command,
+    parse_shell_lc_literal_commands,
+)
+
+# Exact-match only: a longer prefix such as ["python", "-c", "print(1)"] is not banned.
+BANNED_PREFIX_SUGGESTIONS: frozenset[tuple[str, ...]] = frozenset(
+    tuple(entry.split(" "))
+    for entry in (
+        "python3",
+        "python3 -",
+        "python3 -c",
+        "python",
+        "python -",
+        "python -c",
+        "py",
+        "py -3",
+        "pythonw",
+        "pyw",
+        "pypy",
+        "pypy3",
+        "git",
+        "bash",
+        "bash -lc",
+        "sh",
+        "sh -c",
+        "sh -lc",
+        "zsh",
+        "zsh -lc",
+        "/bin/zsh",
+        "/bin/zsh -lc",
+        "/bin/bash",
+        "/bin/bash -lc",
+        "pwsh",
+        "pwsh -Command",
+        "pwsh -c",
+        "powershell",
+        "powershell -Command",
+        "powershell -c",
+        "powershell.exe",
+        "powershell.exe -Command",
+        "powershell.exe -c",
+        "env",
+        "sudo",
+        "node",
+        "node -e",
+        "perl",
+        "perl -e",
+        "ruby",
+        "ruby -e",
+        "php",
+        "php -r",
+        "lua",
+        "lua -e",
+        "osascript",
+    )
+)
+
+NEVER_REASON = "approval required by policy, but AskForApproval is set to Never"
+GRANULAR_RULES_REASON = (
+    "approval required by policy rule, but AskForApproval::Granular.rules is false"
+)
+GRANULAR_SANDBOX_REASON = (
+    "approval required by policy, but AskForApproval::Granular.sandbox_approval is false"
+)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Run without asking; `bypass_sandbox` when every segment is explicitly allowed."""
+
+    bypass_sandbox: bool
+    proposed_execpolicy_amendment: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class NeedsApproval:
+    """Ask the user first."""
+
+    reason: str | None
+    proposed_execpolicy_amendment: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Forbidden:
+    """Do not run."""
+
+    reason: str
+
+
+ExecApprovalRequirement = Skip | NeedsApproval | Forbidden
+
+
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    """The requirement plus the matches behind it, reported separately (spec 03 §E)."""
+
+    requirement: ExecApprovalRequirement
+    segment_matches: tuple[RuleMatch, ...]
+    scan_matches: tuple[PrefixRuleMatch, ...]
+
+
+def render_decision_for_unmatched_command(
+    command: Sequence[str],
+    ctx: UnmatchedContext,
+    literal_commands: Sequence[Sequence[str]] | None = None,
+) -> Decision:
+    """The heuristics decision for a command no prefix rule matched (spec 04 §4)."""
+    policy = ctx.approval_policy
+    # W: Windows host without a sandbox backend but with a managed, restricted profile.
+    w = (
+        ctx.windows_host
+        and ctx.windows_sandbox_level == "disabled"
+        and ctx.permission_profile.restricted
+    )
+    if (
+        not ctx.used_complex_parsing
+        and (policy.mode is ApprovalMode.UNLESS_TRUSTED or w)
+        and ctx.command_origin is CommandOrigin.GENERIC
+        and is_known_safe_command(command)
+    ):
+        return Decision.ALLOW
+    dangerous = ctx.command_origin is CommandOrigin.GENERIC and command_might_be_dangerous(
+        command, literal_commands
+    )
+    if dangerous or w:
+        return Decision.FORBIDDEN if policy.mode is ApprovalMode.NEVER else Decision.PROMPT
+    if policy.mode is ApprovalMode.NEVER:
+        return Decision.ALLOW
+    if policy.mode is ApprovalMode.UNLESS_TRUSTED:
+        return Decision.PROMPT
+    if ctx.permission_profile.restricted and ctx.sandbox_permissions.requests_override:
+        return Decision.PROMPT
+    return Decision.ALLOW
+
+
+def derive_requested_execpolicy_amendment(
+    prefix_rule: Sequence[str] | None, matched_rules: Sequence[RuleMatch]
+) -> tuple[str, ...] | None:
+    """The model's `prefix_rule` hint unless absent, empty, banned, or a prefix rule matched."""
+    if not prefix_rule:
+        return None
+    hint = tuple(prefix_rule)
+    if hint in BANNED_PREFIX_SUGGESTIONS:
+        return None
+    if any(isinstance(m, PrefixRuleMatch) for m in matched_rules):
+        return None
+    return hint
+
+
+def scan_matches(
+    policy: Policy,
+    argv: Sequence[str],
+    literal_commands: Sequence[Sequence[str]] | None = None,
+) -> tuple[PrefixRuleMatch, ...]:
+    """Deny-side rule scan (spec 04 §2.1): prompt/forbidden matches of every unwrapped command."""
+    out: list[PrefixRuleMatch] = []
+    for cmd in unwrapped_commands(argv, literal_commands):
+        for m in matches_for_command(policy, cmd, None, resolve_host_executables=True):
+            if isinstance(m, PrefixRuleMatch) and m.decision is not Decision.ALLOW:
+                out.append(m)
+    return tuple(out)
+
+
+def _most_specific(matches: Sequence[RuleMatch], decision: Decision) -> PrefixRuleMatch | None:
+    best: PrefixRuleMatch | None = None
+    for m in matches:
+        # `>=`: on a tie the later match wins (scan matches come after segment matches).
+        if (
+            isinstance(m, PrefixRuleMatch)
+            and m.decision is decision
+            and (best is None or len(m.matched_prefix) >= len(best.matched_prefix))
+        ):
+            best = m
+    return best
+
+
+def _prompt_rejection(policy: ApprovalPolicy, prompt_is_rule: bool) -> str | None:
+    if policy.mode is ApprovalMode.NEVER:
+        return NEVER_REASON
+    if policy.mode is ApprovalMode.GRANULAR:
+        granular = policy.granular
+        if granular is None:
+            return None
+        if prompt_is_rule and not granular.rules:
+            return GRANULAR_RULES_REASON
+        if not prompt_is_rule and not granular.sandbox_approval:
+            return GRANULAR_SANDBOX_REASON
+    return None
+
+
+def create_exec_approval_requirement(
+    policy: Policy,
+    argv: Sequence[str],
+    projection: PolicyProjection,
+    literal_commands: Sequence[Sequence[str]] | None,
+    ctx: UnmatchedContext,
+    prefix_rule: Sequence[str] | None = None,
+) -> ApprovalOutcome:
+    """Derive the ExecApprovalRequirement of one handler argv (spec 04 §5.1).
+
+    `projection` is `commands_for_exec_policy(argv)` and `literal_commands` the literal-command
+    scan of `argv` (None when it is not a bash/zsh/sh wrapper or does not parse).
+    """
+    ctx = replace(
+        ctx,
+        used_complex_parsing=projection.used_complex_parsing,
+        command_origin=projection.command_origin,
+    )
+    auto = not projection.used_complex_parsing
+    commands = projection.commands
+
+    whole = tuple(argv)
+
+    def fallback(cmd: tuple[str, ...]) -> Decision:
+        # The fallback segment is the wrapper argv itself: reuse its scan instead of re-parsing.
+        return render_decision_for_unmatched_command(
+            cmd, ctx, literal_commands if cmd == whole else None
+        )
+
+    segment = check_multiple(policy, commands, fallback, resolve_host_executables=True)
+    scanned = scan_matches(policy, argv, literal_commands)
+    matches: tuple[RuleMatch, ...] = segment.matched_rules + scanned
+    evaluation = Evaluation(strictest([m.decision for m in matches]), matches)
+    cmd_text = join_for_display(argv)
+
+    requested: tuple[str, ...] | None = None
+    if auto:
+        requested = derive_requested_execpolicy_amendment(prefix_rule, matches)
+        if requested is not None:
+            amended = policy.with_prefix_rule(requested, Decision.ALLOW)
+            if not all(
+                check_multiple(amended, [c], fallback, resolve_host_executables=True).decision
+                is Decision.ALLOW
+                for c in commands
+            ):
+                requested = None
+
+    requirement: ExecApprovalRequirement
+    if evaluation.decision is Decision.FORBIDDEN:
+        best = _most_specific(matches, Decision.FORBIDDEN)
+        if best is None:
+            reason = f"`{cmd_text}` rejected: blocked by policy"
+        elif best.justification is not None:
+            reason = f"`{cmd_text}` rejected: {best.justification}"
+        else:
+            prefix = " ".join(best.matched_prefix)
+            reason = f"`{cmd_text}` rejected: policy forbids commands starting with `{prefix}`"
+        requirement = Forbidden(reason)
+    elif evaluation.decision is Decision.PROMPT:
+        prompt_is_rule = any(
+            isinstance(m, PrefixRuleMatch) and m.decision is Decision.PROMPT for m in matches
+        )
+        rejection = _prompt_rejection(ctx.approval_policy, prompt_is_rule)
+        if rejection is not None:
+            requirement = Forbidden(rejection)
+        else:
+            best = _most_specific(matches, Decision.PROMPT)
+            prompt_reason: str | None = None
+            if best is not None:
+                prompt_reason = (
+                    f"`{cmd_text}` requires approval: {best.justification}"
+                    if best.justification is not None
+                    else f"`{cmd_text}` requires approval by policy"
+                )
+            amendment = requested
+            if amendment is None and auto and not prompt_is_rule:
+                amendment = next(
+                    (
+                        m.command
+                        for m in matches
+                        if isinstance(m, HeuristicsRuleMatch) and m.decision is Decision.PROMPT
+                    ),
+                    None,
+                )
+            requirement = NeedsApproval(prompt_reason, amendment)
+    else:
+        bypass = all(
+            any(
+                isinstance(m, PrefixRuleMatch) and m.decision is Decision.ALLOW
+                for m in matches_for_command(policy, c, None, resolve_host_executables=True)
+            )
+            for c in commands
+        )
+        allow_amendment: tuple[str, ...] | None = None
+        if auto and not any(isinstance(m, PrefixRuleMatch) for m in matches):
+            allow_amendment = next(
+                (
+                    m.command
+                    for m in matches
+                    if isinstance(m, HeuristicsRuleMatch) and m.decision is Decision.ALLOW
+                ),
+                None,
+            )
+        requirement = Skip(bypass and not scanned, allow_amendment)
+    return ApprovalOutcome(requirement, segment.matched_rules, scanned)
+
+
+def create_exec_approval_requirement_for_argv(
+    policy: Policy,
+    argv: Sequence[str],
+    ctx: UnmatchedContext,
+    prefix_rule: Sequence[str] | None = None,
+) -> ApprovalOutcome:
+    """create_exec_approval_requirement with the projection and scan computed from argv."""
+    literal = parse_shell_lc_literal_commands(argv) if extract_bash_command(argv) else None
+    return create_exec_approval_requirement(
+        policy, argv, commands_for_exec_policy(argv), literal, ctx, prefix_rule
+    )
