@@ -26,6 +26,7 @@ __all__ = [
     "create_env",
     "exec_server_child_env",
     "exec_server_env_overlay",
+    "exec_server_env_payload",
     "exec_server_env_policy",
     "inject_permission_profile_env",
     "pattern_matches",
@@ -286,3 +287,19 @@ def exec_server_child_env(
     env = create_env(server_env, env_policy, None, platform)
     env.update(overlay)
     return env
+
+
+def exec_server_env_payload(
+    request_env: Mapping[str, str],
+    client_env: Mapping[str, str],
+    policy: ShellEnvironmentPolicy,
+    platform: str = "unix",
+) -> tuple[ShellEnvironmentPolicy, dict[str, str]]:
+    """What the client sends for a remote start: the policy as sent and its overlay.
+
+    `client_env` is the client's own environment: the overlay is what `request_env` adds
+    to the env the sent policy alone produces there (no thread id).
+    """
+    sent = exec_server_env_policy(policy)
+    baseline = create_env(client_env, sent, None, platform)
+    return sent, exec_server_env_overlay(baseline, request_env)

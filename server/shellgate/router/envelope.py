@@ -1,0 +1,257 @@
+"""Projection A: the execution envelope of a handler command (spec 03 §A)."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from shellgate.execserver.env_policy import (
+    ShellEnvironmentPolicy,
+    apply_unified_exec_env,
+    create_env,
+    inject_permission_profile_env,
+)
+from shellgate.router.output import TruncationPolicy
+from shellgate.router.unified import clamp_exec_yield_time_ms, unified_max_output_tokens
+
+__all__ = [
+    "DEFAULT_SHELL_TIMEOUT_MS",
+    "POWERSHELL_UTF8_PREFIX",
+    "SANDBOX_NETWORK_DISABLED_ENV_VAR",
+    "EnvelopeTool",
+    "ExecutionEnvelope",
+    "Permissions",
+    "build_exec_command_envelope",
+    "build_shell_command_envelope",
+    "launch_argv",
+    "launch_env",
+]
+
+# Spec 05 §1.3: a classic command without `timeout_ms` is killed after 10 s.
+DEFAULT_SHELL_TIMEOUT_MS = 10_000
+POWERSHELL_UTF8_PREFIX = "[Console]::OutputEncoding=[System.Text.Encoding]::UTF8;\n"
+SANDBOX_NETWORK_DISABLED_ENV_VAR = "CODEX_SANDBOX_NETWORK_DISABLED"
+
+
+class EnvelopeTool(enum.StrEnum):
+    """Which shell tool the envelope runs for."""
+
+    SHELL_COMMAND = "shell_command"
+    EXEC_COMMAND = "exec_command"
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Permissions:
+    """`sandbox_permissions` plus the additional-permissions profile (canonical JSON text)."""
+
+    sandbox_permissions: str = "use_default"
+    # Text keeps the value hashable and its equality exact; None when absent.
+    additional_permissions_json: str | None = None
+
+    @classmethod
+    def of(cls, sandbox_permissions: str, additional_permissions: object = None) -> Permissions:
+        """Permissions from a mode and a JSON-like profile (None = no profile)."""
+        text = None if additional_permissions is None else _canonical(additional_permissions)
+        return cls(sandbox_permissions, text)
+
+    @property
+    def additional_permissions(self) -> object:
+        """The profile as a JSON value, or None."""
+        if self.additional_permissions_json is None:
+            return None
+        result: object = json.loads(self.additional_permissions_json)
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionEnvelope:
+    """What is needed to run one handler command; read-only once built."""
+
+    tool: EnvelopeTool
+    argv: tuple[str, ...]
+    shell_type: str | None
+    # `direct` or `zsh_fork` for exec_command; None for shell_command.
+    shell_mode: str | None
+    environment_id: str
+    remote: bool
+    cwd: str
+    sandbox_cwd: str
+    # The runtime-built environment (policy, fixed values, permission profile), in order.
+    env: tuple[tuple[str, str], ...]
+    # The policy's `set` map, carried separately so later steps cannot silently drop it.
+    explicit_env_overrides: tuple[tuple[str, str], ...]
+    timeout_ms: int | None
+    default_timeout: bool
+    tty: bool | None
+    yield_time_ms: int | None
+    max_output_tokens: int | None
+    output_policy: TruncationPolicy | None
+    process_id: int | None
+    requested_permissions: Permissions
+    effective_permissions: Permissions
+    preapproved: bool
+    justification: str | None
+    prefix_rule: tuple[str, ...] | None
+
+    @property
+    def env_map(self) -> dict[str, str]:
+        """The environment as a dict."""
+        return dict(self.env)
+
+
+def _base_env(
+    parent_env: Mapping[str, str],
+    policy: ShellEnvironmentPolicy,
+    thread_id: str | None,
+    platform: str,
+    *,
+    unified: bool,
+    active_profile: str | None,
+) -> tuple[tuple[str, str], ...]:
+    env = create_env(parent_env, policy, thread_id, platform)
+    if unified:
+        # After §A.2 and before the permission-profile injection (spec 03 §A.3).
+        env = apply_unified_exec_env(env)
+    return tuple(inject_permission_profile_env(env, active_profile).items())
+
+
+def build_shell_command_envelope(
+    *,
+    argv: Sequence[str],
+    shell_type: str | None,
+    environment_id: str,
+    remote: bool,
+    cwd: str,
+    sandbox_cwd: str,
+    parent_env: Mapping[str, str],
+    env_policy: ShellEnvironmentPolicy,
+    thread_id: str | None,
+    platform: str = "unix",
+    active_profile: str | None = None,
+    timeout_ms: int | None = None,
+    requested: Permissions = Permissions(),
+    effective: Permissions | None = None,
+    preapproved: bool = False,
+    justification: str | None = None,
+    prefix_rule: Sequence[str] | None = None,
+) -> ExecutionEnvelope:
+    """The envelope of a shell_command element: timeout, no tty, no fixed env values."""
+    return ExecutionEnvelope(
+        tool=EnvelopeTool.SHELL_COMMAND,
+        argv=tuple(argv),
+        shell_type=shell_type,
+        shell_mode=None,
+        environment_id=environment_id,
+        remote=remote,
+        cwd=cwd,
+        sandbox_cwd=sandbox_cwd,
+        env=_base_env(
+            parent_env,
+            env_policy,
+            thread_id,
+            platform,
+            unified=False,
+            active_profile=active_profile,
+        ),
+        explicit_env_overrides=env_policy.set_pairs,
+        timeout_ms=DEFAULT_SHELL_TIMEOUT_MS if timeout_ms is None else timeout_ms,
+        default_timeout=timeout_ms is None,
+        tty=None,
+        yield_time_ms=None,
+        max_output_tokens=None,
+        output_policy=None,
+        process_id=None,
+        requested_permissions=requested,
+        effective_permissions=requested if effective is None else effective,
+        preapproved=preapproved,
+        justification=justification,
+        prefix_rule=None if prefix_rule is None else tuple(prefix_rule),
+    )
+
+
+def build_exec_command_envelope(
+    *,
+    argv: Sequence[str],
+    shell_type: str | None,
+    shell_mode: str,
+    environment_id: str,
+    remote: bool,
+    cwd: str,
+    sandbox_cwd: str,
+    parent_env: Mapping[str, str],
+    env_policy: ShellEnvironmentPolicy,
+    thread_id: str | None,
+    turn_policy: TruncationPolicy,
+    platform: str = "unix",
+    windows_host: bool = False,
+    active_profile: str | None = None,
+    tty: bool = False,
+    yield_time_ms: int | None = None,
+    max_output_tokens: int | None = None,
+    process_id: int | None = None,
+    requested: Permissions = Permissions(),
+    effective: Permissions | None = None,
+    preapproved: bool = False,
+    justification: str | None = None,
+    prefix_rule: Sequence[str] | None = None,
+) -> ExecutionEnvelope:
+    """The envelope of an exec_command call: tty, clamped yield, output budget, no timeout."""
+    return ExecutionEnvelope(
+        tool=EnvelopeTool.EXEC_COMMAND,
+        argv=tuple(argv),
+        shell_type=shell_type,
+        shell_mode=shell_mode,
+        environment_id=environment_id,
+        remote=remote,
+        cwd=cwd,
+        sandbox_cwd=sandbox_cwd,
+        env=_base_env(
+            parent_env,
+            env_policy,
+            thread_id,
+            platform,
+            unified=True,
+            active_profile=active_profile,
+        ),
+        explicit_env_overrides=env_policy.set_pairs,
+        # Unified processes have no kill timeout (spec 05 §3.2).
+        timeout_ms=None,
+        default_timeout=False,
+        tty=tty,
+        yield_time_ms=clamp_exec_yield_time_ms(yield_time_ms, windows=windows_host),
+        max_output_tokens=max_output_tokens,
+        output_policy=unified_max_output_tokens(max_output_tokens, turn_policy),
+        process_id=process_id,
+        requested_permissions=requested,
+        effective_permissions=requested if effective is None else effective,
+        preapproved=preapproved,
+        justification=justification,
+        prefix_rule=None if prefix_rule is None else tuple(prefix_rule),
+    )
+
+
+def launch_argv(argv: Sequence[str], shell_type: str | None) -> list[str]:
+    """The argv actually spawned: PowerShell scripts get the UTF-8 output prefix (§A.4)."""
+    out = list(argv)
+    if shell_type == "powershell" and len(out) >= 2:
+        script = out[-1]
+        if not script.lstrip().startswith(POWERSHELL_UTF8_PREFIX.rstrip("\n")):
+            out[-1] = POWERSHELL_UTF8_PREFIX + script
+    return out
+
+
+def launch_env(
+    env: Mapping[str, str], *, call_id: str, network_disabled: bool = False
+) -> dict[str, str]:
+    """The env actually spawned: the call id, and the network marker when blocked (§A.4)."""
+    out = dict(env)
+    out["CODEX_TOOL_CALL_ID"] = call_id
+    if network_disabled:
+        out[SANDBOX_NETWORK_DISABLED_ENV_VAR] = "1"
+    return out

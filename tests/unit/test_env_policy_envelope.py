@@ -1,0 +1,94 @@
+"""Projection A envelope building (spec 03 §A.1, §A.3, §A.4)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from shellgate.execserver.env_policy import ShellEnvironmentPolicy
+from shellgate.router.envelope import (
+    POWERSHELL_UTF8_PREFIX,
+    EnvelopeTool,
+    Permissions,
+    build_exec_command_envelope,
+    build_shell_command_envelope,
+    launch_argv,
+    launch_env,
+)
+from shellgate.router.output import TruncationPolicy
+
+PARENT = {"PATH": "/bin", "HOME": "/h", "TERM": "xterm", "GITHUB_TOKEN": "t"}
+POLICY = ShellEnvironmentPolicy.build(set_vars={"EXTRA": "1"})
+
+
+def test_shell_command_envelope() -> None:
+    env = build_shell_command_envelope(
+        argv=["/bin/bash", "-lc", "ls"],
+        shell_type="bash",
+        environment_id="local",
+        remote=False,
+        cwd="/w/sub",
+        sandbox_cwd="/w",
+        parent_env=PARENT,
+        env_policy=POLICY,
+        thread_id="th",
+        active_profile="dev",
+    )
+    assert env.tool is EnvelopeTool.SHELL_COMMAND
+    assert env.timeout_ms == 10_000 and env.default_timeout
+    assert env.tty is None and env.yield_time_ms is None and env.output_policy is None
+    assert env.env_map == {
+        "PATH": "/bin",
+        "HOME": "/h",
+        "TERM": "xterm",
+        "EXTRA": "1",
+        "CODEX_THREAD_ID": "th",
+        "CODEX_PERMISSION_PROFILE": "dev",
+    }
+    assert env.explicit_env_overrides == (("EXTRA", "1"),)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        env.cwd = "/x"  # type: ignore[misc]
+
+
+def test_exec_command_envelope_keeps_requested_and_effective() -> None:
+    requested = Permissions.of("use_default")
+    effective = Permissions.of("with_additional_permissions", {"network": {"enabled": True}})
+    env = build_exec_command_envelope(
+        argv=["/bin/bash", "-lc", "ls"],
+        shell_type="bash",
+        shell_mode="direct",
+        environment_id="local",
+        remote=False,
+        cwd="/w",
+        sandbox_cwd="/w",
+        parent_env=PARENT,
+        env_policy=POLICY,
+        thread_id="th",
+        turn_policy=TruncationPolicy.tokens(10_000),
+        tty=True,
+        yield_time_ms=1,
+        max_output_tokens=50,
+        process_id=1000,
+        requested=requested,
+        effective=effective,
+        preapproved=True,
+    )
+    assert env.timeout_ms is None and not env.default_timeout
+    assert env.yield_time_ms == 250 and env.tty is True
+    assert env.output_policy == TruncationPolicy.tokens(50)
+    assert env.env_map["TERM"] == "dumb" and env.env_map["CODEX_CI"] == "1"
+    assert "GITHUB_TOKEN" not in env.env_map
+    assert env.requested_permissions == requested
+    assert env.effective_permissions.additional_permissions == {"network": {"enabled": True}}
+    assert env.preapproved
+
+
+def test_launch_rewrites() -> None:
+    argv = ["pwsh", "-Command", "Get-Date"]
+    out = launch_argv(argv, "powershell")
+    assert out[-1] == POWERSHELL_UTF8_PREFIX + "Get-Date"
+    assert launch_argv(out, "powershell") == out
+    assert launch_argv(["/bin/bash", "-lc", "x"], "bash") == ["/bin/bash", "-lc", "x"]
+    env = launch_env({"CODEX_TOOL_CALL_ID": "parent"}, call_id="c1", network_disabled=True)
+    assert env == {"CODEX_TOOL_CALL_ID": "c1", "CODEX_SANDBOX_NETWORK_DISABLED": "1"}
