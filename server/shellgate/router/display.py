@@ -124,42 +124,76 @@ def _summarize_with_cd(parts: Sequence[Sequence[str]]) -> list[ParsedCommand]:
     return commands
 
 
-def _first_word_is(parsed: ParsedCommand, word: str) -> bool:
+# Kinds of Unknown entries that `simplify_once` may remove (spec 03 §D.1).
+_ECHO, _CD, _TRUE, _NL, _OTHER = range(5)
+
+
+def _simplify_kind(parsed: ParsedCommand) -> int:
     if not isinstance(parsed, Unknown):
-        return False
+        return _OTHER
+    if parsed.cmd == "true":
+        return _TRUE
     tokens = shlex_split(parsed.cmd) or []
-    return bool(tokens) and tokens[0] == word
+    if not tokens:
+        return _OTHER
+    if tokens[0] == "echo":
+        return _ECHO
+    if tokens[0] == "cd":
+        return _CD
+    if tokens[0] == "nl" and all(token.startswith("-") for token in tokens[1:]):
+        return _NL
+    return _OTHER
 
 
-def _is_flags_only_nl(parsed: ParsedCommand) -> bool:
-    if not isinstance(parsed, Unknown):
-        return False
-    tokens = shlex_split(parsed.cmd) or []
-    return bool(tokens) and tokens[0] == "nl" and all(t.startswith("-") for t in tokens[1:])
+class _FirstAlive:
+    """The first still-alive index of one kind; amortised O(1) over a whole simplification."""
 
+    def __init__(self, indices: list[int], alive: list[bool]) -> None:
+        self._indices = indices
+        self._alive = alive
+        self._pos = 0
 
-def _simplify_once(commands: list[ParsedCommand]) -> list[ParsedCommand] | None:
-    if len(commands) <= 1:
-        return None
-    if _first_word_is(commands[0], "echo"):
-        return commands[1:]
-    for index, parsed in enumerate(commands):
-        if _first_word_is(parsed, "cd"):
-            if index + 1 < len(commands):
-                return commands[:index] + commands[index + 1 :]
-            break
-    for predicate in (lambda p: p == Unknown(cmd="true"), _is_flags_only_nl):
-        for index, parsed in enumerate(commands):
-            if predicate(parsed):
-                return commands[:index] + commands[index + 1 :]
-    return None
+    def first(self) -> int | None:
+        while self._pos < len(self._indices) and not self._alive[self._indices[self._pos]]:
+            self._pos += 1
+        return self._indices[self._pos] if self._pos < len(self._indices) else None
 
 
 def _simplify(commands: list[ParsedCommand]) -> list[ParsedCommand]:
-    # Each step removes one entry, so this ends after at most len(commands) rounds.
-    while (simpler := _simplify_once(commands)) is not None:
-        commands = simpler
-    return commands
+    """Apply `simplify_once` until nothing changes.
+
+    Each rule removes one entry and never changes how the others are classified, so the
+    rounds are replayed with per-kind cursors instead of rescanning the list: linear time
+    even for a script with hundreds of thousands of commands.
+    """
+    kinds = [_simplify_kind(parsed) for parsed in commands]
+    alive = [True] * len(commands)
+    firsts = {
+        kind: _FirstAlive([i for i, k in enumerate(kinds) if k == kind], alive)
+        for kind in (_CD, _TRUE, _NL)
+    }
+    head, last, remaining = 0, len(commands) - 1, len(commands)
+    while remaining > 1:
+        while not alive[head]:
+            head += 1
+        while not alive[last]:
+            last -= 1
+        victim: int | None = None
+        if kinds[head] == _ECHO:  # (a) a leading `echo`
+            victim = head
+        else:
+            cd = firsts[_CD].first()  # (b) the first `cd` when something follows it
+            if cd is not None and cd != last:
+                victim = cd
+            else:  # (c) the first `true`, then (d) the first flags-only `nl`
+                victim = firsts[_TRUE].first()
+                if victim is None:
+                    victim = firsts[_NL].first()
+        if victim is None:
+            break
+        alive[victim] = False
+        remaining -= 1
+    return [parsed for parsed, keep in zip(commands, alive, strict=True) if keep]
 
 
 def parse_shell_script(script: str) -> list[ParsedCommand]:

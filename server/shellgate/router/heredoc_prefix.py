@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+
 from shellgate.router.bash_parse import Node, node_text
-from shellgate.router.script_cache import parsed_without_error
+from shellgate.router.script_cache import RESULT_CACHE_SIZE, parsed_without_error
 from shellgate.router.segments import ScriptCommand, span_of
 
 # Children that attach input to the one command without changing its argv.
@@ -65,6 +67,7 @@ def _command_words(command: Node) -> tuple[str, ...] | None:
     return tuple(words) if words else None
 
 
+@functools.lru_cache(maxsize=RESULT_CACHE_SIZE)
 def heredoc_prefix(script: str) -> ScriptCommand | None:
     """The literal words of the one command of a heredoc script, else None."""
     tree = parsed_without_error(script)

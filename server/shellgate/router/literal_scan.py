@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+
 from shellgate.router.bash_parse import Node
 from shellgate.router.literal_words import literal_word
-from shellgate.router.script_cache import parsed_without_error
+from shellgate.router.script_cache import RESULT_CACHE_SIZE, parsed_without_error
 from shellgate.router.segments import ScriptCommand, span_of
 
 
@@ -46,6 +48,7 @@ def _literal_command(command: Node) -> tuple[str, ...] | None:
     return tuple(words) if seen_name else None
 
 
+@functools.lru_cache(maxsize=RESULT_CACHE_SIZE)
 def scan_script(script: str) -> tuple[ScriptCommand, ...] | None:
     """The literal words of every command of a script that parses, else None."""
     tree = parsed_without_error(script)

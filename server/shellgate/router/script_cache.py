@@ -11,6 +11,11 @@ from shellgate.router.bash_parse import Tree, parse_bash
 # same wrapper script within one projection. Trees are per thread because tree-sitter trees
 # must not be shared across threads without copying.
 _CACHE_SIZE = 4
+
+# The derived results (immutable tuples of frozen records) are memoised process-wide with
+# this many entries per function, so one script feeding B, C, display and the deny-side
+# scan is walked once per function, not once per caller.
+RESULT_CACHE_SIZE = 8
 _local = threading.local()
 
 

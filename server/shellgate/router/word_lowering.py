@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from shellgate.router.bash_parse import Node, node_text
 from shellgate.router.literal_words import (
     is_literal_word_text,
@@ -9,7 +11,7 @@ from shellgate.router.literal_words import (
     literal_raw_string,
     literal_word,
 )
-from shellgate.router.script_cache import parsed_without_error
+from shellgate.router.script_cache import RESULT_CACHE_SIZE, parsed_without_error
 from shellgate.router.segments import ScriptCommand, span_of
 
 _ALLOWED_NAMED = frozenset(
@@ -87,6 +89,7 @@ def _lower_command(command: Node) -> tuple[str, ...] | None:
     return tuple(words)
 
 
+@functools.lru_cache(maxsize=RESULT_CACHE_SIZE)
 def lower_script(script: str) -> tuple[ScriptCommand, ...] | None:
     """The word-only commands of a script with their spans; `()` for an empty script."""
     tree = parsed_without_error(script)
