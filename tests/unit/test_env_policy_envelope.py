@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from shellgate.execserver.env_policy import ShellEnvironmentPolicy
 from shellgate.router.envelope import (
     POWERSHELL_UTF8_PREFIX,

@@ -6,7 +6,6 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from shellgate.router.output import (
     TruncationPolicy,
     TruncationUnit,

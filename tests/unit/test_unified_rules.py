@@ -7,7 +7,6 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from shellgate.router.output import TruncationPolicy
 from shellgate.router.unified import (
     ProcessUsage,
