@@ -106,6 +106,10 @@ class SpawnError(ExecServerError):
     code = "FAILED_PRECONDITION"
     reason = "spawn_failed"
 
+    def __init__(self, message: str, errno: int = 0) -> None:
+        super().__init__(message)
+        self.errno = errno
+
 
 class FileOperationError(ExecServerError):
     """A file operation failed for a reason other than a missing path."""

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from shellgate.execserver.awaiting_input import is_awaiting_input
 from shellgate.execserver.backends.base import ExitStatus, ProcessHandle, Signal, SpawnRequest
 from shellgate.execserver.retention import Retention
 
@@ -127,6 +128,24 @@ class ManagedProcess:
         self.terminated = True
         await self.handle.terminate()
         return was_running
+
+    async def terminate_quietly(self) -> None:
+        """Terminate, logging instead of raising (background cleanup)."""
+        try:
+            await self.terminate()
+        except Exception:
+            log.exception("terminating process %s failed", self.process_id)
+
+    def state(self) -> ProcessState:
+        """Current state (reads /proc for awaiting-input; call off the loop)."""
+        if self.closed:
+            return ProcessState.CLOSED
+        if self.exited:
+            return ProcessState.EXITED
+        pgid = self.handle.pgid
+        if pgid is not None and is_awaiting_input(pgid):
+            return ProcessState.AWAITING_INPUT
+        return ProcessState.RUNNING
 
     async def dispose(self) -> None:
         """Kill whatever remains and stop the tasks (entry removal and shutdown)."""

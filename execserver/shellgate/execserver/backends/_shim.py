@@ -1,6 +1,6 @@
 """Tiny supervisor run between the daemon and each child (stdlib only, run with -I -S).
 
-argv: _shim.py STATUS_FD PARENT_PID TTY(0|1) -- PROGRAM ARGS...
+argv: _shim.py STATUS_FD PARENT_PID TTY(0|1) -- PROGRAM ARG0 ARGS...
 
 It becomes a session and process-group leader (taking the PTY on fd 0 as controlling
 terminal when TTY=1), arms a parent-death signal, forks the real child into its own group,
@@ -29,7 +29,7 @@ def main() -> None:
     status_fd = int(sys.argv[1])
     parent = int(sys.argv[2])
     tty = sys.argv[3] == "1"
-    argv = sys.argv[5:]
+    program, argv = sys.argv[5], sys.argv[6:]
     # The real child must not inherit the status pipe, or the daemon never sees its EOF.
     os.set_inheritable(status_fd, False)
     os.setsid()
@@ -59,9 +59,9 @@ def main() -> None:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
                 signal.signal(sig, signal.SIG_DFL)
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            os.execvp(argv[0], argv)
+            os.execvp(program, argv)
         except OSError as exc:
-            os.write(err_w, f"{exc.errno} {exc.strerror}: {argv[0]!r}".encode())
+            os.write(err_w, f"{exc.errno} {exc.strerror}: {program!r}".encode())
         finally:
             os._exit(127)
     os.close(err_w)

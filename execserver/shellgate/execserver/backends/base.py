@@ -38,6 +38,8 @@ class SpawnRequest:
     cols: int = 80
     # Pipes only: a writable stdin when true, /dev/null otherwise. A tty is always writable.
     stdin_open: bool = False
+    # argv[0] as the program sees it; None keeps argv[0].
+    arg0: str | None = None
 
 
 @dataclass(frozen=True)

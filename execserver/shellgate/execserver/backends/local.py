@@ -206,7 +206,7 @@ class LocalBackend:
     async def start(self, request: SpawnRequest) -> ProcessHandle:
         """Spawn argv directly; raise SpawnError when nothing started."""
         if not request.argv:
-            raise SpawnError("argv must not be empty")
+            raise SpawnError("argv must not be empty", 0)
         status_r, status_w = os.pipe2(os.O_CLOEXEC)
         fds_to_close = [status_w]
         master: int | None = None
@@ -230,7 +230,8 @@ class LocalBackend:
                 out += [(out_r, Stream.STDOUT), (err_r, Stream.STDERR)]
                 stdio = (stdin_child, out_w, err_w)
             argv = [sys.executable, "-I", "-S", _SHIM, str(status_w), str(os.getpid())]
-            argv += ["1" if request.tty else "0", "--", *request.argv]
+            argv += ["1" if request.tty else "0", "--", request.argv[0]]
+            argv += [request.arg0 or request.argv[0], *request.argv[1:]]
             try:
                 # Forked from the loop thread: the shim's parent-death signal is tied to
                 # this thread, which lives as long as the daemon.
@@ -245,7 +246,7 @@ class LocalBackend:
                     close_fds=True,
                 )
             except OSError as exc:
-                raise SpawnError(f"{exc.strerror}: {request.cwd!r}") from exc
+                raise SpawnError(f"{exc.strerror}: {request.cwd!r}", exc.errno or 0) from exc
         except BaseException:
             for fd, _ in out:
                 os.close(fd)
@@ -263,8 +264,9 @@ class LocalBackend:
             if stdin_parent is not None:
                 os.close(stdin_parent)
             await asyncio.to_thread(popen.wait)
-            detail = status[4:].decode(errors="replace") if status else "supervisor failed"
-            raise SpawnError(detail)
+            detail = status[4:].decode(errors="replace") if status else "0 supervisor failed"
+            number, _, text = detail.partition(" ")
+            raise SpawnError(text, int(number) if number.isdigit() else 0)
         proc = LocalProcess(
             popen, int(status[3:]), out, stdin_parent, master, self._limits, self._live.discard
         )
@@ -279,7 +281,7 @@ class LocalBackend:
                     data += part
         except TimeoutError:
             popen.kill()
-            data = b"err spawn timed out"
+            data = b"err 0 spawn timed out"
         finally:
             os.close(fd)
         return data

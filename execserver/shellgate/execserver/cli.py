@@ -1,0 +1,86 @@
+"""`shellgate-execserver serve …`: run the exec-server daemon."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import re
+import signal
+import sys
+from typing import Any
+
+from shellgate.execserver.config import load_config
+from shellgate.execserver.server import start_server
+
+# Variables the daemon must not keep in its own environment (spec 06 §9, decision 3b).
+_SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN", re.IGNORECASE)
+_REEXEC_MARK = "SHELLGATE_EXECSERVER_SCRUBBED"
+
+
+def _scrub_and_reexec() -> None:
+    """Re-execute without secret-looking variables so /proc/<pid>/environ holds none."""
+    if os.environ.get(_REEXEC_MARK) == "1":
+        return
+    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
+    env[_REEXEC_MARK] = "1"
+    os.execve(sys.executable, [sys.executable, "-m", "shellgate.execserver.cli", *sys.argv[1:]], env)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shellgate-execserver")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the daemon")
+    serve.add_argument("--config", help="TOML configuration file")
+    serve.add_argument("--listen", help="host:port (default 127.0.0.1:0)")
+    serve.add_argument("--print-port", action="store_true", help="print the bound port")
+    serve.add_argument("--insecure", action="store_true", default=None,
+                       help="allow a non-loopback listen address without TLS")
+    serve.add_argument("--token-file", help="bearer tokens, one per line")
+    serve.add_argument("--tls-cert", dest="tls_cert_file")
+    serve.add_argument("--tls-key", dest="tls_key_file")
+    serve.add_argument("--tls-client-ca", dest="tls_client_ca_file")
+    serve.add_argument("--root", help="default cwd reported by GetInfo")
+    serve.add_argument("--log-level", default="INFO")
+    return parser
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    overrides: dict[str, Any] = {
+        "listen": args.listen,
+        "insecure": args.insecure,
+        "token_file": args.token_file,
+        "tls_cert_file": args.tls_cert_file,
+        "tls_key_file": args.tls_key_file,
+        "tls_client_ca_file": args.tls_client_ca_file,
+        "root": args.root,
+    }
+    config = load_config(args.config, overrides)
+    running = await start_server(config)
+    if args.print_port:
+        print(running.port, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signo in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signo, stop.set)
+    await stop.wait()
+    logging.getLogger(__name__).info("shutting down")
+    await running.stop(config.shutdown_grace_ms)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    args = _parser().parse_args(argv)
+    if argv is None:
+        _scrub_and_reexec()
+    logging.basicConfig(
+        level=args.log_level.upper(), stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return asyncio.run(_serve(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

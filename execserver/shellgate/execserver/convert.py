@@ -1,0 +1,143 @@
+"""Protobuf ↔ domain conversions for ExecService (the only module besides the servicer
+that imports generated code)."""
+
+from __future__ import annotations
+
+from shellgate.execserver.backends.base import ExitStatus, Signal, Stream
+from shellgate.execserver.config import ServerConfig
+from shellgate.execserver.env_policy import Inherit, ShellEnvironmentPolicy
+from shellgate.execserver.errors import InvalidArgumentError
+from shellgate.execserver.files import FileStat
+from shellgate.execserver.info import HostInfo
+from shellgate.execserver.managed import ProcessState
+from shellgate.execserver.retention import SeqChunk
+from shellgate.execserver.sandbox import SandboxMode, SandboxSpec
+from shellgate.v1 import exec_pb2 as pb
+from shellgate.v1 import shell_pb2 as shell_pb
+
+STREAMS = {
+    Stream.STDOUT: pb.OUTPUT_STREAM_STDOUT,
+    Stream.STDERR: pb.OUTPUT_STREAM_STDERR,
+    Stream.PTY: pb.OUTPUT_STREAM_PTY,
+}
+SIGNALS = {
+    pb.PROCESS_SIGNAL_INTERRUPT: Signal.INTERRUPT,
+    pb.PROCESS_SIGNAL_TERMINATE: Signal.TERMINATE,
+    pb.PROCESS_SIGNAL_KILL: Signal.KILL,
+    pb.PROCESS_SIGNAL_HANGUP: Signal.HANGUP,
+}
+STATES = {
+    ProcessState.RUNNING: pb.PROCESS_STATE_RUNNING,
+    ProcessState.AWAITING_INPUT: pb.PROCESS_STATE_AWAITING_INPUT,
+    ProcessState.EXITED: pb.PROCESS_STATE_EXITED,
+    ProcessState.CLOSED: pb.PROCESS_STATE_CLOSED,
+}
+SHELL_TYPES = {
+    "zsh": shell_pb.SHELL_TYPE_ZSH,
+    "bash": shell_pb.SHELL_TYPE_BASH,
+    "powershell": shell_pb.SHELL_TYPE_POWERSHELL,
+    "sh": shell_pb.SHELL_TYPE_SH,
+    "cmd": shell_pb.SHELL_TYPE_CMD,
+}
+_INHERIT = {
+    shell_pb.SHELL_ENVIRONMENT_INHERIT_UNSPECIFIED: Inherit.ALL,
+    shell_pb.SHELL_ENVIRONMENT_INHERIT_ALL: Inherit.ALL,
+    shell_pb.SHELL_ENVIRONMENT_INHERIT_CORE: Inherit.CORE,
+    shell_pb.SHELL_ENVIRONMENT_INHERIT_NONE: Inherit.NONE,
+}
+_SANDBOX_MODES = {
+    shell_pb.SANDBOX_MODE_UNSPECIFIED: SandboxMode.NONE,
+    shell_pb.SANDBOX_MODE_NONE: SandboxMode.NONE,
+    shell_pb.SANDBOX_MODE_READ_ONLY: SandboxMode.READ_ONLY,
+    shell_pb.SANDBOX_MODE_WORKSPACE_WRITE: SandboxMode.WORKSPACE_WRITE,
+}
+_FILE_KINDS = {
+    "file": pb.FILE_KIND_FILE,
+    "directory": pb.FILE_KIND_DIRECTORY,
+    "symlink": pb.FILE_KIND_SYMLINK,
+    "other": pb.FILE_KIND_OTHER,
+}
+
+
+def env_policy_from_pb(policy: shell_pb.ShellEnvironmentPolicy) -> ShellEnvironmentPolicy:
+    """The domain policy from its wire form."""
+    if policy.inherit not in _INHERIT:
+        raise InvalidArgumentError("env_policy.inherit is not a known value")
+    return ShellEnvironmentPolicy.build(
+        inherit=_INHERIT[policy.inherit],
+        ignore_default_excludes=policy.ignore_default_excludes,
+        exclude=list(policy.exclude),
+        set_vars=dict(policy.set),
+        include_only=list(policy.include_only),
+    )
+
+
+def sandbox_from_pb(request: shell_pb.SandboxRequest) -> SandboxSpec:
+    """The domain sandbox spec from its wire form."""
+    if request.mode not in _SANDBOX_MODES:
+        raise InvalidArgumentError("sandbox.mode is not a known value")
+    return SandboxSpec(
+        _SANDBOX_MODES[request.mode], tuple(request.writable_roots), request.network_access
+    )
+
+
+def exit_status_pb(status: ExitStatus, timed_out: bool) -> pb.ExitStatus:
+    """Wire exit status (code or signal; a lost environment reports code -1)."""
+    if status.signal is not None:
+        return pb.ExitStatus(signal=status.signal, timed_out=timed_out)
+    return pb.ExitStatus(code=status.code if status.code is not None else -1, timed_out=timed_out)
+
+
+def chunk_pb(chunk: SeqChunk) -> pb.OutputChunk:
+    """Wire output chunk."""
+    return pb.OutputChunk(seq=chunk.seq, stream=STREAMS[chunk.stream], data=chunk.data)
+
+
+def host_info_pb(info: HostInfo, config: ServerConfig, caller: str) -> pb.GetInfoResponse:
+    """GetInfo answer from host facts and configured limits."""
+    reply = pb.GetInfoResponse(
+        cwd=info.cwd,
+        os=info.os,
+        arch=info.arch,
+        hostname=info.hostname,
+        user=info.user,
+        home=info.home,
+        backend=pb.EXEC_BACKEND_SSH if info.backend == "ssh" else pb.EXEC_BACKEND_LOCAL,
+        capabilities=pb.ExecCapabilities(
+            pty=info.pty,
+            signals=info.signals,
+            sandbox=info.sandbox,
+            sandbox_unavailable_reason=info.sandbox_unavailable_reason,
+        ),
+        version=info.version,
+        limits=pb.ExecLimits(
+            retained_output_bytes=config.retained_bytes,
+            exited_retention_ms=config.exited_retention_ms,
+            default_owner_ttl_ms=config.owner_ttl_ms,
+            request_id_ttl_ms=config.idempotency_ttl_ms,
+            max_processes=config.max_processes_per_caller,
+            max_file_bytes=config.max_file_bytes,
+            max_chunk_bytes=config.process.read_chunk_bytes,
+            max_message_bytes=config.max_message_bytes,
+            max_wait_ms=config.max_read_wait_ms,
+        ),
+        caller=caller,
+    )
+    if info.shell is not None:
+        reply.shell.CopyFrom(
+            shell_pb.ShellInfo(type=SHELL_TYPES[info.shell.name], path=info.shell.path)
+        )
+    return reply
+
+
+def stat_pb(st: FileStat) -> pb.StatResponse:
+    """Wire Stat answer."""
+    if not st.exists:
+        return pb.StatResponse(exists=False)
+    return pb.StatResponse(
+        exists=True,
+        kind=_FILE_KINDS[st.kind],
+        size=st.size,
+        mode=st.mode,
+        modified_ms=st.modified_ms,
+    )

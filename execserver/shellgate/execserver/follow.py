@@ -1,0 +1,105 @@
+"""Follow one process's events in seq order from a cursor, reporting gaps and idle input."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from shellgate.execserver.awaiting_input import is_awaiting_input
+from shellgate.execserver.backends.base import ExitStatus
+from shellgate.execserver.managed import ManagedProcess
+from shellgate.execserver.retention import SeqChunk
+
+# How long a follower sits idle before it checks whether the process waits for input.
+IDLE_PROBE_MS = 500
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Seqs [first, last] were evicted before this follower saw them."""
+
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class Exited:
+    """The exit event."""
+
+    seq: int
+    status: ExitStatus
+    timed_out: bool
+
+
+@dataclass(frozen=True)
+class Closed:
+    """The closed event (the last one)."""
+
+    seq: int
+
+
+@dataclass(frozen=True)
+class Awaiting:
+    """The process seems blocked reading stdin (no seq)."""
+
+    last_seq: int
+
+
+Event = SeqChunk | Gap | Exited | Closed | Awaiting
+
+
+def pending_events(proc: ManagedProcess, cursor: int) -> list[Event]:
+    """Events with seq > cursor that are available now, with gaps made explicit."""
+    ret = proc.retention
+    items: list[SeqChunk | Exited | Closed] = list(ret.chunks_after(cursor))
+    if ret.exited_seq is not None and ret.exited_seq > cursor and ret.exit_status is not None:
+        items.append(Exited(ret.exited_seq, ret.exit_status, proc.timed_out))
+    if ret.closed_seq is not None and ret.closed_seq > cursor:
+        items.append(Closed(ret.closed_seq))
+    items.sort(key=lambda e: e.seq)
+    events: list[Event] = []
+    expected = cursor + 1
+    for item in items:
+        if item.seq > expected:
+            events.append(Gap(expected, item.seq - 1))
+        events.append(item)
+        expected = item.seq + 1
+    return events
+
+
+async def follow(proc: ManagedProcess, after_seq: int) -> AsyncIterator[Event]:
+    """Yield events after after_seq until closed; counts as attached while running."""
+    cursor = after_seq
+    proc.attached += 1
+    idle_reported = False
+    try:
+        while True:
+            changed = proc.changed  # take the event before reading state: no lost wakeups
+            events = pending_events(proc, cursor)
+            for event in events:
+                yield event
+                if isinstance(event, SeqChunk | Exited | Closed):
+                    cursor = event.seq
+                    idle_reported = False
+                if isinstance(event, Closed):
+                    return
+            if events:
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(IDLE_PROBE_MS / 1000):
+                    await changed.wait()
+                continue
+            pgid = proc.handle.pgid
+            if (
+                not idle_reported
+                and not proc.exited
+                and pgid is not None
+                and await asyncio.to_thread(is_awaiting_input, pgid)
+            ):
+                idle_reported = True
+                yield Awaiting(cursor)
+    finally:
+        proc.attached -= 1
+        proc.touch()

@@ -1,0 +1,128 @@
+"""The grpc.aio daemon: ExecService + health + reflection, TLS/token, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+from shellgate.execserver.auth import Authenticator, load_tokens
+from shellgate.execserver.backends.base import Backend
+from shellgate.execserver.backends.local import LocalBackend
+from shellgate.execserver.config import ServerConfig
+from shellgate.execserver.info import HostInfo, local_host_info
+from shellgate.execserver.process_table import ProcessTable, TableLimits
+from shellgate.execserver.servicer import ExecServicer
+from shellgate.v1 import exec_pb2, exec_pb2_grpc
+
+log = logging.getLogger(__name__)
+SERVICE_NAME = exec_pb2.DESCRIPTOR.services_by_name["ExecService"].full_name
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses."""
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
+    if not config.tls_cert_file:
+        return None
+    key = Path(config.tls_key_file).read_bytes()
+    cert = Path(config.tls_cert_file).read_bytes()
+    client_ca = Path(config.tls_client_ca_file).read_bytes() if config.tls_client_ca_file else None
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
+    )
+
+
+async def build_backend(config: ServerConfig) -> tuple[Backend, HostInfo]:
+    """The configured backend and the host facts GetInfo reports."""
+    if config.backend == "ssh":
+        from shellgate.execserver.backends.ssh import SshBackend
+
+        ssh = SshBackend(config.ssh, config.process)
+        return ssh, await ssh.host_info()
+    return LocalBackend(config.process), local_host_info(config.root)
+
+
+@dataclass
+class RunningServer:
+    """A started daemon: its bound port and the pieces shutdown needs."""
+
+    server: grpc.aio.Server
+    port: int
+    table: ProcessTable
+    servicer: ExecServicer
+    health: HealthServicer
+    sweeper: asyncio.Task[None]
+
+    async def stop(self, grace_ms: int = 5_000) -> None:
+        """NOT_SERVING, stop accepting, kill every process group, then stop the server."""
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.sweeper
+        # Kill the processes first: their streams then end with exited/closed.
+        await self.table.shutdown()
+        await self.servicer.drain_background()
+        await self.server.stop(grace_ms / 1000)
+
+
+async def start_server(config: ServerConfig) -> RunningServer:
+    """Bind, register services, start; raises ValueError for an unsafe listen address."""
+    host, _, port_text = config.listen.rpartition(":")
+    creds = _credentials(config)
+    if not is_loopback(host) and creds is None and not config.insecure:
+        raise ValueError(f"refusing to listen on non-loopback {host} without TLS or --insecure")
+    tokens = load_tokens(config.token_file) if config.token_file else ()
+    auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))
+    backend, host_info = await build_backend(config)
+    limits = TableLimits(
+        max_processes_per_caller=config.max_processes_per_caller,
+        max_processes_total=config.max_processes_total,
+        retained_bytes=config.retained_bytes,
+        exited_retention_ms=config.exited_retention_ms,
+        owner_ttl_ms=config.owner_ttl_ms,
+        idempotency_ttl_ms=config.idempotency_ttl_ms,
+    )
+    table = ProcessTable(backend, limits)
+    servicer = ExecServicer(config, table, host_info, auth)
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", config.max_message_bytes),
+            ("grpc.max_send_message_length", config.max_message_bytes),
+        ]
+    )
+    exec_pb2_grpc.add_ExecServiceServicer_to_server(servicer, server)
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+         reflection.SERVICE_NAME),
+        server,
+    )
+    address = f"{host}:{port_text}"
+    port = (
+        server.add_secure_port(address, creds)
+        if creds is not None
+        else server.add_insecure_port(address)
+    )
+    await server.start()
+    await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+    await health.set("", health_pb2.HealthCheckResponse.SERVING)
+    sweeper = asyncio.create_task(table.run_sweeper(config.sweep_interval_ms))
+    log.info("exec-server listening on %s:%d (backend %s)", host, port, backend.name)
+    return RunningServer(server, port, table, servicer, health, sweeper)

@@ -1,0 +1,352 @@
+"""ExecService servicer: protobuf ↔ domain, authentication, and calls into the table."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from shellgate.execserver import convert, files, validate
+from shellgate.execserver.auth import Authenticator
+from shellgate.execserver.backends.base import SpawnRequest
+from shellgate.execserver.boundary import streaming, unary
+from shellgate.execserver.config import ServerConfig
+from shellgate.execserver.env_policy import exec_server_child_env
+from shellgate.execserver.errors import (
+    InvalidArgumentError,
+    ProcessExitedError,
+    ShellMismatchError,
+    SpawnError,
+    UnsupportedShellModeError,
+)
+from shellgate.execserver.follow import Awaiting, Closed, Event, Exited, Gap, follow
+from shellgate.execserver.info import HostInfo
+from shellgate.execserver.managed import ManagedProcess, ProcessState
+from shellgate.execserver.process_table import ProcessTable, StartSpec
+from shellgate.execserver.retention import SeqChunk
+from shellgate.execserver.sandbox import SandboxMode, wrap_argv
+from shellgate.v1 import exec_pb2 as pb
+from shellgate.v1 import exec_pb2_grpc as pb_grpc
+from shellgate.v1 import shell_pb2 as shell_pb
+
+log = logging.getLogger(__name__)
+Ctx = Any  # grpc.aio.ServicerContext
+
+
+def _event_pb(event: Event) -> pb.ProcessEvent:
+    if isinstance(event, SeqChunk):
+        return pb.ProcessEvent(output=convert.chunk_pb(event))
+    if isinstance(event, Exited):
+        status = convert.exit_status_pb(event.status, event.timed_out)
+        return pb.ProcessEvent(exited=pb.ProcessExited(seq=event.seq, status=status))
+    if isinstance(event, Closed):
+        return pb.ProcessEvent(closed=pb.ProcessClosed(seq=event.seq))
+    if isinstance(event, Gap):
+        gap = pb.OutputGap(first_seq=event.first, last_seq=event.last,
+                           reason=pb.GAP_REASON_EVICTED)
+        return pb.ProcessEvent(gap=gap)
+    assert isinstance(event, Awaiting)
+    return pb.ProcessEvent(awaiting_input=pb.AwaitingInput(last_seq=event.last_seq))
+
+
+class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
+    """Serves ExecService over one process table and one host."""
+
+    def __init__(
+        self, config: ServerConfig, table: ProcessTable, host: HostInfo, auth: Authenticator
+    ) -> None:
+        self._config = config
+        self._table = table
+        self._host = host
+        self._auth = auth
+        # Cleanup that must survive the cancellation of the RPC that triggered it.
+        self._background: set[asyncio.Task[None]] = set()
+
+    def _caller(self, context: Ctx) -> str:
+        metadata = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+        identity = context.auth_context() or {}
+        return self._auth.authenticate(metadata, identity)
+
+    def _get(self, context: Ctx, process_id: str) -> ManagedProcess:
+        return self._table.get(self._caller(context), process_id)
+
+    @unary
+    async def GetInfo(self, request: pb.GetInfoRequest, context: Ctx) -> pb.GetInfoResponse:
+        """Host facts."""
+        return convert.host_info_pb(self._host, self._config, self._caller(context))
+
+    def _spec(self, request: pb.StartRequest, caller: str) -> StartSpec:
+        config = self._config
+        validate.check_owner(request.owner, config)
+        validate.check_argv(list(request.argv), config)
+        validate.check_env(request.env, config, "env")
+        if request.shell_mode not in (
+            shell_pb.SHELL_MODE_UNSPECIFIED, shell_pb.SHELL_MODE_DIRECT
+        ):
+            raise UnsupportedShellModeError("exec-server runs argv directly (direct mode only)")
+        native = self._host.shell
+        if request.shell_type != shell_pb.SHELL_TYPE_UNSPECIFIED and (
+            native is None or convert.SHELL_TYPES[native.name] != request.shell_type
+        ):
+            raise ShellMismatchError(
+                f"requested shell differs from the native shell "
+                f"{native.name if native else 'none'}"
+            )
+        validate.check_size(request.rows, request.cols, config, allow_zero=True)
+        cwd = validate.resolve_cwd(request.cwd, self._host.cwd)
+        policy = (
+            convert.env_policy_from_pb(request.env_policy)
+            if request.HasField("env_policy")
+            else None
+        )
+        env = exec_server_child_env(dict(os.environ), policy, dict(request.env))
+        argv: tuple[str, ...] = tuple(request.argv)
+        sandboxed = False
+        if request.HasField("sandbox"):
+            sandbox = convert.sandbox_from_pb(request.sandbox)
+            argv, extra = wrap_argv(argv, cwd, sandbox)
+            env.update(extra)
+            sandboxed = sandbox.mode is not SandboxMode.NONE
+        spawn = SpawnRequest(
+            argv=argv,
+            cwd=cwd,
+            env=env,
+            tty=request.tty,
+            rows=request.rows or 24,
+            cols=request.cols or 80,
+            stdin_open=request.stdin_open,
+            arg0=request.arg0 if request.HasField("arg0") and not sandboxed else None,
+        )
+        return StartSpec(
+            caller=caller,
+            owner=request.owner,
+            spawn=spawn,
+            detach=request.detach,
+            owner_ttl_ms=request.owner_ttl_ms if request.HasField("owner_ttl_ms") else None,
+            timeout_ms=request.timeout_ms if request.HasField("timeout_ms") else None,
+            request_id=request.request_id if request.HasField("request_id") else None,
+            sandboxed=sandboxed,
+        )
+
+    @streaming
+    async def Start(
+        self, request: pb.StartRequest, context: Ctx
+    ) -> AsyncIterator[pb.StartResponse]:
+        """Spawn and stream started, output, exited, closed."""
+        spec = self._spec(request, self._caller(context))
+        try:
+            proc, reused = await self._table.start(spec)
+        except SpawnError as exc:
+            failed = pb.SpawnFailed(errno=exc.errno, message=exc.message)
+            yield pb.StartResponse(event=pb.ProcessEvent(spawn_failed=failed))
+            return
+        started = pb.ProcessStarted(
+            process_id=proc.process_id,
+            pid=proc.handle.pgid or 0,
+            sandboxed=proc.sandboxed,
+            reused=reused,
+        )
+        completed = False
+        try:
+            yield pb.StartResponse(event=pb.ProcessEvent(started=started))
+            async for event in follow(proc, 0):
+                yield pb.StartResponse(event=_event_pb(event))
+            completed = True
+        finally:
+            if not completed and not proc.detached and not reused:
+                # The stream ended early (client gone): a classic command dies with it.
+                self._spawn_cleanup(proc)
+
+    def _spawn_cleanup(self, proc: ManagedProcess) -> None:
+        task = asyncio.get_running_loop().create_task(proc.terminate_quietly())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def drain_background(self) -> None:
+        """Wait for cleanup tasks (shutdown)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    @streaming
+    async def Attach(
+        self, request: pb.AttachRequest, context: Ctx
+    ) -> AsyncIterator[pb.AttachResponse]:
+        """Replay retained events after after_seq, then follow until closed."""
+        proc = self._get(context, request.process_id)
+        proc.touch()
+        async for event in follow(proc, request.after_seq):
+            yield pb.AttachResponse(event=_event_pb(event))
+
+    @unary
+    async def Read(self, request: pb.ReadRequest, context: Ctx) -> pb.ReadResponse:
+        """Catch up by seq, long-polling up to wait_ms."""
+        proc = self._get(context, request.process_id)
+        proc.touch()
+        max_bytes = request.max_bytes if request.HasField("max_bytes") else None
+        if (max_bytes is not None and max_bytes > self._config.max_read_bytes) or max_bytes is None:
+            max_bytes = self._config.max_read_bytes
+        wait_ms = min(request.wait_ms, self._config.max_read_wait_ms)
+        after = request.after_seq
+        ret = proc.retention
+
+        def ready() -> bool:
+            unseen_exit = ret.exited_seq is not None and after < ret.exited_seq
+            return bool(ret.chunks_after(after)) or proc.closed or unseen_exit
+
+        if wait_ms and not ready():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait_ms / 1000):
+                    while not ready():
+                        await proc.changed.wait()
+        result = ret.read(after, max_bytes)
+        reply = pb.ReadResponse(
+            chunks=[convert.chunk_pb(c) for c in result.chunks],
+            next_seq=result.next_seq,
+            exited=proc.exited,
+            closed=proc.closed,
+            failure=proc.failure,
+        )
+        status = proc.exit_status()
+        if status is not None:
+            reply.exit_status.CopyFrom(convert.exit_status_pb(status, proc.timed_out))
+        return reply
+
+    @unary
+    async def Write(self, request: pb.WriteRequest, context: Ctx) -> pb.WriteResponse:
+        """Write stdin bytes."""
+        proc = self._get(context, request.process_id)
+        if len(request.data) > self._config.max_write_bytes:
+            raise InvalidArgumentError(
+                f"data is larger than {self._config.max_write_bytes} bytes"
+            )
+        proc.touch()
+        if proc.exited:
+            raise ProcessExitedError("process has exited")
+        await proc.handle.write(request.data)
+        return pb.WriteResponse(accepted_bytes=len(request.data))
+
+    @unary
+    async def CloseStdin(
+        self, request: pb.CloseStdinRequest, context: Ctx
+    ) -> pb.CloseStdinResponse:
+        """EOF on stdin."""
+        proc = self._get(context, request.process_id)
+        if proc.exited:
+            raise ProcessExitedError("process has exited")
+        await proc.handle.close_stdin()
+        return pb.CloseStdinResponse()
+
+    @unary
+    async def Signal(self, request: pb.SignalRequest, context: Ctx) -> pb.SignalResponse:
+        """Signal the process group."""
+        proc = self._get(context, request.process_id)
+        sig = convert.SIGNALS.get(request.signal)
+        if sig is None:
+            raise InvalidArgumentError("signal must be given")
+        if proc.exited:
+            raise ProcessExitedError("process has exited")
+        await proc.handle.signal(sig)
+        return pb.SignalResponse()
+
+    @unary
+    async def Resize(self, request: pb.ResizeRequest, context: Ctx) -> pb.ResizeResponse:
+        """Resize the PTY."""
+        proc = self._get(context, request.process_id)
+        validate.check_size(request.rows, request.cols, self._config, allow_zero=False)
+        if proc.exited:
+            raise ProcessExitedError("process has exited")
+        await proc.handle.resize(request.rows, request.cols)
+        return pb.ResizeResponse()
+
+    @unary
+    async def Terminate(
+        self, request: pb.TerminateRequest, context: Ctx
+    ) -> pb.TerminateResponse:
+        """Kill the group; running=False when it had already exited."""
+        proc = self._get(context, request.process_id)
+        return pb.TerminateResponse(running=await proc.terminate())
+
+    @unary
+    async def List(self, request: pb.ListRequest, context: Ctx) -> pb.ListResponse:
+        """The caller's processes."""
+        caller = self._caller(context)
+        reply = pb.ListResponse()
+        for proc in self._table.list(caller, request.owner):
+            state = await asyncio.to_thread(proc.state)
+            info = pb.ProcessInfo(
+                process_id=proc.process_id,
+                owner=proc.owner,
+                argv=list(proc.request.argv),
+                cwd=proc.request.cwd,
+                pid=proc.handle.pgid or 0,
+                state=convert.STATES[state],
+                tty=proc.request.tty,
+                detached=proc.detached,
+                next_seq=proc.retention.next_seq,
+                started_at_ms=proc.started_at_ms,
+                last_activity_ms=proc.last_activity_ms,
+            )
+            status = proc.exit_status()
+            if status is not None:
+                info.exit_status.CopyFrom(convert.exit_status_pb(status, proc.timed_out))
+            reply.processes.append(info)
+        return reply
+
+    @unary
+    async def ReadFile(self, request: pb.ReadFileRequest, context: Ctx) -> pb.ReadFileResponse:
+        """Read a file."""
+        self._caller(context)
+        data = await asyncio.to_thread(files.read_file, request.path, self._config.max_file_bytes)
+        return pb.ReadFileResponse(data=data)
+
+    @unary
+    async def WriteFile(
+        self, request: pb.WriteFileRequest, context: Ctx
+    ) -> pb.WriteFileResponse:
+        """Write a file atomically."""
+        self._caller(context)
+        if len(request.data) > self._config.max_file_bytes:
+            raise InvalidArgumentError(f"data is larger than {self._config.max_file_bytes} bytes")
+        mode = request.mode if request.HasField("mode") else None
+        await asyncio.to_thread(
+            files.write_file, request.path, request.data, mode, request.create_parents
+        )
+        return pb.WriteFileResponse()
+
+    @unary
+    async def Remove(self, request: pb.RemoveRequest, context: Ctx) -> pb.RemoveResponse:
+        """Remove a path."""
+        self._caller(context)
+        await asyncio.to_thread(files.remove, request.path, request.recursive, request.missing_ok)
+        return pb.RemoveResponse()
+
+    @unary
+    async def Rename(self, request: pb.RenameRequest, context: Ctx) -> pb.RenameResponse:
+        """Rename a path."""
+        self._caller(context)
+        await asyncio.to_thread(
+            files.rename, request.from_path, request.to_path, request.create_parents
+        )
+        return pb.RenameResponse()
+
+    @unary
+    async def Stat(self, request: pb.StatRequest, context: Ctx) -> pb.StatResponse:
+        """Path metadata."""
+        self._caller(context)
+        st = await asyncio.to_thread(files.stat_path, request.path, request.follow_symlinks)
+        return convert.stat_pb(st)
+
+    @unary
+    async def MakeDirectory(
+        self, request: pb.MakeDirectoryRequest, context: Ctx
+    ) -> pb.MakeDirectoryResponse:
+        """Create a directory."""
+        self._caller(context)
+        await asyncio.to_thread(files.make_directory, request.path, request.parents)
+        return pb.MakeDirectoryResponse()
+
+
+__all__ = ["ExecServicer", "ProcessState"]
