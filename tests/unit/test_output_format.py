@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from shellgate.router.head_tail import HeadTailBuffer
 from shellgate.router.output import TruncationPolicy, bytes_to_string_smart, decode_utf8_lossy
 from shellgate.router.output_format import (
     UnifiedExecErrorText,
@@ -11,6 +12,7 @@ from shellgate.router.output_format import (
     format_exec_output_freeform,
     io_error_text,
     render_unified_response,
+    unified_body_from_snapshot,
     unified_overflow_body,
     unified_response_text,
     write_stdin_failed,
@@ -177,3 +179,30 @@ def test_smart_decoding_legacy_encodings() -> None:
     }
     for data, text in cases.items():
         assert bytes_to_string_smart(data) == text, data
+
+
+def test_body_from_snapshot() -> None:
+    buf = HeadTailBuffer()
+    buf.push(b"ok\n" + b"\xff" * 30_000)
+    body, original = unified_body_from_snapshot(buf.drain(), TruncationPolicy.tokens(20))
+    assert original == 7501
+    assert body == (
+        "Warning: truncated output (original token count: 22501)\nTotal output lines: 2\n\n"
+        "ok\n" + "\ufffd" * 12 + "…22481 tokens truncated…" + "\ufffd" * 13
+    )
+    # A character split across two pushes in one response is reassembled.
+    buf.push(b"ab\xf0\x9f")
+    buf.push(b"\x98\x80cd\n")
+    assert unified_body_from_snapshot(buf.drain(), TruncationPolicy.tokens(100)) == (
+        "ab😀cd\n",
+        3,
+    )
+    # Overflow: 1988899 bytes of output with a 400000-token budget keep the omission note.
+    data = b"".join(b"%d\n" % i for i in range(1, 300_001)) + b"end\n"
+    assert len(data) == 1_988_899
+    buf.push(data)
+    body, original = unified_body_from_snapshot(buf.drain(), TruncationPolicy.tokens(400_000))
+    assert original == 497_225
+    assert len(body.encode()) == 524_288 + 30 + 524_288
+    assert "\n... 940323 bytes omitted ...\n" in body
+    assert not body.startswith("Warning")

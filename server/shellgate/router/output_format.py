@@ -8,10 +8,12 @@ import struct
 from collections.abc import Sequence
 from decimal import Decimal
 
+from shellgate.router.head_tail import HeadTailSnapshot
 from shellgate.router.output import (
     TruncationPolicy,
     approx_tokens_from_byte_count,
     count_lines,
+    decode_utf8_lossy,
     formatted_truncate_text,
     truncate_text,
     truncation_warning,
@@ -27,6 +29,7 @@ __all__ = [
     "format_exec_output_freeform",
     "io_error_text",
     "render_unified_response",
+    "unified_body_from_snapshot",
     "unified_output_body",
     "unified_overflow_body",
     "unified_response_text",
@@ -173,6 +176,23 @@ def unified_overflow_body(
     # The omission line takes the place of `Total output lines`.
     original = approx_tokens_from_byte_count(utf8_len(head) + utf8_len(tail) + omitted_bytes)
     return truncation_warning(original) + note + "\n" + truncate_text(combined, policy)
+
+
+def unified_body_from_snapshot(
+    snapshot: HeadTailSnapshot, policy: TruncationPolicy
+) -> tuple[str, int]:
+    """The body of one response and its `Original token count` (from the raw bytes)."""
+    original = approx_tokens_from_byte_count(snapshot.raw_byte_count)
+    if snapshot.omitted_bytes == 0:
+        # Head and tail are contiguous: decode them together so no character is split.
+        return unified_output_body(decode_utf8_lossy(snapshot.to_bytes()), policy), original
+    body = unified_overflow_body(
+        decode_utf8_lossy(snapshot.head),
+        decode_utf8_lossy(snapshot.tail),
+        snapshot.omitted_bytes,
+        policy,
+    )
+    return body, original
 
 
 def render_unified_response(
