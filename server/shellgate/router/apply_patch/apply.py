@@ -102,7 +102,8 @@ class _Transaction:
 
     def _make_parent(self, path: str) -> None:
         directory = parent(path)
-        if not directory or self.fs.stat(directory) is not None:
+        info = self.fs.stat(directory) if directory else None
+        if not directory or (info is not None and info.is_dir):
             return
         missing: list[str] = []
         probe = directory
