@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import enum
+import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "TruncationPolicy",
@@ -173,6 +175,8 @@ def decode_utf8_lossy(data: bytes) -> str:
 _WINDOWS_1252_PUNCT = frozenset({0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97, 0x99})
 # The legacy single-byte encodings the classic path recognises, in tie-break order.
 _LEGACY_CODECS = ("cp1251", "cp866", "cp1252")
+# How much of the input the encoding guess looks at.
+_DETECTION_SAMPLE_BYTES = 64 * 1024
 _CYRILLIC_VOWELS = frozenset("аеёиоуыэюяіїєАЕЁИОУЫЭЮЯІЇЄ")
 
 
@@ -218,6 +222,7 @@ def _is_cyrillic(ch: str) -> bool:
     return "\u0400" <= ch <= "\u04ff"
 
 
+@lru_cache(maxsize=4096)
 def _word_score(word: str) -> int:
     if word.isascii():
         return 0
@@ -241,22 +246,19 @@ def _symbol_score(ch: str) -> int:
     return -1
 
 
-def _plausibility(text: str, data: bytes) -> int:
-    score = 0
-    word: list[str] = []
-    for ch, byte in zip(text, data, strict=True):
-        if ch.isalpha():
-            word.append(ch)
-            continue
-        if word:
-            score += _word_score("".join(word))
-            word = []
-        if byte >= 0x80 and unicodedata.category(ch) != "Zs":
-            score += _symbol_score(ch)
-        elif byte >= 0x80:
-            score -= 1
-    if word:
-        score += _word_score("".join(word))
+_WORD = re.compile(r"[^\W\d_]+")
+_HIGH_BYTE = re.compile("[\x80-\xff]")
+_HIGH_BYTES = re.compile(b"[\x80-\xff]")
+
+
+def _plausibility(text: str, raw: str) -> int:
+    # `raw` is the input read as Latin-1, so positions in `text` and `raw` match byte for
+    # byte; ASCII-only words and bytes cannot tell the candidates apart and are skipped.
+    score = sum(_word_score(m.group()) for m in _WORD.finditer(text) if not m.group().isascii())
+    for match in _HIGH_BYTE.finditer(raw):
+        ch = text[match.start()]
+        if not ch.isalpha():
+            score += -1 if unicodedata.category(ch) == "Zs" else _symbol_score(ch)
     return score
 
 
@@ -272,10 +274,14 @@ def bytes_to_string_smart(data: bytes) -> str:
         return _decode_single_byte(data, "cp1252")
     # A small stand-in for chardetng: score each single-byte candidate by how word-like
     # its decoding is; when none is plausible, fall back to lossy UTF-8 as Codex does.
+    # Scoring a bounded sample keeps detection cheap on large outputs; it starts shortly
+    # before the first non-ASCII byte, where the evidence is.
+    first_high = _HIGH_BYTES.search(data)
+    start = max(0, (first_high.start() if first_high else 0) - 1024)
+    sample = data[start : start + _DETECTION_SAMPLE_BYTES].decode("latin-1")
     best: tuple[int, str] | None = None
     for codec in _LEGACY_CODECS:
-        text = _decode_single_byte(data, codec)
-        score = _plausibility(text, data)
+        score = _plausibility(sample.translate(_TABLES[codec]), sample)
         if score > 0 and (best is None or score > best[0]):
-            best = (score, text)
-    return best[1] if best is not None else decode_utf8_lossy(data)
+            best = (score, codec)
+    return _decode_single_byte(data, best[1]) if best is not None else decode_utf8_lossy(data)
