@@ -131,3 +131,25 @@ def test_update_contents_rules() -> None:
     with pytest.raises(ComputeError) as info:
         derive_new_contents("a\n", (UpdateChunk(None, ("x", "y"), (), False),), "/w/f")
     assert str(info.value) == "Failed to find expected lines in /w/f:\nx\ny"
+
+
+def test_pure_modules_import_no_io() -> None:
+    """Everything but local_fs is pure: no os, subprocess, asyncio, grpc or clock imports."""
+    import ast
+    from pathlib import Path
+
+    import shellgate.router.apply_patch as pkg
+
+    banned = {"os", "subprocess", "asyncio", "grpc", "time", "tempfile", "shutil", "datetime"}
+    for module in Path(pkg.__file__).parent.glob("*.py"):
+        if module.name == "local_fs.py":
+            continue
+        tree = ast.parse(module.read_text())
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert name.split(".")[0] not in banned, f"{module.name} imports {name}"
