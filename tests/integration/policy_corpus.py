@@ -115,11 +115,11 @@ COMMANDS: list[list[str]] = [
 # Files that must fail to load; the differential test checks both tools fail and that the
 # Starlark `error:` line agrees where shellgate reproduces it.
 BROKEN: dict[str, str] = {
-    "empty_pattern": 'prefix_rule(pattern=[])',
+    "empty_pattern": "prefix_rule(pattern=[])",
     "bad_decision": 'prefix_rule(pattern=["git"], decision="deny")',
     "blank_justification": 'prefix_rule(pattern=["git"], justification="  ")',
-    "int_element": 'prefix_rule(pattern=[1])',
-    "empty_alternatives": 'prefix_rule(pattern=[[]])',
+    "int_element": "prefix_rule(pattern=[1])",
+    "empty_alternatives": "prefix_rule(pattern=[[]])",
     "int_alternative": 'prefix_rule(pattern=[["a", 2]])',
     "missing_pattern": 'prefix_rule(decision="allow")',
     "string_pattern": 'prefix_rule(pattern="git")',
@@ -134,16 +134,31 @@ BROKEN: dict[str, str] = {
     "unclosed": 'prefix_rule(pattern=["a"',
     "match_fails": 'prefix_rule(pattern=["git", "status"], match=[["git", "log"]])',
     "not_match_fails": 'prefix_rule(pattern=["git"], not_match=["git status"])',
-    "unknown_name": 'foo(1)',
+    "unknown_name": "foo(1)",
 }
 
 # Exact texts shellgate reproduces for the broken files above (the line after `error: `, or the
 # whole message for example-validation errors).
 SAME_MESSAGE = {
-    "empty_pattern", "bad_decision", "blank_justification", "int_element", "empty_alternatives",
-    "int_alternative", "missing_pattern", "string_pattern", "extra_kwarg", "bad_host_name",
-    "bad_basename", "wildcard_host", "scheme_host", "bad_protocol", "empty_example",
-    "bad_example_syntax", "unclosed", "match_fails", "not_match_fails",
+    "empty_pattern",
+    "bad_decision",
+    "blank_justification",
+    "int_element",
+    "empty_alternatives",
+    "int_alternative",
+    "missing_pattern",
+    "string_pattern",
+    "extra_kwarg",
+    "bad_host_name",
+    "bad_basename",
+    "wildcard_host",
+    "scheme_host",
+    "bad_protocol",
+    "empty_example",
+    "bad_example_syntax",
+    "unclosed",
+    "match_fails",
+    "not_match_fails",
 }
 
 

@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from shellgate.router.policy import RulesLoadError
 from shellgate.router.policy_cli import check_output
+
 from tests.integration.policy_corpus import BROKEN, RULES, SAME_MESSAGE, cases
 from tests.paths import REPO_ROOT
 
@@ -31,7 +31,9 @@ WORKERS = 4
 CODEX_TIMEOUT_S = 60
 
 
-def _codex(rules: list[Path], command: list[str], resolve: bool) -> subprocess.CompletedProcess[str]:
+def _codex(
+    rules: list[Path], command: list[str], resolve: bool
+) -> subprocess.CompletedProcess[str]:
     argv = [str(CODEX), "execpolicy", "check"]
     for path in rules:
         argv += ["--rules", str(path)]
@@ -99,11 +101,34 @@ def test_multiple_rules_files_and_pretty_agree(rules_dir: Path) -> None:
             home=_home(),
         )
         assert ours == proc.stdout.strip()
-    argv = [str(CODEX), "execpolicy", "check", "--rules", str(paths[0]), "--pretty", "--", "ls", "-l"]
-    pretty = subprocess.run(argv, capture_output=True, text=True, timeout=CODEX_TIMEOUT_S, check=True)
+    argv = [
+        str(CODEX),
+        "execpolicy",
+        "check",
+        "--rules",
+        str(paths[0]),
+        "--pretty",
+        "--",
+        "ls",
+        "-l",
+    ]
+    pretty = subprocess.run(
+        argv, capture_output=True, text=True, timeout=CODEX_TIMEOUT_S, check=True
+    )
     ours_cli = subprocess.run(
-        [sys.executable, "-m", "shellgate.router.cli", "policy", "check", "--rules", str(paths[0]),
-         "--pretty", "--", "ls", "-l"],
+        [
+            sys.executable,
+            "-m",
+            "shellgate.router.cli",
+            "policy",
+            "check",
+            "--rules",
+            str(paths[0]),
+            "--pretty",
+            "--",
+            "ls",
+            "-l",
+        ],
         capture_output=True,
         text=True,
         timeout=CODEX_TIMEOUT_S,
@@ -119,7 +144,10 @@ def test_broken_files_fail_in_both(rules_dir: Path, name: str) -> None:
     assert proc.returncode != 0
     with pytest.raises(RulesLoadError) as info:
         check_output(
-            [(str(path), path.read_text(encoding="utf-8"))], ["ls"], resolve=False, pretty=False,
+            [(str(path), path.read_text(encoding="utf-8"))],
+            ["ls"],
+            resolve=False,
+            pretty=False,
             home=_home(),
         )
     if name in SAME_MESSAGE:

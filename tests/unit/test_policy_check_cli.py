@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from shellgate.router.cli import main
 
 RULES = """
@@ -54,7 +53,9 @@ def test_output_matches_recording(
     assert capsys.readouterr().out == expected
 
 
-def test_broken_file_exits_1_with_rendering(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_file_exits_1_with_rendering(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "b.rules"
     path.write_text("prefix_rule(pattern=[])\n", encoding="utf-8")
     assert main(["policy", "check", "--rules", str(path), "--", "ls"]) == 1
@@ -66,8 +67,18 @@ def test_broken_file_exits_1_with_rendering(tmp_path: Path, capsys: pytest.Captu
 
 def test_console_entry_point(rules_file: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "shellgate.router.cli", "policy", "check", "-r", str(rules_file),
-         "--", "rm", "x"],
+        [
+            sys.executable,
+            "-m",
+            "shellgate.router.cli",
+            "policy",
+            "check",
+            "-r",
+            str(rules_file),
+            "--",
+            "rm",
+            "x",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

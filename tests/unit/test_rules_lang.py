@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from shellgate.router.policy import (
     Decision,
     NetworkProtocol,
@@ -42,7 +41,11 @@ prefix_rule(pattern = [r"a\\b", '''c'''],)
 """
     policy = parse_policy(text)
     first, second = policy.rules
-    assert (first.first, first.rest, first.decision) == ("make", (("-j",), ("4",)), Decision.FORBIDDEN)
+    assert (first.first, first.rest, first.decision) == (
+        "make",
+        (("-j",), ("4",)),
+        Decision.FORBIDDEN,
+    )
     assert first.justification == "no make here"
     assert (second.first, second.rest) == ("a\\b", (("c",),))
 
@@ -67,7 +70,10 @@ def test_parse_error_has_file_line_and_column() -> None:
     ("text", "message"),
     [
         ("prefix_rule(pattern=[])", "invalid pattern element: pattern cannot be empty"),
-        ("prefix_rule(pattern=[[]])", "invalid pattern element: pattern alternatives cannot be empty"),
+        (
+            "prefix_rule(pattern=[[]])",
+            "invalid pattern element: pattern alternatives cannot be empty",
+        ),
         (
             "prefix_rule(pattern=[1])",
             "invalid pattern element: pattern element must be a string or list of strings (got int)",
@@ -93,8 +99,11 @@ def test_parse_error_has_file_line_and_column() -> None:
             'network_rule(host="*.example.com", protocol="http", decision="allow")',
             "network_rule host must be a specific host; wildcards are not allowed",
         ),
-        ('prefix_rule(pattern=["a"], match=[""])', "invalid example: example cannot be an empty string"),
-        ("prefix_rule(decision=\"allow\")", "Missing parameter `pattern` for call to `prefix_rule`"),
+        (
+            'prefix_rule(pattern=["a"], match=[""])',
+            "invalid example: example cannot be an empty string",
+        ),
+        ('prefix_rule(decision="allow")', "Missing parameter `pattern` for call to `prefix_rule`"),
     ],
 )
 def test_builtin_errors(text: str, message: str) -> None:
@@ -112,7 +121,9 @@ def test_multiline_call_error_points_at_the_call_start() -> None:
 
 
 def test_examples_are_validated_against_the_calls_own_rules() -> None:
-    parse_policy('prefix_rule(pattern=["git", "status"], match=["git status -s"], not_match=["git log"])')
+    parse_policy(
+        'prefix_rule(pattern=["git", "status"], match=["git status -s"], not_match=["git log"])'
+    )
     err = _error('prefix_rule(pattern=["git", "status"], match=[["git", "log"]])')
     assert err.message.startswith("expected every example to match at least one rule.")
     assert 'unmatched examples: ["git log"]' in err.message
@@ -165,7 +176,9 @@ def test_several_files_form_one_policy_in_order() -> None:
             ("b.rules", 'prefix_rule(pattern=["git", "commit"], decision="forbidden")'),
         ]
     )
-    ev = check_multiple(policy, [["git", "commit", "-m", "x"]], None, resolve_host_executables=False)
+    ev = check_multiple(
+        policy, [["git", "commit", "-m", "x"]], None, resolve_host_executables=False
+    )
     assert ev.decision is Decision.FORBIDDEN
     assert [m.decision for m in ev.matched_rules] == [Decision.PROMPT, Decision.FORBIDDEN]
     with pytest.raises(RulesLoadError) as info:
