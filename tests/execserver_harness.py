@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import grpc
-
 from shellgate.execserver.config import ProcessLimits, ServerConfig
 from shellgate.execserver.server import RunningServer, start_server
 from shellgate.v1 import exec_pb2 as pb
