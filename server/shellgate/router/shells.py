@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 
 class ShellType(enum.StrEnum):
@@ -77,3 +78,83 @@ def is_posix_shell(argv0: str) -> bool:
 def argv_tuple(argv: Sequence[str]) -> tuple[str, ...]:
     """A hashable copy of an argv."""
     return tuple(argv)
+
+
+@dataclass(frozen=True)
+class Shell:
+    """A concrete shell: its type and the path that runs."""
+
+    type: ShellType
+    path: str
+
+
+@dataclass(frozen=True)
+class HostShellFacts:
+    """Host facts for shell selection, gathered by the caller (no I/O in the stage).
+
+    `which` maps a binary name (`bash`, `zsh`, `sh`, `pwsh`, `powershell`, `cmd`) to the path a
+    `PATH` lookup found; `existing` lists the standard shell paths that exist on the host.
+    """
+
+    configured_shell: str | None = None
+    passwd_shell: str | None = None
+    which: Mapping[str, str] = field(default_factory=dict)
+    existing: frozenset[str] = frozenset()
+    windows: bool = False
+
+
+# Binary names searched on PATH, then the standard locations, per type.
+_LOOKUP_NAMES: dict[ShellType, tuple[str, ...]] = {
+    ShellType.BASH: ("bash",),
+    ShellType.ZSH: ("zsh",),
+    ShellType.SH: ("sh",),
+    ShellType.POWERSHELL: ("pwsh", "powershell"),
+    ShellType.CMD: ("cmd",),
+}
+_STANDARD_PATHS: dict[ShellType, tuple[str, ...]] = {
+    ShellType.BASH: ("/bin/bash", "/usr/bin/bash"),
+    ShellType.ZSH: ("/bin/zsh", "/usr/bin/zsh"),
+    ShellType.SH: ("/bin/sh", "/usr/bin/sh"),
+    ShellType.POWERSHELL: ("/usr/local/bin/pwsh", "/usr/bin/pwsh", "/bin/pwsh"),
+    ShellType.CMD: (),
+}
+
+
+def _fallback(facts: HostShellFacts) -> Shell:
+    return Shell(ShellType.CMD, "cmd.exe") if facts.windows else Shell(ShellType.SH, "/bin/sh")
+
+
+def lookup_shell(kind: ShellType, facts: HostShellFacts) -> Shell | None:
+    """The system lookup for a type: passwd shell of that type, PATH, standard paths."""
+    if facts.passwd_shell is not None and detect_shell_type(facts.passwd_shell) is kind:
+        return Shell(kind, facts.passwd_shell)
+    for name in _LOOKUP_NAMES[kind]:
+        found = facts.which.get(name)
+        if found:
+            return Shell(kind, found)
+    for path in _STANDARD_PATHS[kind]:
+        if path in facts.existing:
+            return Shell(kind, path)
+    return None
+
+
+def host_user_shell(facts: HostShellFacts) -> Shell:
+    """The local environment's shell (spec 02 §5.2)."""
+    if facts.windows:
+        return Shell(ShellType.CMD, facts.configured_shell or "cmd.exe")
+    if facts.configured_shell:
+        kind = detect_shell_type(facts.configured_shell)
+        return Shell(kind or ShellType.SH, facts.configured_shell)
+    if facts.passwd_shell is not None:
+        kind = detect_shell_type(facts.passwd_shell)
+        if kind is not None:
+            return Shell(kind, facts.passwd_shell)
+    return lookup_shell(ShellType.BASH, facts) or _fallback(facts)
+
+
+def shell_by_model_provided_path(path: str, facts: HostShellFacts) -> Shell:
+    """`get_shell_by_model_provided_path`: the value only selects a type, never a binary."""
+    kind = detect_shell_type(path)
+    if kind is None:
+        return _fallback(facts)
+    return lookup_shell(kind, facts) or _fallback(facts)

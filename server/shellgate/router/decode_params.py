@@ -1,0 +1,303 @@
+"""Typed tool-argument records and their serde struct layouts (spec 01 §5.2–§5.5).
+
+The records are frozen dataclasses; `*_SPEC` values describe the Codex structs field by field
+(declaration order, aliases, defaults) for `json_decode.decode_struct`. Relative paths inside
+`additional_permissions.file_system` are resolved against a base cwd while decoding (§5.5),
+so the permission decoders are built per call by `additional_permissions_field(base_cwd)`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Final
+
+from shellgate.router.json_decode import (
+    MISSING,
+    Decoder,
+    Field,
+    JsonError,
+    ProductError,
+    Reader,
+    StructResult,
+    StructSpec,
+    de_bool,
+    de_enum,
+    de_int,
+    de_option,
+    de_seq,
+    de_string,
+    de_struct,
+    de_value,
+    peek_invalid_type,
+    peek_value,
+)
+from shellgate.router.workdir import join_path
+
+
+class SandboxPermissions(enum.StrEnum):
+    """The `sandbox_permissions` values, in Codex's declaration order."""
+
+    USE_DEFAULT = "use_default"
+    REQUIRE_ESCALATED = "require_escalated"
+    WITH_ADDITIONAL_PERMISSIONS = "with_additional_permissions"
+
+    @property
+    def requests_override(self) -> bool:
+        """Anything but `use_default` asks for a sandbox override."""
+        return self is not SandboxPermissions.USE_DEFAULT
+
+
+@dataclass(frozen=True)
+class FsEntry:
+    """One canonical-form filesystem permission entry."""
+
+    path: str
+    access: str
+
+
+@dataclass(frozen=True)
+class FileSystemRequest:
+    """Requested filesystem access: legacy `read`/`write` lists or canonical `entries`."""
+
+    read: tuple[str, ...] | None = None
+    write: tuple[str, ...] | None = None
+    entries: tuple[FsEntry, ...] | None = None
+    glob_scan_max_depth: int | None = None
+
+
+@dataclass(frozen=True)
+class AdditionalPermissions:
+    """`additional_permissions`: optional network and filesystem requests."""
+
+    network_enabled: bool | None = None
+    has_network: bool = False
+    file_system: FileSystemRequest | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        """Both members absent."""
+        return not self.has_network and self.file_system is None
+
+
+@dataclass(frozen=True)
+class ShellCommandParams:
+    """`ShellCommandToolCallParams`; `command` is a str or a batch tuple (decision 3a)."""
+
+    command: str | tuple[str, ...]
+    workdir: str | None = None
+    login: bool | None = None
+    timeout_ms: int | None = None
+    sandbox_permissions: SandboxPermissions | None = None
+    prefix_rule: tuple[str, ...] | None = None
+    additional_permissions: AdditionalPermissions | None = None
+    justification: str | None = None
+
+
+@dataclass(frozen=True)
+class ExecCommandParams:
+    """`ExecCommandArgs` plus the `environment_id` of the first pass."""
+
+    cmd: str
+    workdir: str | None = None
+    environment_id: str | None = None
+    shell: str | None = None
+    login: bool | None = None
+    tty: bool = False
+    yield_time_ms: int = 10_000
+    max_output_tokens: int | None = None
+    sandbox_permissions: SandboxPermissions | None = None
+    additional_permissions: AdditionalPermissions | None = None
+    justification: str | None = None
+    prefix_rule: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class WriteStdinParams:
+    """`WriteStdinArgs`."""
+
+    session_id: int
+    chars: str = ""
+    yield_time_ms: int = 250
+    max_output_tokens: int | None = None
+
+
+DEFAULT_EXEC_YIELD_TIME_MS: Final = 10_000
+DEFAULT_WRITE_STDIN_YIELD_TIME_MS: Final = 250
+_FS_ENUM_NAME: Final = "FileSystemPermissions"
+_ACCESS_MODES: Final = ("read", "write", "none")
+
+
+# --- field decoders ----------------------------------------------------------------------
+def de_command(r: Reader) -> str | tuple[str, ...]:
+    """`command`: a string, or a non-empty array of non-empty strings (decision 3a)."""
+    peek = peek_value(r)
+    if peek == 0x22:
+        return de_string(r)
+    if peek != 0x5B:
+        raise peek_invalid_type(r, "a string")
+    items = de_seq(de_value)(r)
+    if not items:
+        raise ProductError("`command` array must not be empty")
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise ProductError(f"`command[{i}]` must be a string")
+        if item == "":
+            raise ProductError(f"`command[{i}]` must not be empty")
+    return tuple(items)
+
+
+def _strings(r: Reader) -> tuple[str, ...]:
+    return tuple(de_seq(de_string)(r))
+
+
+_SANDBOX = de_enum([m.value for m in SandboxPermissions])
+
+
+def _sandbox(r: Reader) -> SandboxPermissions:
+    return SandboxPermissions(_SANDBOX(r))
+
+
+def _no_match() -> JsonError:
+    return JsonError(f"data did not match any variant of untagged enum {_FS_ENUM_NAME}")
+
+
+def _path_list(value: Any, base: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise _no_match()
+    return tuple(join_path(base, p) if base else p for p in value)
+
+
+def _file_system(value: Any, base: str | None) -> FileSystemRequest:
+    """The untagged FS enum: legacy `{read, write}` first, then canonical `{entries, …}`."""
+    if not isinstance(value, dict):
+        raise _no_match()
+    if set(value) <= {"read", "write"}:
+        return FileSystemRequest(
+            read=_path_list(value.get("read"), base), write=_path_list(value.get("write"), base)
+        )
+    if "entries" not in value or not set(value) <= {"entries", "glob_scan_max_depth"}:
+        raise _no_match()
+    entries = value["entries"]
+    depth = value.get("glob_scan_max_depth")
+    if not isinstance(entries, list) or (
+        depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0)
+    ):
+        raise _no_match()
+    parsed: list[FsEntry] = []
+    for entry in entries:
+        if not (
+            isinstance(entry, dict)
+            and set(entry) == {"path", "access"}
+            and isinstance(entry["path"], str)
+            and entry["access"] in _ACCESS_MODES
+        ):
+            raise _no_match()
+        path = join_path(base, entry["path"]) if base else entry["path"]
+        parsed.append(FsEntry(path, entry["access"]))
+    return FileSystemRequest(entries=tuple(parsed), glob_scan_max_depth=depth)
+
+
+_NETWORK_SPEC: Final = StructSpec(
+    "NetworkPermissions", (Field("enabled", de_option(de_bool), seq_default=True),)
+)
+
+
+def additional_permissions_field(base_cwd: str | None) -> Decoder:
+    """The `additional_permissions` decoder, resolving relative paths against `base_cwd`."""
+
+    def fs(r: Reader) -> FileSystemRequest:
+        return _file_system(de_value(r), base_cwd)
+
+    spec = StructSpec(
+        "AdditionalPermissionProfile",
+        (
+            Field("network", de_option(de_struct(_NETWORK_SPEC)), seq_default=True),
+            Field("file_system", de_option(fs), seq_default=True),
+        ),
+    )
+    decode_profile = de_struct(spec)
+
+    def decode(r: Reader) -> AdditionalPermissions:
+        result = decode_profile(r)
+        network: StructResult | None = result.values["network"]
+        return AdditionalPermissions(
+            network_enabled=None if network is None else network.values["enabled"],
+            has_network=network is not None,
+            file_system=result.values["file_system"],
+        )
+
+    return de_option(decode)
+
+
+def _opt(decoder: Decoder) -> Decoder:
+    return de_option(decoder)
+
+
+# --- struct layouts ----------------------------------------------------------------------
+def shell_command_spec(base_cwd: str | None) -> StructSpec:
+    """`ShellCommandToolCallParams` (8 fields)."""
+    return StructSpec(
+        "ShellCommandToolCallParams",
+        (
+            Field("command", de_command, default=MISSING),
+            Field("workdir", _opt(de_string)),
+            Field("login", _opt(de_bool)),
+            Field("timeout_ms", _opt(de_int("u64")), aliases=("timeout",)),
+            Field("sandbox_permissions", _opt(_sandbox), seq_default=True),
+            Field("prefix_rule", _opt(_strings), seq_default=True),
+            Field(
+                "additional_permissions", additional_permissions_field(base_cwd), seq_default=True
+            ),
+            Field("justification", _opt(de_string)),
+        ),
+    )
+
+
+# Observed: `[]` → "invalid length 0, expected struct ToolEnvironmentArgs with 1 element".
+TOOL_ENVIRONMENT_SPEC: Final = StructSpec(
+    "ToolEnvironmentArgs", (Field("environment_id", _opt(de_string)),)
+)
+WORKDIR_SPEC: Final = StructSpec("ExecWorkdirArgs", (Field("workdir", _opt(de_string)),))
+
+
+def exec_command_spec(base_cwd: str | None) -> StructSpec:
+    """`ExecCommandArgs` (11 fields; `environment_id` belongs to the first pass)."""
+    return StructSpec(
+        "ExecCommandArgs",
+        (
+            Field("cmd", de_string, default=MISSING),
+            Field("workdir", _opt(de_string), seq_default=True),
+            Field("shell", _opt(de_string), seq_default=True),
+            Field("login", _opt(de_bool), seq_default=True),
+            Field("tty", de_bool, default=False),
+            Field("yield_time_ms", de_int("u64"), default=DEFAULT_EXEC_YIELD_TIME_MS),
+            Field("max_output_tokens", _opt(de_int("usize")), seq_default=True),
+            Field("sandbox_permissions", _opt(_sandbox), seq_default=True),
+            Field(
+                "additional_permissions", additional_permissions_field(base_cwd), seq_default=True
+            ),
+            Field("justification", _opt(de_string), seq_default=True),
+            Field("prefix_rule", _opt(_strings), seq_default=True),
+        ),
+    )
+
+
+EXEC_KNOWN_KEYS: Final = frozenset(
+    {f.name for f in exec_command_spec(None).fields} | {"environment_id"}
+)
+
+TERMINAL_SESSION_SPEC: Final = StructSpec(
+    "TerminalSessionArgs", (Field("session_id", de_int("i32"), default=MISSING),)
+)
+WRITE_STDIN_SPEC: Final = StructSpec(
+    "WriteStdinArgs",
+    (
+        Field("session_id", de_int("i32"), default=MISSING),
+        Field("chars", de_string, default=""),
+        Field("yield_time_ms", de_int("u64"), default=DEFAULT_WRITE_STDIN_YIELD_TIME_MS),
+        Field("max_output_tokens", _opt(de_int("usize")), seq_default=True),
+    ),
+)
