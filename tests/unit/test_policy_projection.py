@@ -263,3 +263,26 @@ def test_parallel_threads_agree() -> None:
         thread.join(timeout=60)
     expected = [[["echo", str(i)], ["ls", "-l", f"dir{i}"]] for i in range(50)] * 4
     assert all(results[n] == expected for n in range(4))
+
+
+@pytest.mark.parametrize(
+    ("script", "lowered", "scanned"),
+    [
+        # The shell removes an unquoted backslash-newline before splitting words, so these
+        # run `-delete` / `.env` / `rm`; the tree shows split words, which must not be used.
+        ("find . -del\\\nete", None, [["find", "."]]),
+        ("cat .en\\\nv", None, [["cat"]]),
+        ('echo "a"\\\n"b" c', None, [["echo", "c"]]),
+        ("r\\\nm -rf x", None, []),
+        # Between separate words it is only whitespace.
+        ("rm -rf \\\n/tmp", [["rm", "-rf", "/tmp"]], [["rm", "-rf", "/tmp"]]),
+        ("ls \\\n  -la", [["ls", "-la"]], [["ls", "-la"]]),
+    ],
+)
+def test_line_continuation_gluing_words_is_not_literal(
+    script: str, lowered: list[list[str]] | None, scanned: list[list[str]]
+) -> None:
+    assert parse_plain_shell_script(script) == lowered
+    assert parse_shell_lc_literal_commands(["bash", "-c", script]) == scanned
+    heredoc = parse_shell_lc_single_command_prefix(["bash", "-c", script + " <<EOF\nx\nEOF"])
+    assert heredoc == (lowered[0] if lowered else None)

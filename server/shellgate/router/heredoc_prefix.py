@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from shellgate.router.bash_parse import Node, node_text
+from shellgate.router.literal_words import glued_children
 from shellgate.router.script_cache import RESULT_CACHE_SIZE, parsed_without_error
 from shellgate.router.segments import ScriptCommand, span_of
 
@@ -50,7 +51,11 @@ def _scan(root: Node) -> tuple[bool, bool, Node | None]:
     return has_heredoc, has_file_redirect, single if command_count == 1 else None
 
 
-def _command_words(command: Node) -> tuple[str, ...] | None:
+def _command_words(data: bytes, command: Node) -> tuple[str, ...] | None:
+    # shellgate hardening: words the shell glues across a backslash-newline are not
+    # the words the tree shows, so no prefix is taken from them.
+    if glued_children(data, command):
+        return None
     words: list[str] = []
     for child in command.named_children:
         kind = child.type
@@ -76,7 +81,7 @@ def heredoc_prefix(script: str) -> ScriptCommand | None:
     has_heredoc, has_file_redirect, single = _scan(tree.root_node)
     if not has_heredoc or has_file_redirect or single is None:
         return None
-    words = _command_words(single)
+    words = _command_words(script.encode("utf-8", "surrogatepass"), single)
     if words is None:
         return None
     return ScriptCommand(words, span_of(single))

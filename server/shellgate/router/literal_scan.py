@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from shellgate.router.bash_parse import Node
-from shellgate.router.literal_words import literal_word
+from shellgate.router.literal_words import glued_children, literal_word
 from shellgate.router.script_cache import RESULT_CACHE_SIZE, parsed_without_error
 from shellgate.router.segments import ScriptCommand, span_of
 
@@ -25,14 +25,16 @@ def _candidates(root: Node) -> list[Node]:
     return found
 
 
-def _literal_command(command: Node) -> tuple[str, ...] | None:
+def _literal_command(data: bytes, command: Node) -> tuple[str, ...] | None:
     """The literal words of one candidate, None when its name is not literal."""
     words: list[str] = []
     seen_name = False
-    for child in command.named_children:
+    # Words glued to a neighbour by a backslash-newline are not literal as shown.
+    glued = glued_children(data, command)
+    for index, child in enumerate(command.named_children):
         if child.type == "command_name":
             first = child.named_child(0)
-            name = literal_word(first) if first is not None else None
+            name = literal_word(first) if first is not None and index not in glued else None
             if name is None:
                 return None
             words.append(name)
@@ -41,7 +43,7 @@ def _literal_command(command: Node) -> tuple[str, ...] | None:
         if not seen_name:
             # Assignments and redirects before the name do not change which command runs.
             continue
-        value = literal_word(child)
+        value = literal_word(child) if index not in glued else None
         if value is not None:
             # Anything that is not certainly literal is dropped and the walk goes on.
             words.append(value)
@@ -54,9 +56,10 @@ def scan_script(script: str) -> tuple[ScriptCommand, ...] | None:
     tree = parsed_without_error(script)
     if tree is None:
         return None
+    data = script.encode("utf-8", "surrogatepass")
     commands: list[ScriptCommand] = []
     for node in _candidates(tree.root_node):
-        words = _literal_command(node)
+        words = _literal_command(data, node)
         if words is not None:
             commands.append(ScriptCommand(words, span_of(node)))
     return tuple(commands)

@@ -89,3 +89,30 @@ def literal_word(node: Node) -> str | None:
         pieces.append(value)
     joined = "".join(pieces)
     return joined or None
+
+
+_WORD_KINDS = frozenset({"command_name", "word", "number", "string", "raw_string", "concatenation"})
+_CONTINUATION = b"\\\n"
+
+
+def joined_by_line_continuation(data: bytes, left: Node, right: Node) -> bool:
+    """True when the shell glues two word nodes into one word (`-del\\<newline>ete`).
+
+    tree-sitter-bash reads an unquoted backslash-newline as whitespace, but the shell
+    removes it before splitting words, so `find . -del\\<newline>ete` runs `-delete`
+    while the tree shows `-del` and `ete`.
+    """
+    if left.type not in _WORD_KINDS or right.type not in _WORD_KINDS:
+        return False
+    gap = data[left.end_byte : right.start_byte]
+    return bool(gap) and gap == _CONTINUATION * (len(gap) // 2) and len(gap) % 2 == 0
+
+
+def glued_children(data: bytes, command: Node) -> set[int]:
+    """Indexes of the named children of `command` that the shell glues to a neighbour."""
+    children = command.named_children
+    glued: set[int] = set()
+    for index in range(1, len(children)):
+        if joined_by_line_continuation(data, children[index - 1], children[index]):
+            glued.update((index - 1, index))
+    return glued

@@ -6,6 +6,7 @@ import functools
 
 from shellgate.router.bash_parse import Node, node_text
 from shellgate.router.literal_words import (
+    glued_children,
     is_literal_word_text,
     literal_double_quoted,
     literal_raw_string,
@@ -61,8 +62,10 @@ def _collect_commands(root: Node) -> list[Node] | None:
     return commands
 
 
-def _lower_command(command: Node) -> tuple[str, ...] | None:
+def _lower_command(data: bytes, command: Node) -> tuple[str, ...] | None:
     """The words of one word-only `command` node, else None."""
+    if glued_children(data, command):
+        return None
     words: list[str] = []
     for child in command.named_children:
         kind = child.type
@@ -99,8 +102,9 @@ def lower_script(script: str) -> tuple[ScriptCommand, ...] | None:
     if nodes is None:
         return None
     lowered: list[ScriptCommand] = []
+    data = script.encode("utf-8", "surrogatepass")
     for node in nodes:
-        words = _lower_command(node)
+        words = _lower_command(data, node)
         if words is None:
             return None
         lowered.append(ScriptCommand(words, span_of(node)))
