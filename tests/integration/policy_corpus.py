@@ -48,6 +48,15 @@ x = "make"
 prefix_rule(pattern=[x, "install"], decision="prompt")
 prefix_rule(pattern=[f"{x}-dev"], decision="forbidden")
 """,
+    "wrappers": """
+prefix_rule(pattern=["sudo"], decision="prompt")
+prefix_rule(pattern=["sudo", "rm"], decision="forbidden", justification="no root deletes")
+prefix_rule(pattern=["env"], decision="allow")
+prefix_rule(pattern=["bash", "-lc"], decision="prompt")
+prefix_rule(pattern=["rm"], decision="forbidden")
+prefix_rule(pattern=["timeout"], decision="allow")
+prefix_rule(pattern=["xargs", "-0", "rm"], decision="forbidden")
+""",
     "unicode": """
 prefix_rule(pattern=["écho", "ünï"], decision="prompt", justification="non-ascii ✓")
 prefix_rule(pattern=["printf", "a\\tb"], decision="forbidden")
@@ -110,6 +119,12 @@ COMMANDS: list[list[str]] = [
     ["sed", "-i", "s/a/b/", "f"],
     ["/usr/bin/sed", "-i", "x"],
     ["env", "FOO=1", "rm", "-rf", "x"],
+    ["sudo", "-u", "root", "rm", "-rf", "x"],
+    ["/usr/bin/sudo", "rm", "-rf", "x"],
+    ["bash", "-lc", "sudo rm -rf /x"],
+    ["timeout", "5", "rm", "-rf", "x"],
+    ["xargs", "-0", "rm", "-f"],
+    ["/bin/bash", "-lc", "git status"],
 ]
 
 # Files that must fail to load; the differential test checks both tools fail and that the
