@@ -26,7 +26,7 @@ INHERIT_ALL = shell_pb.ShellEnvironmentPolicy(inherit=shell_pb.SHELL_ENVIRONMENT
 FAST_LIMITS = ProcessLimits(kill_grace_ms=500, drain_ms=1_000)
 
 
-def test_config(**overrides: Any) -> ServerConfig:
+def daemon_config(**overrides: Any) -> ServerConfig:
     """A loopback config with short grace periods."""
     base = ServerConfig(listen="127.0.0.1:0", process=FAST_LIMITS, sweep_interval_ms=200)
     return replace(base, **overrides)
@@ -80,7 +80,7 @@ def daemon_subprocess(
 @contextlib.asynccontextmanager
 async def in_process_daemon(config: ServerConfig | None = None) -> AsyncIterator[RunningServer]:
     """Start the daemon in this event loop; stop it (killing every group) on exit."""
-    running = await start_server(config or test_config())
+    running = await start_server(config or daemon_config())
     try:
         yield running
     finally:
