@@ -1,0 +1,114 @@
+"""Exec-server faults with the daemon as a real subprocess: kill -9, slow consumer, SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from shellgate.v1 import exec_pb2 as pb
+
+from tests.conftest import marked_pids
+from tests.execserver_harness import collect, daemon_subprocess, exec_stub, start_request
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def _wait_gone(marker: str, timeout_s: float) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    left = marked_pids(marker)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = marked_pids(marker)
+    return left
+
+
+@pytest.mark.allow_orphans
+def test_kill_9_of_the_daemon_leaves_no_orphaned_child(orphan_sweep: str) -> None:
+    with daemon_subprocess() as d:
+
+        async def main() -> None:
+            async with exec_stub(d.target) as stub:
+                for tty in (False, True):
+                    script = "trap '' TERM INT HUP; (sleep 60) & sleep 60"
+                    call = stub.Start(start_request(["sh", "-c", script], detach=True, tty=tty))
+                    await call.read()
+                    call.cancel()
+
+        asyncio.run(main())
+        time.sleep(0.3)
+        children = [p for p in marked_pids(orphan_sweep) if p != d.proc.pid]
+        assert len(children) >= 4
+        os.kill(d.proc.pid, signal.SIGKILL)
+        d.proc.wait()
+        assert _wait_gone(orphan_sweep, 5.0) == []
+
+
+@pytest.mark.allow_orphans
+def test_sigterm_kills_every_group_and_exits_zero(orphan_sweep: str) -> None:
+    with daemon_subprocess() as d:
+
+        async def main() -> None:
+            async with exec_stub(d.target) as stub:
+                call = stub.Start(start_request(["sh", "-c", "sleep 60 & sleep 60"], detach=True))
+                await call.read()
+                call.cancel()
+
+        asyncio.run(main())
+        d.proc.send_signal(signal.SIGTERM)
+        assert d.proc.wait(timeout=15) == 0
+        assert _wait_gone(orphan_sweep, 2.0) == []
+
+
+def test_slow_consumer_keeps_daemon_memory_bounded() -> None:
+    with daemon_subprocess() as d:
+
+        async def main() -> None:
+            async with exec_stub(d.target) as stub:
+                baseline = _rss_kib(d.proc.pid)
+                call = stub.Start(start_request(["yes", "x" * 200]))
+                first = await call.read()
+                pid = first.event.started.process_id
+                # Do not read: output keeps flowing into the bounded retention buffer.
+                peak = baseline
+                for _ in range(15):
+                    await asyncio.sleep(0.2)
+                    peak = max(peak, _rss_kib(d.proc.pid))
+                reply = await stub.Read(pb.ReadRequest(process_id=pid, after_seq=0))
+                assert reply.chunks[0].seq > 1  # the oldest chunks were evicted
+                assert sum(len(c.data) for c in reply.chunks) <= 2 * 1024 * 1024
+                await stub.Terminate(pb.TerminateRequest(process_id=pid))
+                call.cancel()
+                # Retention is 1 MiB; allow generous slack for gRPC buffers and allocator.
+                print("rss kib", baseline, peak)
+                assert peak - baseline < 64 * 1024, (baseline, peak)
+
+        asyncio.run(main())
+
+
+def test_dropping_a_classic_start_stream_kills_its_group() -> None:
+    with daemon_subprocess() as d:
+
+        async def main() -> None:
+            async with exec_stub(d.target) as stub:
+                call = stub.Start(start_request(["sh", "-c", "sleep 60 & sleep 60"]))
+                pid = (await call.read()).event.started.process_id
+                call.cancel()
+                for _ in range(100):
+                    listed = await stub.List(pb.ListRequest())
+                    states = [p.state for p in listed.processes if p.process_id == pid]
+                    if states and states[0] == pb.PROCESS_STATE_CLOSED:
+                        break
+                    await asyncio.sleep(0.1)
+                events = await collect(stub.Attach(pb.AttachRequest(process_id=pid)))
+                assert events[-1].WhichOneof("event") == "closed"
+
+        asyncio.run(main())

@@ -1,0 +1,127 @@
+"""ExecService credentials: bearer tokens, ownership across callers, mTLS, the error table."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+from shellgate.execserver.errors import all_error_classes
+from shellgate.v1 import exec_pb2 as pb
+
+from tests.certs import make_expired_self_signed, make_tls
+from tests.execserver_harness import (
+    daemon_config,
+    daemon_subprocess,
+    exec_stub,
+    in_process_daemon,
+    start_request,
+)
+
+TOKEN_A = "tok-alice-4c1f8e2b9d"
+TOKEN_B = "tok-bob-77aa01c3e5"
+
+
+def test_every_error_class_maps_to_a_grpc_code() -> None:
+    classes = all_error_classes()
+    assert len(classes) > 10
+    for cls in classes:
+        assert cls.code in grpc.StatusCode.__members__, cls
+        assert cls.code != "OK" and cls.reason, cls
+
+
+def _tokens(tmp_path: Path) -> str:
+    path = tmp_path / "tokens"
+    path.write_text(f"# callers\nalice {TOKEN_A}\nbob {TOKEN_B}\n")
+    return str(path)
+
+
+def _auth(token: str) -> list[tuple[str, str]]:
+    return [("authorization", f"Bearer {token}")]
+
+
+def test_tokens_ownership_and_no_token_in_logs(tmp_path: Path) -> None:
+    with daemon_subprocess(["--token-file", _tokens(tmp_path), "--log-level", "DEBUG"]) as d:
+
+        async def main() -> None:
+            async with exec_stub(d.target) as stub:
+                for metadata in (None, _auth("wrong-token"), [("authorization", TOKEN_A)]):
+                    with pytest.raises(grpc.aio.AioRpcError) as err:
+                        await stub.GetInfo(pb.GetInfoRequest(), metadata=metadata)
+                    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+                    assert TOKEN_A not in (err.value.details() or "")
+                info = await stub.GetInfo(pb.GetInfoRequest(), metadata=_auth(TOKEN_A))
+                assert info.caller == "alice"
+                call = stub.Start(start_request(["sleep", "20"], detach=True),
+                                  metadata=_auth(TOKEN_A))
+                pid = (await call.read()).event.started.process_id
+                call.cancel()
+                # Another caller cannot see, read or kill alice's process.
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await stub.Terminate(pb.TerminateRequest(process_id=pid),
+                                         metadata=_auth(TOKEN_B))
+                assert err.value.code() == grpc.StatusCode.NOT_FOUND
+                bob = await stub.List(pb.ListRequest(), metadata=_auth(TOKEN_B))
+                assert list(bob.processes) == []
+                await stub.Terminate(pb.TerminateRequest(process_id=pid), metadata=_auth(TOKEN_A))
+
+        asyncio.run(main())
+        d.proc.terminate()
+        _, err = d.proc.communicate(timeout=15)
+    assert d.proc.returncode == 0
+    assert TOKEN_A.encode() not in err and TOKEN_B.encode() not in err
+    environ = Path(f"/proc/{d.proc.pid}/environ")
+    assert not environ.exists()
+
+
+def test_secret_variables_are_scrubbed_from_the_daemon_environment(tmp_path: Path) -> None:
+    import os
+
+    env = dict(os.environ, MY_API_KEY="hunter2", SOME_SECRET="s3", GH_TOKEN="t0")
+    with daemon_subprocess([], env=env) as d:
+        environ = Path(f"/proc/{d.proc.pid}/environ").read_bytes()
+        assert b"hunter2" not in environ and b"GH_TOKEN" not in environ
+        assert b"SHELLGATE_TEST_MARK" in environ
+
+
+def test_mtls_requires_a_client_cert_from_the_configured_ca(tmp_path: Path) -> None:
+    good = make_tls(tmp_path / "good", client_name="carol")
+    other = make_tls(tmp_path / "other", client_name="mallory")
+    expired_cert, expired_key = make_expired_self_signed(tmp_path)
+    config = daemon_config(
+        tls_cert_file=good.server_cert,
+        tls_key_file=good.server_key,
+        tls_client_ca_file=good.ca_cert,
+    )
+
+    def creds(cert: str, key: str) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(
+            root_certificates=good.read("ca_cert"),
+            private_key=Path(key).read_bytes(),
+            certificate_chain=Path(cert).read_bytes(),
+        )
+
+    async def main() -> None:
+        async with in_process_daemon(config) as daemon:
+            target = f"127.0.0.1:{daemon.port}"
+            async with exec_stub(target, creds(good.client_cert, good.client_key)) as stub:
+                info = await stub.GetInfo(pb.GetInfoRequest(), timeout=10)
+                assert info.caller == "carol"
+            for cert, key in ((other.client_cert, other.client_key), (expired_cert, expired_key)):
+                async with exec_stub(target, creds(cert, key)) as stub:
+                    with pytest.raises(grpc.aio.AioRpcError) as err:
+                        await stub.GetInfo(pb.GetInfoRequest(), timeout=5)
+                    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+
+    asyncio.run(main())
+
+
+def test_non_loopback_listen_needs_tls_or_insecure() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "shellgate.execserver.cli", "serve", "--listen", "0.0.0.0:0"],
+        capture_output=True, timeout=30, check=False,
+    )
+    assert proc.returncode != 0 and b"non-loopback" in proc.stderr
