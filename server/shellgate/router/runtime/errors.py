@@ -1,0 +1,68 @@
+"""Runtime errors that become RPC statuses (model-level failures are tool outputs instead)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "EnvironmentNotFoundError",
+    "InvalidRuntimeArgumentError",
+    "RuntimeServiceError",
+    "UnknownApprovalError",
+    "UnknownCallError",
+    "UnknownSessionError",
+    "UnknownThreadError",
+]
+
+
+class RuntimeServiceError(Exception):
+    """Base of runtime errors; `code` is the gRPC status name, `reason` a stable tag."""
+
+    code: ClassVar[str] = "INTERNAL"
+    reason: ClassVar[str] = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRuntimeArgumentError(RuntimeServiceError):
+    """A request field is malformed (the message names the field)."""
+
+    code = "INVALID_ARGUMENT"
+    reason = "invalid_argument"
+
+
+class UnknownThreadError(RuntimeServiceError):
+    """No such thread."""
+
+    code = "NOT_FOUND"
+    reason = "unknown_thread"
+
+
+class UnknownApprovalError(RuntimeServiceError):
+    """No pending approval with that id (never existed, expired, or already answered)."""
+
+    code = "NOT_FOUND"
+    reason = "unknown_approval"
+
+
+class UnknownSessionError(RuntimeServiceError):
+    """No unified-exec session with that id in the thread."""
+
+    code = "NOT_FOUND"
+    reason = "unknown_session"
+
+
+class UnknownCallError(RuntimeServiceError):
+    """No in-flight call with that id in the thread."""
+
+    code = "NOT_FOUND"
+    reason = "unknown_call"
+
+
+class EnvironmentNotFoundError(RuntimeServiceError):
+    """No configured environment with that id."""
+
+    code = "NOT_FOUND"
+    reason = "unknown_environment"

@@ -1,0 +1,124 @@
+"""One unified-exec process: a background pump into a head/tail buffer, exit and close state."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shellgate.execserver.backends.base import ExitStatus, OutputChunk, ProcessHandle
+from shellgate.router.head_tail import HeadTailBuffer, HeadTailSnapshot
+
+__all__ = ["OutputListener", "ProcessMeta", "UnifiedProcess"]
+
+# Receives every chunk with its per-process seq while a request is attached.
+OutputListener = Callable[[OutputChunk, int], None]
+
+
+@dataclass(frozen=True)
+class ProcessMeta:
+    """What a session was started as."""
+
+    process_id: int
+    environment_id: str
+    backend_process_id: str
+    call_id: str
+    argv: tuple[str, ...]
+    tty: bool
+    sandboxed: bool
+    started_at_ms: int
+
+
+class UnifiedProcess:
+    """Owns its pump and exit-watch tasks; `terminate` ends them and the process group."""
+
+    def __init__(self, meta: ProcessMeta, handle: ProcessHandle, clock: Callable[[], float]):
+        self.meta = meta
+        self.handle = handle
+        self.clock = clock
+        self.last_used = clock()
+        self.last_used_at_ms = meta.started_at_ms
+        self.buffer = HeadTailBuffer()
+        self.exit_status: ExitStatus | None = None
+        self.closed = False
+        self.listener: OutputListener | None = None
+        self._seq = 0
+        # Set on every state change (output, exit, close); waiters clear it before checking.
+        self.changed = asyncio.Event()
+        self._tasks = [
+            asyncio.create_task(self._pump(), name=f"unified-pump-{meta.process_id}"),
+            asyncio.create_task(self._watch_exit(), name=f"unified-exit-{meta.process_id}"),
+        ]
+
+    @property
+    def process_id(self) -> int:
+        """The model-visible session id."""
+        return self.meta.process_id
+
+    @property
+    def exited(self) -> bool:
+        """The exit (or the environment's loss) is known."""
+        return self.exit_status is not None
+
+    @property
+    def lost(self) -> str | None:
+        """Why the environment was lost, if it was."""
+        return None if self.exit_status is None else self.exit_status.environment_lost
+
+    def touch(self) -> None:
+        """Mark as used now (pruning order)."""
+        self.last_used = self.clock()
+        self.last_used_at_ms = int(time.time() * 1000)
+
+    async def _pump(self) -> None:
+        try:
+            async for chunk in self.handle.output():
+                self._seq += 1
+                self.buffer.push(chunk.data)
+                if self.listener is not None:
+                    self.listener(chunk, self._seq)
+                self.changed.set()
+        except Exception:
+            pass
+        finally:
+            self.closed = True
+            self.changed.set()
+
+    async def _watch_exit(self) -> None:
+        try:
+            status = await self.handle.wait()
+        except Exception as exc:
+            status = ExitStatus(environment_lost=str(exc) or type(exc).__name__)
+        self.exit_status = status
+        self.changed.set()
+
+    async def wait_exit(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for the exit; True when it is known."""
+        deadline = self.clock() + timeout_s
+        while not self.exited:
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                return False
+            self.changed.clear()
+            if self.exited:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), remaining)
+        return True
+
+    def drain(self) -> HeadTailSnapshot:
+        """Output since the previous drain (each response sees only new output)."""
+        return self.buffer.drain()
+
+    async def terminate(self) -> None:
+        """Kill the process group and stop the background tasks."""
+        with contextlib.suppress(Exception):
+            await self.handle.terminate()
+        for task in self._tasks:
+            if not task.done():
+                task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
