@@ -79,6 +79,8 @@ class SshProcess:
             result = ExitStatus(code=status)
         else:
             result = ExitStatus(environment_lost="ssh connection lost")
+            # The remote group may still run; kill it once a connection is back.
+            self._backend.note_lost_group(self._remote_pgid)
         if not self._exit.done():
             self._exit.set_result(result)
 
@@ -164,6 +166,11 @@ class SshProcess:
     async def terminate(self) -> None:
         """TERM the remote group, grace, KILL, and wait for the channel to close."""
         limits = self._backend.limits
+        lost = self._exit.done() and self._exit.result().environment_lost is not None
+        if lost:
+            self._proc.close()
+            self._backend.release(self._conn, self)
+            return
         if not self._exit.done():
             await self._kill("TERM")
             with contextlib.suppress(asyncio.TimeoutError):
@@ -186,6 +193,7 @@ class SshBackend:
         self._live: set[SshProcess] = set()
         self._lock = asyncio.Lock()
         self._info: HostInfo | None = None
+        self._lost_groups: set[int] = set()
 
     @property
     def name(self) -> str:
@@ -214,7 +222,16 @@ class SshBackend:
         except (TimeoutError, OSError, asyncssh.Error) as exc:
             raise EnvironmentLostError(f"ssh connect failed: {exc}") from exc
         self._info = None  # refresh the probe on every new connection
+        if self._lost_groups:
+            kills = "; ".join(f"kill -KILL -- -{g} 2>/dev/null" for g in self._lost_groups)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.run(kills + "; true", check=False), 10)
+            self._lost_groups.clear()
         return conn
+
+    def note_lost_group(self, pgid: int) -> None:
+        """Remember a remote group whose connection dropped (killed on reconnect)."""
+        self._lost_groups.add(pgid)
 
     async def _acquire(self) -> Any:
         async with self._lock:

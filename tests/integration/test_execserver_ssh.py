@@ -1,0 +1,101 @@
+"""The SSH backend against a real sshd: lost connections and the daemon fronting SSH."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from shellgate.execserver.backends.base import SpawnRequest
+from shellgate.execserver.backends.ssh import SshBackend
+from shellgate.execserver.config import ProcessLimits
+from shellgate.execserver.errors import EnvironmentLostError, HostKeyMismatchError
+from shellgate.v1 import exec_pb2 as pb
+
+from tests.conftest import marked_pids
+from tests.execserver_harness import (
+    collect,
+    daemon_config,
+    exec_stub,
+    in_process_daemon,
+    output_of,
+    start_request,
+)
+from tests.sshd import (
+    Sshd,
+    sshd_server,  # noqa: F401  (session fixture)
+)
+
+LIMITS = ProcessLimits(kill_grace_ms=500)
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.allow_orphans
+def test_dropped_connection_reports_environment_lost_and_reconnects(
+    sshd_server: Sshd, orphan_sweep: str  # noqa: F811
+) -> None:
+    async def main() -> None:
+        backend = SshBackend(sshd_server.config(), LIMITS)
+        try:
+            env = dict(os.environ)
+            proc = await backend.start(SpawnRequest(("sh", "-c", "sleep 60 & sleep 60"), "/tmp", env))
+            assert proc.pid is not None
+            await asyncio.sleep(0.3)
+            # Kill the sshd process serving this connection: the channel dies with it.
+            os.kill(_ppid(proc.pid), signal.SIGKILL)
+            status = await asyncio.wait_for(proc.wait(), 15)
+            assert status.environment_lost
+            await proc.terminate()
+            again = await backend.start(SpawnRequest(("echo", "back"), "/tmp", env))
+            data = b"".join([c.data async for c in again.output()])
+            assert data == b"back\n"
+            await again.terminate()
+        finally:
+            await backend.aclose()
+
+    asyncio.run(main())
+    end = time.monotonic() + 5
+    while marked_pids(orphan_sweep) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert marked_pids(orphan_sweep) == []
+
+
+def test_unpinned_or_wrong_host_key_is_refused(sshd_server: Sshd, tmp_path: Path) -> None:  # noqa: F811
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(
+        f"[127.0.0.1]:{sshd_server.port} ssh-ed25519 "
+        "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
+    )
+
+    async def main() -> None:
+        for config in (
+            sshd_server.config(known_hosts_file=""),
+            sshd_server.config(known_hosts_file=str(wrong)),
+        ):
+            backend = SshBackend(config, LIMITS)
+            with pytest.raises((HostKeyMismatchError, EnvironmentLostError)):
+                await backend.start(SpawnRequest(("true",), "/tmp", {}))
+            await backend.aclose()
+
+    asyncio.run(main())
+
+
+def test_daemon_fronting_ssh_serves_the_same_contract(sshd_server: Sshd) -> None:  # noqa: F811
+    config = replace(daemon_config(), backend="ssh", ssh=sshd_server.config())
+
+    async def main() -> None:
+        async with in_process_daemon(config) as daemon, exec_stub(f"127.0.0.1:{daemon.port}") as stub:
+            info = await stub.GetInfo(pb.GetInfoRequest())
+            assert info.backend == pb.EXEC_BACKEND_SSH and os.path.isabs(info.shell.path)
+            events = await collect(stub.Start(start_request(["sh", "-c", "echo remote; exit 5"])))
+            assert output_of(events) == b"remote\n"
+            assert events[-2].exited.status.code == 5
+
+    asyncio.run(main())
