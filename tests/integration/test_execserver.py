@@ -218,3 +218,19 @@ def test_file_operations_are_atomic_and_report_os_errors(tmp_path: Any) -> None:
         assert sorted(os.listdir(tmp_path)) == ["sub"]
 
     run(body)
+
+
+def test_list_reports_awaiting_input() -> None:
+    async def body(stub: Any) -> None:
+        pid = await start_detached(stub, ["sh", "-c", "read x"], stdin_open=True)
+        state = pb.PROCESS_STATE_UNSPECIFIED
+        for _ in range(50):
+            listed = await stub.List(pb.ListRequest())
+            state = listed.processes[0].state
+            if state == pb.PROCESS_STATE_AWAITING_INPUT:
+                break
+            await asyncio.sleep(0.1)
+        assert state == pb.PROCESS_STATE_AWAITING_INPUT
+        await stub.Terminate(pb.TerminateRequest(process_id=pid))
+
+    run(body)

@@ -1,0 +1,76 @@
+"""Retention (seq, eviction, Read selection) and process-table TTLs with an injected clock."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shellgate.execserver.backends.base import ExitStatus, SpawnRequest, Stream
+from shellgate.execserver.backends.local import LocalBackend
+from shellgate.execserver.config import ProcessLimits
+from shellgate.execserver.process_table import ProcessTable, StartSpec, TableLimits
+from shellgate.execserver.retention import Retention, select_chunks
+
+
+def test_seq_order_eviction_and_exit_close() -> None:
+    r = Retention(max_bytes=10)
+    for _ in range(5):
+        r.add_output(Stream.STDOUT, b"abcd")
+    assert r.retained_bytes == 8 and r.first_retained_seq == 4
+    assert r.mark_exited(ExitStatus(code=0)) == 6 and r.mark_closed() == 7
+    result = r.read(0, None)
+    assert [c.seq for c in result.chunks] == [4, 5] and result.next_seq == 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 50), max_size=20),
+    after=st.integers(0, 25),
+    max_bytes=st.none() | st.integers(0, 200),
+)
+def test_selection_rule_properties(sizes: list[int], after: int, max_bytes: int | None) -> None:
+    retained = list(enumerate(sizes, 1))
+    seqs, next_seq = select_chunks(retained, len(sizes) + 1, after, max_bytes)
+    candidates = [s for s, _ in retained if s > after]
+    assert seqs == candidates[: len(seqs)]  # a prefix, in order
+    if candidates:
+        assert seqs  # the first chunk is always included
+    total = sum(sizes[s - 1] for s in seqs)
+    if max_bytes is not None and len(seqs) > 1:
+        assert total <= max_bytes
+    assert next_seq == (seqs[-1] + 1 if seqs else len(sizes) + 1)
+
+
+def test_owner_ttl_and_exited_retention_follow_the_injected_clock() -> None:
+    now = [1000.0]
+
+    async def main() -> None:
+        table = ProcessTable(
+            LocalBackend(ProcessLimits(kill_grace_ms=200)),
+            TableLimits(exited_retention_ms=30_000, owner_ttl_ms=60_000),
+            clock=lambda: now[0],
+        )
+        env = dict(os.environ)
+
+        def spec(argv: tuple[str, ...]) -> StartSpec:
+            return StartSpec("c", "o", SpawnRequest(argv, "/tmp", env), True, None, None, None,
+                             False)
+
+        sleeper, _ = await table.start(spec(("sleep", "30")))
+        quick, _ = await table.start(spec(("true",)))
+        while not quick.closed:
+            await asyncio.sleep(0.02)
+        now[0] += 29
+        await table.sweep()
+        assert {p.process_id for p in table.list("c")} == {sleeper.process_id, quick.process_id}
+        now[0] += 2
+        await table.sweep()
+        assert [p.process_id for p in table.list("c")] == [sleeper.process_id]
+        now[0] += 60
+        await table.sweep()
+        assert table.list("c") == [] and sleeper.exited
+        await table.shutdown()
+
+    asyncio.run(main())
