@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from shellgate.router.output import (
     utf8_len,
 )
 from shellgate.router.output_format import format_exec_output_freeform, io_error_text
-from shellgate.router.runtime.spawn import SandboxSpec, Spawner, SpawnFailure
+from shellgate.router.runtime.spawn import SandboxSpec, Spawned, Spawner, SpawnFailure
 from shellgate.router.runtime.unified_exec import environment_lost_note
 from shellgate.router.runtime.unified_process import OutputListener
 
@@ -144,6 +145,7 @@ async def run_classic(
     owner: str,
     listener: OutputListener | None = None,
     interrupt: asyncio.Event | None = None,
+    on_started: Callable[[Spawned], None] | None = None,
 ) -> ClassicResult:
     """Run one classic command to the end; raises SpawnFailure when nothing started.
 
@@ -159,6 +161,8 @@ async def run_classic(
     )
     spawned = await spawner.spawn(request, sandbox, detach=False, owner=owner)
     handle = spawned.handle
+    if on_started is not None:
+        on_started(spawned)
     stdout, stderr = CappedStream(), CappedStream()
     seq = 0
 

@@ -1,0 +1,150 @@
+"""Domain events of one Execute call (the servicer maps them to ExecuteResponse)."""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+
+from shellgate.execserver.backends.base import Stream
+from shellgate.router.projection import ProjectedCall, ShellElement
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalKind",
+    "ApprovalRequiredEvent",
+    "CompletedEvent",
+    "ExecuteEvent",
+    "OutputEvent",
+    "ProjectionEvent",
+    "StartedEvent",
+    "TerminalInteractionEvent",
+    "Termination",
+    "output_item_json",
+]
+
+
+class Termination(enum.StrEnum):
+    """How a call ended (TerminationReason)."""
+
+    NONE = "unspecified"
+    EXITED = "exited"
+    SIGNALED = "signaled"
+    TIMED_OUT = "timed_out"
+    YIELDED = "yielded"
+    REJECTED = "rejected"
+    FORBIDDEN = "forbidden"
+    TOOL_ERROR = "tool_error"
+    SPAWN_FAILED = "spawn_failed"
+    CANCELLED = "cancelled"
+    ENVIRONMENT_LOST = "environment_lost"
+
+
+class ApprovalKind(enum.StrEnum):
+    """Why an approval is asked."""
+
+    EXEC_POLICY = "exec_policy"
+    SANDBOX_RETRY = "sandbox_retry"
+    APPLY_PATCH = "apply_patch"
+
+
+class ApprovalDecision(enum.StrEnum):
+    """The user's answer."""
+
+    APPROVED = "approved"
+    APPROVED_FOR_SESSION = "approved_for_session"
+    APPROVED_WITH_AMENDMENT = "approved_with_amendment"
+    DENIED = "denied"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True)
+class ProjectionEvent:
+    """The projection of the item (first event of a new call)."""
+
+    projected: ProjectedCall
+
+
+@dataclass(frozen=True)
+class ApprovalRequiredEvent:
+    """The call stopped for approval; the stream ends after it."""
+
+    approval_id: str
+    call_id: str
+    kind: ApprovalKind
+    element_index: int
+    argv: tuple[str, ...]
+    cwd: str
+    environment_id: str
+    reason: str
+    proposed_amendment: tuple[str, ...] | None
+    approval_key_digest: str
+    available_decisions: tuple[ApprovalDecision, ...]
+    element: ShellElement | None
+    expires_in_ms: int
+
+
+@dataclass(frozen=True)
+class StartedEvent:
+    """A process started for the call (or a batch element)."""
+
+    element_index: int
+    environment_id: str
+    process_id: str
+    pid: int | None
+    session_id: int | None
+    sandboxed: bool
+
+
+@dataclass(frozen=True)
+class OutputEvent:
+    """A chunk of process output."""
+
+    element_index: int
+    stream: Stream
+    seq: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class TerminalInteractionEvent:
+    """Informational: what write_stdin sent to a session."""
+
+    session_id: int
+    stdin: str
+
+
+@dataclass(frozen=True)
+class CompletedEvent:
+    """The final tool output and its structured fields."""
+
+    output_item_json: str
+    output_text: str
+    success: bool
+    exit_code: int | None
+    session_id: int | None
+    wall_time_ms: int
+    original_token_count: int | None
+    truncated: bool
+    termination: Termination
+    model_warnings: tuple[str, ...] = field(default=())
+
+
+ExecuteEvent = (
+    ProjectionEvent
+    | ApprovalRequiredEvent
+    | StartedEvent
+    | OutputEvent
+    | TerminalInteractionEvent
+    | CompletedEvent
+)
+
+
+def output_item_json(call_id: str, text: str, *, custom: bool) -> str:
+    """The output item as it must be appended to the conversation (compact, UTF-8 as is)."""
+    item = {
+        "type": "custom_tool_call_output" if custom else "function_call_output",
+        "call_id": call_id,
+        "output": text,
+    }
+    return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
