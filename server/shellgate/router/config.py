@@ -20,15 +20,6 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class ClientToken:
-    """A bearer token a client presents, and the environments it may use (empty = all)."""
-
-    name: str
-    token_file: str
-    environments: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class TurnDefaults:
     """What an unset TurnContext field means."""
 
@@ -70,7 +61,10 @@ class RouterConfig:
     tls_cert_file: str = ""
     tls_key_file: str = ""
     tls_client_ca_file: str = ""
-    clients: tuple[ClientToken, ...] = ()
+    # `subject token` lines (as the exec-server's token file); empty = no token auth.
+    token_file: str = ""
+    # subject -> environments it may use; a subject not listed may use every environment.
+    client_environments: tuple[tuple[str, tuple[str, ...]], ...] = ()
     local_environment: bool = True
     local_cwd: str = ""
     local_shell: str = ""
@@ -140,9 +134,9 @@ def parse_config(data: dict[str, Any]) -> RouterConfig:
         defaults_table["env_set"] = tuple(sorted(env_policy["set"].items()))
     defaults = _build(TurnDefaults, defaults_table, "defaults.")
     limits = _build(Limits, data.pop("limits", {}), "limits.")
-    clients = tuple(
-        _build(ClientToken, dict(c, environments=c.get("environments", [])), "clients.")
-        for c in data.pop("clients", [])
+    client_envs = tuple(
+        (subject, tuple(envs))
+        for subject, envs in sorted(data.pop("client_environments", {}).items())
     )
     envs = []
     for entry in data.pop("environments", []):
@@ -152,7 +146,11 @@ def parse_config(data: dict[str, Any]) -> RouterConfig:
         envs.append(_build(RemoteConfig, entry, "environments."))
     config: RouterConfig = _build(RouterConfig, data, "")
     config = dataclasses.replace(
-        config, defaults=defaults, limits=limits, clients=clients, environments=tuple(envs)
+        config,
+        defaults=defaults,
+        limits=limits,
+        client_environments=client_envs,
+        environments=tuple(envs),
     )
     config.validate()
     return config

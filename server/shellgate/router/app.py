@@ -1,0 +1,166 @@
+"""The router application: configuration, policy, environments and threads, owned together.
+
+`RouterApp` is what the gRPC servicer talks to; it owns every long-lived piece and closes
+them in order (`aclose`), so a shutdown kills every process the router started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from shellgate.execserver.auth import LOCAL_CALLER, Authenticator, load_tokens
+from shellgate.router.apply_patch import PatchFileSystem
+from shellgate.router.config import RouterConfig
+from shellgate.router.environments import ReportedShell
+from shellgate.router.errors import PermissionDenied, ResourceExhausted
+from shellgate.router.pipeline import HostContext, RouterTurn
+from shellgate.router.policy_store import PolicyStore
+from shellgate.router.runtime.environments import (
+    EnvironmentRegistry,
+    LocalEnvironment,
+    gather_host_shell_facts,
+)
+from shellgate.router.runtime.remote import RemoteEnvironment
+from shellgate.router.runtime.threads import InMemoryThreadStore, ThreadStore, validate_thread_id
+from shellgate.router.shells import HostShellFacts
+from shellgate.router.wire_turn import EnvironmentView, TurnInputs, router_turn
+from shellgate.v1 import common_pb2
+
+VERSION = "0.1.0"
+_SHELL_NAMES = {1: "zsh", 2: "bash", 3: "powershell", 4: "sh", 5: "cmd"}
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated client and the environments it may use (None = all)."""
+
+    subject: str
+    environments: frozenset[str] | None
+
+
+class Admission:
+    """A concurrency cap that answers RESOURCE_EXHAUSTED quickly instead of queueing."""
+
+    def __init__(self, name: str, limit: int, wait_ms: int) -> None:
+        self._name = name
+        self._sem = asyncio.Semaphore(limit)
+        self._wait_s = wait_ms / 1000
+
+    async def __aenter__(self) -> None:
+        try:
+            await asyncio.wait_for(self._sem.acquire(), self._wait_s)
+        except TimeoutError:
+            raise ResourceExhausted(
+                f"too many concurrent {self._name} calls; retry later"
+            ) from None
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._sem.release()
+
+
+class RouterApp:
+    """Everything the router serves from, with one owner."""
+
+    def __init__(self, config: RouterConfig, *, parent_env: Mapping[str, str] | None = None):
+        self.config = config
+        self.instance_id = uuid.uuid4().hex
+        self.parent_env = dict(os.environ if parent_env is None else parent_env)
+        self.host_shell: HostShellFacts = gather_host_shell_facts(config.local_shell or None)
+        tokens = load_tokens(config.token_file) if config.token_file else ()
+        self.auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))
+        self._client_envs = {s: frozenset(e) for s, e in config.client_environments}
+        self.policy_store: PolicyStore | None = None
+        if config.rules_dirs:
+            self.policy_store = PolicyStore([Path(d).expanduser() for d in config.rules_dirs])
+            self.policy_store.load_initial()
+        local = (
+            LocalEnvironment(cwd=config.local_cwd or os.getcwd())
+            if config.local_environment
+            else None
+        )
+        remotes = [RemoteEnvironment(r) for r in config.environments]
+        self.environments = EnvironmentRegistry(local, remotes)
+        self.threads: ThreadStore = InMemoryThreadStore(
+            approval_ttl_ms=config.limits.approval_ttl_ms,
+            idle_ttl_ms=config.limits.thread_idle_ttl_ms,
+        )
+        limits = config.limits
+        self.execute_admission = Admission(
+            "Execute", limits.max_concurrent_executes, limits.admission_wait_ms
+        )
+        self.project_admission = Admission(
+            "Project", limits.max_concurrent_projects, limits.admission_wait_ms
+        )
+
+    # --- callers -------------------------------------------------------------------------
+    def caller(
+        self, metadata: Mapping[str, str], identity: Mapping[str, Sequence[bytes]]
+    ) -> Caller:
+        """Authenticate a request (UNAUTHENTICATED on failure)."""
+        subject = self.auth.authenticate(metadata, identity)
+        envs = self._client_envs.get(subject)
+        if subject == LOCAL_CALLER:
+            envs = None
+        return Caller(subject, envs)
+
+    def check_environment(self, caller: Caller, environment_id: str) -> None:
+        """PERMISSION_DENIED when the caller may not use the environment."""
+        if caller.environments is not None and environment_id not in caller.environments:
+            raise PermissionDenied(f"environment {environment_id!r} is not allowed for this client")
+
+    # --- environments and turns ----------------------------------------------------------
+    async def environment_views(self) -> dict[str, EnvironmentView]:
+        """What each environment reports (remote ones probed lazily, cached)."""
+        views: dict[str, EnvironmentView] = {}
+        for env_id in self.environments.ids():
+            env = self.environments.get(env_id)
+            if isinstance(env, LocalEnvironment):
+                views[env_id] = EnvironmentView(env_id, False, env.cwd, None)
+                continue
+            info = env.info
+            if info is None:
+                # Connect lazily; an unreachable daemon is reported at call time.
+                await env.probe()
+                info = env.info
+            shell = None
+            cwd = "/"
+            if info is not None:
+                cwd = info.cwd or "/"
+                if info.HasField("shell") and info.shell.path:
+                    shell = ReportedShell(_SHELL_NAMES.get(info.shell.type, "sh"), info.shell.path)
+            views[env_id] = EnvironmentView(env_id, True, cwd, shell)
+        return views
+
+    async def turn(
+        self, thread_id: str, turn: common_pb2.TurnContext, caller: Caller
+    ) -> RouterTurn:
+        """The domain turn of a request (defaults applied, environments checked)."""
+        validate_thread_id(thread_id)
+        inputs = TurnInputs(
+            defaults=self.config.defaults,
+            environments=await self.environment_views(),
+            host_shell=self.host_shell,
+            allowed_environments=caller.environments,
+        )
+        return router_turn(thread_id, turn, inputs)
+
+    def host(self, session_exists: object = None) -> HostContext:
+        """Host facts for the pure pipeline (current policy, parent env, filesystems)."""
+        from shellgate.router.policy import Policy
+
+        policy = self.policy_store.policy if self.policy_store is not None else Policy()
+
+        def filesystem(environment_id: str) -> PatchFileSystem:
+            return self.environments.get(environment_id).filesystem()
+
+        return HostContext(policy=policy, parent_env=self.parent_env, filesystem=filesystem)
+
+    async def aclose(self) -> None:
+        """Kill every process, end every thread, close every connection."""
+        await self.threads.aclose()
+        await self.environments.aclose()

@@ -1,0 +1,68 @@
+"""`shellgate serve`: run the router until SIGTERM/SIGINT (then shut down gracefully)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from shellgate.router.config import ConfigError, load_config
+from shellgate.router.policy import RulesLoadError
+from shellgate.router.server import serve_forever, start_router
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `shellgate serve` (each overrides the config file)."""
+    parser.add_argument("--config", help="TOML configuration file")
+    parser.add_argument("--listen", help="host:port (default 127.0.0.1:50051)")
+    parser.add_argument(
+        "--insecure", action="store_true", default=None,
+        help="allow a non-loopback listen address without TLS",
+    )  # fmt: skip
+    parser.add_argument("--rules-dir", action="append", dest="rules_dirs", help=".rules folder")
+    parser.add_argument("--print-port", action="store_true", help="print the bound port first")
+    parser.add_argument("--log-level", default="INFO")
+
+
+async def _main(args: argparse.Namespace) -> int:
+    overrides = {"listen": args.listen, "insecure": args.insecure, "rules_dirs": args.rules_dirs}
+    try:
+        config = load_config(args.config, **overrides)
+    except ConfigError as exc:
+        print(f"shellgate serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        router = await start_router(config)
+    except RulesLoadError as exc:
+        print(f"shellgate serve: rules failed to load:\n{exc.render()}", file=sys.stderr)
+        return 2
+    except (ConfigError, OSError, RuntimeError) as exc:
+        print(f"shellgate serve: cannot start: {exc}", file=sys.stderr)
+        return 2
+    if args.print_port:
+        print(router.port, flush=True)
+    else:
+        print(f"shellgate router listening on port {router.port}", file=sys.stderr, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, lambda: _reload(router.app))
+    await serve_forever(router, stop)
+    return 0
+
+
+def _reload(app: object) -> None:
+    store = getattr(app, "policy_store", None)
+    if store is not None:
+        result = store.reload()
+        if not result.ok:
+            logging.getLogger(__name__).error("rules reload failed; keeping the last good policy")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point."""
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    return asyncio.run(_main(args))

@@ -1,0 +1,98 @@
+"""The router daemon: ToolRouterService + health + reflection, TLS/token, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+from shellgate.router.app import RouterApp
+from shellgate.router.config import RouterConfig
+from shellgate.router.servicer import ToolRouterServicer
+from shellgate.v1 import router_pb2, router_pb2_grpc
+
+log = logging.getLogger(__name__)
+SERVICE_NAME = router_pb2.DESCRIPTOR.services_by_name["ToolRouterService"].full_name
+HEALTH_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+
+
+def server_credentials(config: RouterConfig) -> grpc.ServerCredentials | None:
+    """TLS credentials (mTLS when a client CA is configured), or None for plaintext."""
+    if not config.tls:
+        return None
+    client_ca = Path(config.tls_client_ca_file).read_bytes() if config.tls_client_ca_file else None
+    return grpc.ssl_server_credentials(
+        [(Path(config.tls_key_file).read_bytes(), Path(config.tls_cert_file).read_bytes())],
+        root_certificates=client_ca,
+        require_client_auth=client_ca is not None,
+    )
+
+
+@dataclass
+class RunningRouter:
+    """A started router: the bound port and what shutdown needs."""
+
+    server: grpc.aio.Server
+    port: int
+    app: RouterApp
+    health: HealthServicer
+
+    async def stop(self) -> None:
+        """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        grace_s = self.app.config.limits.shutdown_grace_ms / 1000
+        # In-flight calls get the grace period; processes still running after it are killed
+        # by aclose, which makes their streams end with a completed event.
+        stopping = asyncio.ensure_future(self.server.stop(grace_s))
+        await asyncio.sleep(0)
+        await self.app.aclose()
+        await stopping
+
+
+async def start_router(config: RouterConfig) -> RunningRouter:
+    """Validate the config, bind, register services and start serving."""
+    config.validate()
+    app = RouterApp(config)
+    limits = config.limits
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", limits.max_message_bytes),
+            ("grpc.max_send_message_length", limits.max_message_bytes),
+        ]
+    )
+    router_pb2_grpc.add_ToolRouterServiceServicer_to_server(ToolRouterServicer(app), server)
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, HEALTH_NAME, reflection.SERVICE_NAME), server
+    )
+    creds = server_credentials(config)
+    port = (
+        server.add_secure_port(config.listen, creds)
+        if creds is not None
+        else server.add_insecure_port(config.listen)
+    )
+    await server.start()
+    await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+    await health.set("", health_pb2.HealthCheckResponse.SERVING)
+    log.info("router listening on port %d (%d environments)", port, len(app.environments.ids()))
+    return RunningRouter(server, port, app, health)
+
+
+async def serve_forever(router: RunningRouter, stop: asyncio.Event) -> None:
+    """Serve until `stop` is set (SIGTERM/SIGINT), then shut down gracefully."""
+    waiter = asyncio.ensure_future(router.server.wait_for_termination())
+    stopper = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    await router.stop()
+    waiter.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiter

@@ -1,0 +1,381 @@
+"""ToolRouterService: protobuf ↔ domain, nothing else (errors mapped at one boundary)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from shellgate.execserver.backends.base import Stream
+from shellgate.execserver.boundary import streaming, unary
+from shellgate.router.app import VERSION, Caller, RouterApp
+from shellgate.router.decode import PayloadKind, ToolCall, ToolName
+from shellgate.router.errors import InvalidArgument
+from shellgate.router.pipeline import HostContext, project
+from shellgate.router.projection import ProjectedCall, ShellCall
+from shellgate.router.runtime.environments import EnvironmentStatus
+from shellgate.router.runtime.events import (
+    ApprovalDecision,
+    ApprovalRequiredEvent,
+    CompletedEvent,
+    ExecuteEvent,
+    OutputEvent,
+    ProjectionEvent,
+    StartedEvent,
+    TerminalInteractionEvent,
+)
+from shellgate.router.runtime.execute import execute_call, resume_call
+from shellgate.router.runtime.state import RuntimeContext
+from shellgate.router.runtime.threads import ThreadState
+from shellgate.router.tools import list_tools
+from shellgate.router.wire_projection import element_pb, projection_pb
+from shellgate.v1 import common_pb2, exec_pb2, router_pb2, router_pb2_grpc
+
+Ctx = grpc.aio.ServicerContext[Any, Any]
+MAX_CALL_ID_CHARS = 512
+MAX_NAME_CHARS = 256
+
+_DECISIONS = {
+    router_pb2.APPROVAL_DECISION_APPROVED: ApprovalDecision.APPROVED,
+    router_pb2.APPROVAL_DECISION_APPROVED_FOR_SESSION: ApprovalDecision.APPROVED_FOR_SESSION,
+    router_pb2.APPROVAL_DECISION_APPROVED_WITH_AMENDMENT: ApprovalDecision.APPROVED_WITH_AMENDMENT,
+    router_pb2.APPROVAL_DECISION_DENIED: ApprovalDecision.DENIED,
+    router_pb2.APPROVAL_DECISION_ABORT: ApprovalDecision.ABORT,
+}
+_DECISIONS_PB = {v: k for k, v in _DECISIONS.items()}
+_STREAMS = {
+    Stream.STDOUT: exec_pb2.OUTPUT_STREAM_STDOUT,
+    Stream.STDERR: exec_pb2.OUTPUT_STREAM_STDERR,
+    Stream.PTY: exec_pb2.OUTPUT_STREAM_PTY,
+}
+_KINDS = {
+    "exec_policy": router_pb2.APPROVAL_KIND_EXEC_POLICY,
+    "sandbox_retry": router_pb2.APPROVAL_KIND_SANDBOX_RETRY,
+    "apply_patch": router_pb2.APPROVAL_KIND_APPLY_PATCH,
+}
+
+
+def _metadata(context: Ctx) -> dict[str, str]:
+    return {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+
+
+def item_of(item: common_pb2.ToolCallItem, max_bytes: int) -> str | ToolCall:
+    """The raw JSON text or the already split call of a request."""
+    which = item.WhichOneof("item")
+    if which == "raw_json":
+        if len(item.raw_json.encode()) > max_bytes:
+            raise InvalidArgument(f"item.raw_json: larger than {max_bytes} bytes")
+        return item.raw_json
+    if which != "split":
+        raise InvalidArgument("item: set raw_json or split")
+    s = item.split
+    if len(s.arguments.encode()) > max_bytes:
+        raise InvalidArgument(f"item.split.arguments: larger than {max_bytes} bytes")
+    if len(s.call_id) > MAX_CALL_ID_CHARS or len(s.name) > MAX_NAME_CHARS:
+        raise InvalidArgument("item.split: call_id or name too long")
+    kind = (
+        PayloadKind.CUSTOM
+        if s.kind == common_pb2.TOOL_CALL_KIND_CUSTOM_TOOL_CALL
+        else PayloadKind.FUNCTION
+    )
+    namespace = s.namespace if s.HasField("namespace") else None
+    if kind is PayloadKind.CUSTOM:
+        return ToolCall(ToolName(namespace, s.name), s.call_id, kind, input=s.arguments)
+    return ToolCall(ToolName(namespace, s.name), s.call_id, kind, arguments=s.arguments)
+
+
+def status_pb(status: EnvironmentStatus) -> router_pb2.EnvironmentStatus:
+    """One environment's status on the wire."""
+    out = router_pb2.EnvironmentStatus(
+        environment_id=status.environment_id,
+        remote=status.remote,
+        target=status.target,
+        reachable=status.reachable,
+        last_error=status.last_error,
+    )
+    if isinstance(status.info, exec_pb2.GetInfoResponse):
+        out.info.CopyFrom(status.info)
+    return out
+
+
+def event_pb(event: ExecuteEvent) -> router_pb2.ExecuteResponse:
+    """One domain event of Execute on the wire."""
+    if isinstance(event, ProjectionEvent):
+        return router_pb2.ExecuteResponse(projection=projection_pb(event.projected))
+    if isinstance(event, OutputEvent):
+        return router_pb2.ExecuteResponse(
+            output=router_pb2.ExecutionOutput(
+                element_index=event.element_index,
+                stream=_STREAMS[event.stream],
+                seq=event.seq,
+                data=event.data,
+            )
+        )
+    if isinstance(event, StartedEvent):
+        started = router_pb2.ExecutionStarted(
+            element_index=event.element_index,
+            environment_id=event.environment_id,
+            process_id=event.process_id,
+            sandboxed=event.sandboxed,
+        )
+        if event.pid is not None:
+            started.pid = event.pid
+        if event.session_id is not None:
+            started.session_id = event.session_id
+        return router_pb2.ExecuteResponse(started=started)
+    if isinstance(event, TerminalInteractionEvent):
+        return router_pb2.ExecuteResponse(
+            terminal_interaction=router_pb2.TerminalInteraction(
+                session_id=event.session_id, stdin=event.stdin
+            )
+        )
+    if isinstance(event, ApprovalRequiredEvent):
+        return router_pb2.ExecuteResponse(approval_required=_approval_pb(event))
+    assert isinstance(event, CompletedEvent)
+    return router_pb2.ExecuteResponse(completed=completed_pb(event))
+
+
+def _approval_pb(e: ApprovalRequiredEvent) -> router_pb2.ApprovalRequired:
+    out = router_pb2.ApprovalRequired(
+        approval_id=e.approval_id,
+        call_id=e.call_id,
+        kind=_KINDS.get(e.kind.value, router_pb2.APPROVAL_KIND_UNSPECIFIED),
+        element_index=e.element_index,
+        argv=list(e.argv),
+        cwd=e.cwd,
+        environment_id=e.environment_id,
+        reason=e.reason,
+        approval_key_digest=e.approval_key_digest,
+        available_decisions=[_DECISIONS_PB[d] for d in e.available_decisions],
+        expires_in_ms=e.expires_in_ms,
+    )
+    if e.proposed_amendment is not None:
+        out.proposed_amendment.prefix.extend(e.proposed_amendment)
+    if e.element is not None:
+        out.element.CopyFrom(element_pb(e.element))
+    return out
+
+
+def _termination(e: CompletedEvent) -> router_pb2.TerminationReason:
+    name = e.termination.name
+    return router_pb2.TerminationReason.Value(  # type: ignore[return-value]
+        "TERMINATION_REASON_UNSPECIFIED" if name == "NONE" else f"TERMINATION_REASON_{name}"
+    )
+
+
+def completed_pb(e: CompletedEvent) -> router_pb2.ExecutionCompleted:
+    """The final event of a call on the wire."""
+    out = router_pb2.ExecutionCompleted(
+        output_item_json=e.output_item_json,
+        output_text=e.output_text,
+        success=e.success,
+        wall_time_ms=e.wall_time_ms,
+        truncated=e.truncated,
+        termination=_termination(e),
+        model_warnings=list(e.model_warnings),
+    )
+    if e.exit_code is not None:
+        out.exit_code = e.exit_code
+    if e.session_id is not None:
+        out.session_id = e.session_id
+    if e.original_token_count is not None:
+        out.original_token_count = e.original_token_count
+    return out
+
+
+class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ignore[misc]
+    """The gRPC face of a RouterApp."""
+
+    def __init__(self, app: RouterApp) -> None:
+        self._app = app
+
+    def _caller(self, context: Ctx) -> Caller:
+        identity = {k: list(v) for k, v in (context.auth_context() or {}).items()}
+        return self._app.caller(_metadata(context), identity)
+
+    def _host(self, thread: ThreadState | None) -> HostContext:
+        host = self._app.host()
+        if thread is None:
+            return host
+        sessions = thread.sessions
+        return HostContext(
+            policy=host.policy,
+            parent_env=host.parent_env,
+            filesystem=host.filesystem,
+            session_exists=lambda sid: sessions.get(sid) is not None,
+        )
+
+    async def _project(
+        self, request: Any, caller: Caller, thread: ThreadState | None
+    ) -> tuple[ProjectedCall, Any]:
+        turn = await self._app.turn(request.thread_id, request.turn, caller)
+        item = item_of(request.item, self._app.config.limits.max_item_bytes)
+        # Decode and tree-sitter work is CPU-bound; keep the event loop responsive.
+        projected = await asyncio.to_thread(project, item, turn, self._host(thread))
+        return projected, turn
+
+    @unary
+    async def ListTools(
+        self, request: router_pb2.ListToolsRequest, context: Ctx
+    ) -> router_pb2.ListToolsResponse:
+        """Tool specs the turn exposes, as Responses API `tools` entries."""
+        turn = await self._app.turn(
+            request.thread_id or "list-tools", request.turn, self._caller(context)
+        )
+        tools = list_tools(turn.tools)
+        return router_pb2.ListToolsResponse(
+            tools=[
+                router_pb2.ToolSpec(name=t["name"], json=json.dumps(t, ensure_ascii=False))
+                for t in tools
+            ]
+        )
+
+    @unary
+    async def Project(
+        self, request: router_pb2.ProjectRequest, context: Ctx
+    ) -> router_pb2.ProjectResponse:
+        """The dry run: decode and project, no side effects."""
+        caller = self._caller(context)
+        async with self._app.project_admission:
+            projected, _ = await self._project(request, caller, None)
+        return router_pb2.ProjectResponse(projection=projection_pb(projected))
+
+    @streaming
+    async def Execute(
+        self, request: router_pb2.ExecuteRequest, context: Ctx
+    ) -> AsyncIterator[router_pb2.ExecuteResponse]:
+        """The whole pipeline for one item, or the continuation of a parked call."""
+        caller = self._caller(context)
+        async with self._app.execute_admission:
+            which = request.WhichOneof("input")
+            if which is None:
+                raise InvalidArgument("set item or resume")
+            turn_thread = await self._app.threads.get_or_create(_valid_thread(request.thread_id))
+            ctx = RuntimeContext(
+                thread=turn_thread,
+                environments=self._app.environments,
+                policy_store=self._app.policy_store,
+                instance_id=self._app.instance_id,
+            )
+            if which == "resume":
+                decision = _DECISIONS.get(request.resume.decision)
+                if decision is None:
+                    raise InvalidArgument("resume.decision: unspecified")
+                events = resume_call(request.resume.approval_id, decision, ctx)
+            else:
+                projected, turn = await self._project(request, caller, turn_thread)
+                self._check_environments(caller, projected)
+                events = execute_call(projected, turn, ctx)
+            async for event in events:
+                yield event_pb(event)
+
+    def _check_environments(self, caller: Caller, projected: ProjectedCall) -> None:
+        if isinstance(projected.outcome, ShellCall):
+            for element in projected.outcome.elements:
+                self._app.check_environment(caller, element.handler.environment_id)
+
+    @unary
+    async def ListEnvironments(
+        self, request: router_pb2.ListEnvironmentsRequest, context: Ctx
+    ) -> router_pb2.ListEnvironmentsResponse:
+        """Every configured environment with reachability and reported info."""
+        caller = self._caller(context)
+        statuses = await self._app.environments.statuses(refresh=request.refresh)
+        visible = [
+            s
+            for s in statuses
+            if caller.environments is None or s.environment_id in caller.environments
+        ]
+        return router_pb2.ListEnvironmentsResponse(environments=[status_pb(s) for s in visible])
+
+    @unary
+    async def ListSessions(
+        self, request: router_pb2.ListSessionsRequest, context: Ctx
+    ) -> router_pb2.ListSessionsResponse:
+        """Unified-exec sessions of a thread."""
+        self._caller(context)
+        thread = await self._app.threads.get(_valid_thread(request.thread_id))
+        return router_pb2.ListSessionsResponse(
+            sessions=[
+                router_pb2.SessionInfo(
+                    session_id=s.session_id,
+                    environment_id=s.environment_id,
+                    call_id=s.call_id,
+                    argv=list(s.argv),
+                    tty=s.tty,
+                    running=s.running,
+                    exit_code=s.exit_code,
+                    started_at_ms=s.started_at_ms,
+                    last_used_at_ms=s.last_used_at_ms,
+                )
+                for s in thread.sessions.sessions()
+            ]
+        )
+
+    @unary
+    async def TerminateSession(
+        self, request: router_pb2.TerminateSessionRequest, context: Ctx
+    ) -> router_pb2.TerminateSessionResponse:
+        """Kill one unified-exec session (unknown → NOT_FOUND)."""
+        self._caller(context)
+        thread = await self._app.threads.get(_valid_thread(request.thread_id))
+        if thread.sessions.get(request.session_id) is None:
+            from shellgate.router.errors import NotFound
+
+            raise NotFound(f"unknown session {request.session_id}")
+        was_running = await thread.sessions.terminate(request.session_id)
+        return router_pb2.TerminateSessionResponse(was_running=was_running)
+
+    @unary
+    async def Interrupt(
+        self, request: router_pb2.InterruptRequest, context: Ctx
+    ) -> router_pb2.InterruptResponse:
+        """Interrupt an in-flight Execute of a call."""
+        self._caller(context)
+        thread = await self._app.threads.get(_valid_thread(request.thread_id))
+        thread.interrupt(request.call_id)
+        return router_pb2.InterruptResponse()
+
+    @unary
+    async def EndThread(
+        self, request: router_pb2.EndThreadRequest, context: Ctx
+    ) -> router_pb2.EndThreadResponse:
+        """Kill a thread's sessions and drop its approvals and pending calls."""
+        self._caller(context)
+        ended = await self._app.threads.end(_valid_thread(request.thread_id))
+        return router_pb2.EndThreadResponse(
+            terminated_sessions=ended.terminated_sessions,
+            dropped_pending_approvals=ended.dropped_pending_approvals,
+        )
+
+    @unary
+    async def GetServerInfo(
+        self, request: router_pb2.GetServerInfoRequest, context: Ctx
+    ) -> router_pb2.GetServerInfoResponse:
+        """Version, environments, rules files and the last rules error."""
+        caller = self._caller(context)
+        statuses = await self._app.environments.statuses()
+        out = router_pb2.GetServerInfoResponse(
+            version=VERSION,
+            instance_id=self._app.instance_id,
+            environments=[
+                status_pb(s)
+                for s in statuses
+                if caller.environments is None or s.environment_id in caller.environments
+            ],
+        )
+        store = self._app.policy_store
+        if store is not None:
+            out.rules_files.extend(str(p) for p in store.files)
+            if store.last_error:
+                out.last_rules_error.message = store.last_error.splitlines()[0]
+                out.last_rules_error.rendered = store.last_error
+        return out
+
+
+def _valid_thread(thread_id: str) -> str:
+    from shellgate.router.runtime.threads import validate_thread_id
+
+    return validate_thread_id(thread_id)
