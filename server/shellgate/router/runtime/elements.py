@@ -173,7 +173,7 @@ async def run_command_element(
         result = await _run_classic(state, el, ctx, spawner, sandbox, emit)
     except EnvironmentUnavailableError as exc:
         return _unavailable(state, exc)
-    if result[1] and sandbox_retry_allowed(state.turn.approval_policy):
+    if result[1] and sandbox_retry_allowed(state.turn.handler.approval_policy):
         state.retry_result = result[0]
         return pause(
             state, ctx, emit, kind=ApprovalKind.SANDBOX_RETRY, argv=el.handler.argv,

@@ -10,6 +10,8 @@ from shellgate.execserver.sandbox import SandboxMode, SandboxSpec
 from shellgate.router.apply_patch import ApplyPatchAction
 from shellgate.router.apply_patch.paths import is_within
 from shellgate.router.envelope import ExecutionEnvelope
+from shellgate.router.permissions import ApprovalKind
+from shellgate.router.permissions import ApprovalPolicy as HandlerApprovalPolicy
 from shellgate.router.policy import ApprovalMode, ApprovalPolicy, PermissionProfile
 from shellgate.router.runtime.events import ApprovalDecision
 from shellgate.router.runtime.spawn import NO_SANDBOX
@@ -67,13 +69,14 @@ def choose_sandbox(
     return NO_SANDBOX
 
 
-def sandbox_retry_allowed(policy: ApprovalPolicy) -> bool:
-    """Whether a sandbox denial may be offered an unsandboxed retry (on-request / on-failure)."""
-    if policy.mode is ApprovalMode.ON_REQUEST:
+def sandbox_retry_allowed(policy: HandlerApprovalPolicy) -> bool:
+    """Whether a sandbox denial may be offered an unsandboxed retry (on-request / on-failure).
+
+    Reads the handler's view: the policy engine folds on-failure into never.
+    """
+    if policy.kind in (ApprovalKind.ON_REQUEST, ApprovalKind.ON_FAILURE):
         return True
-    if policy.mode is ApprovalMode.GRANULAR:
-        return policy.granular is None or policy.granular.sandbox_approval
-    return False
+    return policy.kind is ApprovalKind.GRANULAR and policy.sandbox_approval
 
 
 def patch_gate(

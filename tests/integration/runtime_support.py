@@ -1,0 +1,153 @@
+"""Shared helpers of the runtime integration tests: turns, items, and an event runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shellgate.execserver.env_policy import ShellEnvironmentPolicy
+from shellgate.router.apply_patch import LocalFileSystem
+from shellgate.router.environments import TurnEnvironment
+from shellgate.router.handler import Turn
+from shellgate.router.output import TruncationPolicy
+from shellgate.router.pipeline import HostContext, RouterTurn, project
+from shellgate.router.policy import PermissionProfile
+from shellgate.router.policy_store import PolicyStore
+from shellgate.router.runtime.environments import (
+    EnvironmentRegistry,
+    LocalEnvironment,
+    gather_host_shell_facts,
+)
+from shellgate.router.runtime.events import (
+    ApprovalDecision,
+    ApprovalRequiredEvent,
+    CompletedEvent,
+    ExecuteEvent,
+)
+from shellgate.router.runtime.execute import execute_call, resume_call
+from shellgate.router.runtime.sessions import SessionManager
+from shellgate.router.runtime.state import RuntimeContext
+from shellgate.router.runtime.threads import InMemoryThreadStore, ThreadState
+from shellgate.router.tools import ConfigShellToolType, Features, ToolsConfig
+from shellgate.router.wire_turn import approval_policies
+
+_FACTS = gather_host_shell_facts()
+
+
+def make_turn(
+    cwd: str,
+    *,
+    approval: str = "never",
+    profile: PermissionProfile = PermissionProfile.DISABLED,
+    truncation: TruncationPolicy = TruncationPolicy.tokens(10_000),
+    thread_id: str = "t-1",
+    environments: Sequence[TurnEnvironment] | None = None,
+) -> RouterTurn:
+    """A turn on the local environment (or the given ones) with both shell tools."""
+    policy_view, handler_view = approval_policies(approval, None)
+    envs = tuple(environments) if environments else (TurnEnvironment("local", cwd),)
+    return RouterTurn(
+        thread_id=thread_id,
+        handler=Turn(environments=envs, approval_policy=handler_view, features=Features(),
+                     host=_FACTS),
+        tools=ToolsConfig(model_shell_type=ConfigShellToolType.DEFAULT),
+        approval_policy=policy_view,
+        permission_profile=profile,
+        env_policy=ShellEnvironmentPolicy(),
+        truncation=truncation,
+    )  # fmt: skip
+
+
+def call_item(name: str, args: dict[str, Any] | str, call_id: str = "call-1") -> str:
+    """A function_call output item as raw JSON text."""
+    arguments = args if isinstance(args, str) else json.dumps(args)
+    return json.dumps(
+        {"type": "function_call", "name": name, "arguments": arguments, "call_id": call_id}
+    )
+
+
+@dataclass
+class Harness:
+    """One thread, the local environment, a rules folder, and a runner."""
+
+    tmp: Path
+    approval: str = "never"
+    profile: PermissionProfile = PermissionProfile.DISABLED
+    truncation: TruncationPolicy = TruncationPolicy.tokens(10_000)
+    rules: str = ""
+    extra_envs: list[Any] = field(default_factory=list)
+    turn_envs: list[TurnEnvironment] | None = None
+
+    async def __aenter__(self) -> Harness:
+        rules_dir = self.tmp / "rules"
+        rules_dir.mkdir(exist_ok=True)
+        if self.rules:
+            (rules_dir / "base.rules").write_text(self.rules)
+        self.store = PolicyStore([rules_dir])
+        self.store.load_initial()
+        self.threads = InMemoryThreadStore(
+            session_factory=lambda _t: SessionManager(deterministic_ids=True)
+        )
+        self.thread: ThreadState = await self.threads.get_or_create("t-1")
+        self.local = LocalEnvironment(cwd=str(self.tmp))
+        self.registry = EnvironmentRegistry(self.local, self.extra_envs)
+        self.ctx = RuntimeContext(self.thread, self.registry, self.store, instance_id="test")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.threads.aclose()
+        await self.registry.aclose()
+
+    def turn(self) -> RouterTurn:
+        """The harness's turn."""
+        return make_turn(
+            str(self.tmp), approval=self.approval, profile=self.profile,
+            truncation=self.truncation, environments=self.turn_envs,
+        )  # fmt: skip
+
+    def host(self) -> HostContext:
+        """Host facts for projection."""
+        return HostContext(
+            policy=self.store.policy,
+            parent_env=dict(os.environ),
+            filesystem=lambda _env: LocalFileSystem(),
+            session_exists=lambda sid: self.thread.sessions.get(sid) is not None,
+        )
+
+    async def run(self, name: str, args: dict[str, Any] | str, call_id: str = "call-1"
+                  ) -> list[ExecuteEvent]:
+        """Project and execute one call; all events."""
+        turn = self.turn()
+        projected = project(call_item(name, args, call_id), turn, self.host())
+        return [e async for e in execute_call(projected, turn, self.ctx)]
+
+    async def resume(self, approval_id: str, decision: ApprovalDecision) -> list[ExecuteEvent]:
+        """Resume a parked call."""
+        return [e async for e in resume_call(approval_id, decision, self.ctx)]
+
+
+def completed(events: Sequence[ExecuteEvent]) -> CompletedEvent:
+    """The single completed event, which must be the last one."""
+    done = [e for e in events if isinstance(e, CompletedEvent)]
+    assert len(done) == 1, events
+    assert events[-1] is done[0]
+    return done[0]
+
+
+def approval(events: Sequence[ExecuteEvent]) -> ApprovalRequiredEvent:
+    """The approval_required event, which must be the last one (and no completed)."""
+    assert isinstance(events[-1], ApprovalRequiredEvent), events
+    assert not any(isinstance(e, CompletedEvent) for e in events)
+    return events[-1]
+
+
+def normalise(text: str) -> str:
+    """Mask chunk id, wall time and session id (the only nondeterministic parts)."""
+    text = re.sub(r"^Chunk ID: [0-9a-f]{6}$", "Chunk ID: XXXXXX", text, flags=re.M)
+    text = re.sub(r"^Wall time: [0-9.]+ seconds$", "Wall time: W seconds", text, flags=re.M)
+    return re.sub(r"session ID \d+", "session ID N", text)
