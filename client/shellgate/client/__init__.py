@@ -1,0 +1,101 @@
+"""shellgate's Python client: async (grpc.aio) and blocking clients for ToolRouterService."""
+
+from __future__ import annotations
+
+from shellgate.client.abort import abort_message, abort_output_item
+from shellgate.client.aio import Approver, AsyncClient
+from shellgate.client.errors import (
+    ClientError,
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+    UnavailableError,
+)
+from shellgate.client.events import (
+    ApprovalKind,
+    ApprovalRequired,
+    Completed,
+    Decision,
+    Event,
+    Output,
+    ProjectionEvent,
+    Started,
+    TerminalInteraction,
+    Termination,
+)
+from shellgate.client.items import (
+    CallIdentity,
+    call_identity,
+    custom_tool_call_item,
+    exec_command_item,
+    function_call_item,
+    new_call_id,
+    shell_command_item,
+    to_tool_call_item,
+)
+from shellgate.client.options import DEFAULT_TARGET, ClientOptions, TlsOptions, token_from_file
+from shellgate.client.records import (
+    EndThreadResult,
+    EnvironmentInfo,
+    RulesError,
+    ServerInfo,
+    SessionInfo,
+    ToolSpec,
+)
+from shellgate.client.requests import new_thread_id
+from shellgate.client.sync import Client, SyncApprover
+from shellgate.client.turn import to_turn_context, turn_context, turn_from_json
+
+__all__ = [
+    "DEFAULT_TARGET",
+    "ApprovalKind",
+    "ApprovalRequired",
+    "Approver",
+    "AsyncClient",
+    "CallIdentity",
+    "Client",
+    "ClientError",
+    "ClientOptions",
+    "Completed",
+    "DeadlineExceededError",
+    "Decision",
+    "EndThreadResult",
+    "EnvironmentInfo",
+    "Event",
+    "FailedPreconditionError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "Output",
+    "PermissionDeniedError",
+    "ProjectionEvent",
+    "ResourceExhaustedError",
+    "RulesError",
+    "ServerInfo",
+    "SessionInfo",
+    "Started",
+    "SyncApprover",
+    "TerminalInteraction",
+    "Termination",
+    "TlsOptions",
+    "ToolSpec",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "abort_message",
+    "abort_output_item",
+    "call_identity",
+    "custom_tool_call_item",
+    "exec_command_item",
+    "function_call_item",
+    "new_call_id",
+    "new_thread_id",
+    "shell_command_item",
+    "to_tool_call_item",
+    "to_turn_context",
+    "token_from_file",
+    "turn_context",
+    "turn_from_json",
+]
