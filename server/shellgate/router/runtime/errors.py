@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from shellgate.router.errors import ServiceError
 
 __all__ = [
     "EnvironmentNotFoundError",
@@ -15,15 +15,8 @@ __all__ = [
 ]
 
 
-class RuntimeServiceError(Exception):
+class RuntimeServiceError(ServiceError):
     """Base of runtime errors; `code` is the gRPC status name, `reason` a stable tag."""
-
-    code: ClassVar[str] = "INTERNAL"
-    reason: ClassVar[str] = "internal"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class InvalidRuntimeArgumentError(RuntimeServiceError):

@@ -1,0 +1,156 @@
+"""Approval round trip, amendments, the session cache, forbidden, sandbox retry (spec 06 §3)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from shellgate.router.policy import PermissionProfile
+from shellgate.router.runtime.errors import UnknownApprovalError
+from shellgate.router.runtime.events import (
+    ApprovalDecision,
+    ApprovalKind,
+    StartedEvent,
+    Termination,
+)
+
+from tests.integration.runtime_support import Harness, approval, completed, normalise
+
+PROMPT_TOUCH = 'prefix_rule(pattern=["touch"], decision="prompt")\n'
+FORBID_RM = 'prefix_rule(pattern=["rm"], decision="forbidden")\n'
+
+
+def test_round_trip_and_session_cache(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with Harness(tmp_path, approval="on-request", rules=PROMPT_TOUCH) as h:
+            ask = approval(await h.run("shell_command", {"command": "touch a"}))
+            assert ask.kind is ApprovalKind.EXEC_POLICY
+            assert ask.argv == ("/bin/bash", "-lc", "touch a")
+            assert ask.reason == "`/bin/bash -lc 'touch a'` requires approval by policy"
+            assert ask.environment_id == "local" and ask.cwd == str(tmp_path)
+            assert len(ask.approval_key_digest) == 64
+            assert ApprovalDecision.APPROVED_WITH_AMENDMENT not in ask.available_decisions
+            assert ask.expires_in_ms == 600_000
+            assert not (tmp_path / "a").exists()
+            done = completed(await h.resume(ask.approval_id, ApprovalDecision.APPROVED_FOR_SESSION))
+            assert normalise(done.output_text) == "Exit code: 0\nWall time: W seconds\nOutput:\n"
+            assert (tmp_path / "a").exists()
+            # The same approval key is now cached: no prompt.
+            again = await h.run("shell_command", {"command": "touch a"}, "call-2")
+            assert completed(again).success
+            # A different command still asks; the answered id is gone.
+            other = approval(await h.run("shell_command", {"command": "touch b"}, "call-3"))
+            with pytest.raises(UnknownApprovalError):
+                await h.resume(ask.approval_id, ApprovalDecision.APPROVED)
+            done = completed(await h.resume(other.approval_id, ApprovalDecision.DENIED))
+            assert done.output_text == "exec command rejected by user"
+            assert done.termination is Termination.REJECTED and not done.success
+            assert not (tmp_path / "b").exists()
+
+    asyncio.run(main())
+
+
+def test_amendment_appends_rule_and_reloads(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with Harness(tmp_path, approval="untrusted") as h:
+            args = {"command": "touch c", "prefix_rule": ["touch"]}
+            ask = approval(await h.run("shell_command", args))
+            assert ask.proposed_amendment == ("touch",)
+            assert ApprovalDecision.APPROVED_WITH_AMENDMENT in ask.available_decisions
+            done = completed(
+                await h.resume(ask.approval_id, ApprovalDecision.APPROVED_WITH_AMENDMENT)
+            )
+            assert done.success and (tmp_path / "c").exists()
+            rules = (tmp_path / "rules" / "default.rules").read_text()
+            assert 'prefix_rule(pattern=["touch"], decision="allow")' in rules
+            # The reloaded policy now allows it without asking.
+            done = completed(await h.run("shell_command", {"command": "touch d"}, "call-2"))
+            assert done.success and (tmp_path / "d").exists()
+
+    asyncio.run(main())
+
+
+def test_exec_command_denied_and_abort(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with Harness(tmp_path, approval="on-request", rules=PROMPT_TOUCH) as h:
+            ask = approval(await h.run("exec_command", {"cmd": "touch e"}))
+            done = completed(await h.resume(ask.approval_id, ApprovalDecision.DENIED))
+            assert done.output_text == (
+                'exec_command failed: CreateProcess { message: "Rejected(\\"rejected by '
+                'user\\")" }'
+            )
+            ask = approval(await h.run("shell_command", {"command": "touch f"}, "call-2"))
+            done = completed(await h.resume(ask.approval_id, ApprovalDecision.ABORT))
+            assert normalise(done.output_text) == "Wall time: W seconds\naborted by user"
+            assert done.termination is Termination.CANCELLED
+            assert not (tmp_path / "e").exists() and not (tmp_path / "f").exists()
+
+    asyncio.run(main())
+
+
+def test_batch_resume_never_reruns_an_element(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with Harness(tmp_path, approval="on-request", rules=PROMPT_TOUCH) as h:
+            cmds = ["echo one >> log.txt", "touch x", "echo three >> log.txt"]
+            ask = approval(await h.run("shell_command", {"command": cmds}))
+            assert ask.element_index == 1
+            assert (tmp_path / "log.txt").read_text() == "one\n"
+            done = completed(await h.resume(ask.approval_id, ApprovalDecision.APPROVED))
+            assert (tmp_path / "log.txt").read_text() == "one\nthree\n"
+            assert normalise(done.output_text) == (
+                "Exit code: 0\nWall time: W seconds\nOutput:\n\n"
+                "Exit code: 0\nWall time: W seconds\nOutput:\n\n"
+                "Exit code: 0\nWall time: W seconds\nOutput:\n"
+            )
+            assert done.success
+
+    asyncio.run(main())
+
+
+def test_forbidden_runs_nothing(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with Harness(tmp_path, approval="on-request", rules=FORBID_RM) as h:
+            (tmp_path / "keep").write_text("x")
+            events = await h.run("shell_command", {"command": "rm -rf keep"})
+            done = completed(events)
+            assert done.output_text == (
+                "`/bin/bash -lc 'rm -rf keep'` rejected: policy forbids commands starting "
+                "with `rm`"
+            )
+            assert done.termination is Termination.FORBIDDEN and not done.success
+            assert not any(isinstance(e, StartedEvent) for e in events)
+            done = completed(await h.run("exec_command", {"cmd": "rm -rf keep"}, "call-2"))
+            assert done.output_text == (
+                'exec_command failed: CreateProcess { message: "Rejected(\\"`/bin/bash -lc '
+                "'rm -rf keep'` rejected: policy forbids commands starting with `rm`\\\")\" }"
+            )
+            assert (tmp_path / "keep").exists()
+
+    asyncio.run(main())
+
+
+@pytest.mark.sandbox
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+def test_sandbox_denial_offers_unsandboxed_retry(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with Harness(
+            tmp_path, approval="on-request", profile=PermissionProfile.READ_ONLY
+        ) as h:
+            ask = approval(await h.run("shell_command", {"command": "touch g"}))
+            assert ask.kind is ApprovalKind.SANDBOX_RETRY
+            assert ask.reason == (
+                "command was blocked by the sandbox; approve to run it again without the sandbox"
+            )
+            assert ask.proposed_amendment is None
+            done = completed(await h.resume(ask.approval_id, ApprovalDecision.APPROVED))
+            assert done.success and (tmp_path / "g").exists()
+            # Denial returns the sandboxed run's own output.
+            ask = approval(await h.run("shell_command", {"command": "touch h"}, "call-2"))
+            done = completed(await h.resume(ask.approval_id, ApprovalDecision.DENIED))
+            assert done.output_text.startswith("Exit code: 1\n")
+            assert "Read-only file system" in done.output_text
+
+    asyncio.run(main())
