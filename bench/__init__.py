@@ -1,0 +1,1 @@
+"""shellgate benchmarks: every number side by side with its anchor, measured in the same run."""

@@ -1,0 +1,129 @@
+"""The servers under test, started once per run on loopback and shared by every bench."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench import procs
+
+CODEX_BIN = Path("/work/main/.tools/node_modules/.bin/codex")
+REPO = Path(__file__).resolve().parent.parent
+
+# The daemon counts retained (exited, kept 30 s for Attach) processes against
+# max_processes_per_caller (64 by default), so a default daemon refuses the 65th short
+# command within 30 s. The bench raises both caps; everything else stays default.
+DAEMON_TOML = """\
+max_processes_per_caller = 20000
+max_processes_total = 20000
+"""
+
+
+def codex_binary() -> str | None:
+    """Path of the Codex CLI (repo tools, then PATH), or None."""
+    if CODEX_BIN.exists():
+        return str(CODEX_BIN)
+    return shutil.which("codex")
+
+
+def swerex_available() -> bool:
+    """True when the SWE-ReX server entry point is importable."""
+    try:
+        import swerex.server  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def router_available() -> bool:
+    """True when the router servicer exists in this checkout."""
+    return (REPO / "server/shellgate/router/servicer.py").exists()
+
+
+class Peers:
+    """Lazily started peers; `close` stops every one of them."""
+
+    def __init__(self, home: str) -> None:
+        self.home = home
+        self.env = procs.clean_env(home)
+        self._stack = contextlib.ExitStack()
+        self._astack = contextlib.AsyncExitStack()
+        self._servers: dict[str, procs.Server] = {}
+        self._clients: dict[str, Any] = {}
+        self.tmp = tempfile.mkdtemp(prefix="sg-bench-")
+        self._stack.callback(shutil.rmtree, self.tmp, True)
+
+    def daemon(self) -> procs.Server:
+        """`shellgate-execserver serve --listen 127.0.0.1:0` (caps raised, see DAEMON_TOML)."""
+        if "daemon" not in self._servers:
+            cfg = Path(self.tmp) / "daemon.toml"
+            cfg.write_text(DAEMON_TOML)
+            argv = [procs.python(), "-m", "shellgate.execserver.cli", "serve", "--config",
+                    str(cfg), "--listen", "127.0.0.1:0", "--print-port", "--root", self.home]
+            env = {**os.environ, "HOME": self.home}
+            self._servers["daemon"] = self._stack.enter_context(procs.serve(argv, env=env))
+        return self._servers["daemon"]
+
+    def codex(self) -> procs.Server:
+        """`codex exec-server --listen ws://127.0.0.1:0` with a clean CODEX_HOME."""
+        if "codex" not in self._servers:
+            binary = codex_binary()
+            if binary is None:
+                raise RuntimeError("codex CLI not found")
+            codex_home = Path(self.home) / ".codex"
+            codex_home.mkdir(exist_ok=True)
+            # Requests on one connection are handled one at a time by default; allow as many
+            # as the concurrency bench issues so Codex is not serialised by our client.
+            argv = [binary, "exec-server", "--listen", "ws://127.0.0.1:0",
+                    "--concurrent-requests", "64"]
+            env = {**self.env, "CODEX_HOME": str(codex_home)}
+            self._servers["codex"] = self._stack.enter_context(
+                procs.serve(argv, env=env, parse="url"))
+        return self._servers["codex"]
+
+    def swerex(self) -> tuple[procs.Server, str]:
+        """`swerex-remote` (SWE-ReX's FastAPI server) on a loopback port, and its token."""
+        if "swerex" not in self._servers:
+            port = procs.free_port()
+            token = secrets.token_hex(8)
+            argv = [procs.python(), "-m", "swerex.server", "--host", "127.0.0.1",
+                    "--port", str(port), "--auth-token", token]
+            server = self._stack.enter_context(_no_banner(argv, self.env, port))
+            procs.wait_http(port, "/")
+            self._servers["swerex"] = server
+            self._clients["swerex-token"] = token
+        return self._servers["swerex"], self._clients["swerex-token"]
+
+    def router(self) -> procs.Server:
+        """`shellgate serve --listen 127.0.0.1:0 --print-port`, pinned to CPU 0."""
+        if "router" not in self._servers:
+            argv = [procs.python(), "-m", "shellgate.router.cli", "serve",
+                    "--listen", "127.0.0.1:0", "--print-port"]
+            env = {**os.environ, "HOME": self.home}
+            self._servers["router"] = self._stack.enter_context(
+                procs.serve(argv, env=env, cpu=0, cwd=self.home))
+        return self._servers["router"]
+
+    async def enter_async(self, cm: Any) -> Any:
+        """Keep an async context (a channel, a websocket) open until close."""
+        return await self._astack.enter_async_context(cm)
+
+    async def aclose(self) -> None:
+        """Close clients, then stop every server."""
+        try:
+            await self._astack.aclose()
+        finally:
+            self._stack.close()
+
+
+@contextlib.contextmanager
+def _no_banner(argv: list[str], env: dict[str, str], port: int) -> Any:
+    # uvicorn prints nothing on stdout; wrap so the startup line reader gets the port.
+    wrapper = ["sh", "-c", f'echo {port}; exec "$@"', "sh", *argv]
+    with procs.serve(wrapper, env=env) as server:
+        yield server

@@ -1,0 +1,1 @@
+"""Benchmark suites; each function takes (peers, mode) and returns a `Result`."""

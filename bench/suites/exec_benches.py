@@ -1,0 +1,128 @@
+"""ExecService against `codex exec-server` and raw fork/exec: spawn, throughput, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bench.clients import codex_ws, raw, sg_exec
+from bench.clients.common import RunTimes
+from bench.core import MIB, Mode, Result, alternate, ratio
+from bench.peers import Peers
+
+Runner = Callable[[list[str]], Awaitable[RunTimes]]
+
+
+async def runners(peers: Peers, with_codex: bool = True) -> dict[str, Runner]:
+    """One `argv → RunTimes` callable per contender, sharing a connection per server."""
+    env, cwd = peers.env, peers.home
+    stub = await peers.enter_async(sg_exec.exec_stub(peers.daemon().address))
+    out: dict[str, Runner] = {
+        "shellgate": lambda argv: sg_exec.run(stub, argv, env, cwd),
+        "raw": lambda argv: raw.run(argv, env, cwd),
+    }
+    if with_codex:
+        codex = await peers.enter_async(codex_ws.codex_session(peers.codex().address))
+        out["codex"] = lambda argv: codex.run(argv, env, cwd)
+    return out
+
+
+def _timed(run: Runner, argv: list[str], sink: list[RunTimes]) -> Callable[[], Awaitable[float]]:
+    async def sample() -> float:
+        times = await run(argv)
+        sink.append(times)
+        return times.exited or times.closed
+
+    return sample
+
+
+async def bench_spawn(peers: Peers, mode: Mode) -> Result:
+    """`true` start → exit, p50/p99, for shellgate, Codex and raw fork/exec."""
+    res = Result("spawn", "spawn `true` start→exit", "≥ 10× faster than Codex; within 5× of raw",
+                 unit="ms")  # fmt: skip
+    run = await runners(peers)
+    sinks: dict[str, list[RunTimes]] = {name: [] for name in run}
+    samples = await alternate({n: _timed(r, ["true"], sinks[n]) for n, r in run.items()}, mode)
+    stats = {}
+    for name, values in samples.items():
+        closed = [t.closed * 1e3 for t in sinks[name][-len(values):]]
+        stats[name] = res.add(name, [v * 1e3 for v in values],
+                              closed_p50=sorted(closed)[len(closed) // 2])  # fmt: skip
+    vs_codex = ratio(stats["codex"].p50, stats["shellgate"].p50)
+    vs_raw = ratio(stats["shellgate"].p50, stats["raw"].p50)
+    res.metrics = {"speedup_vs_codex_p50": vs_codex, "slowdown_vs_raw_p50": vs_raw,
+                   "speedup_vs_codex_p99": ratio(stats["codex"].p99, stats["shellgate"].p99)}
+    res.judge(vs_codex >= 10 and vs_raw <= 5)
+    res.note = ("times to the `exited` event (raw: wait() after draining the pipes); "
+                "argv run directly, child env exactly {PATH, HOME=<empty dir>, LANG}")
+    return res
+
+
+async def bench_throughput(peers: Peers, mode: Mode) -> Result:
+    """`head -c N /dev/zero` streamed to the client, MiB/s; anchors Codex and `head | cat`."""
+    n = mode.throughput_bytes
+    res = Result("throughput", f"output throughput, {n // MIB} MiB", "≥ 2.5× Codex", unit="MiB/s")
+    run = await runners(peers)
+    argv = ["head", "-c", str(n), "/dev/zero"]
+    env, cwd = peers.env, peers.home
+
+    def mibs(runner: Runner) -> Callable[[], Awaitable[float]]:
+        async def sample() -> float:
+            times = await runner(argv)
+            if times.nbytes != n:
+                raise RuntimeError(f"expected {n} bytes, got {times.nbytes}")
+            return n / MIB / times.closed
+
+        return sample
+
+    async def pipe() -> float:
+        return n / MIB / await raw.shell_pipe(f"head -c {n} /dev/zero | cat >/dev/null", env, cwd)
+
+    contenders = {name: mibs(r) for name, r in run.items()}
+    contenders["pipe"] = pipe
+    # Each sample moves n bytes; a handful is enough and keeps the bench bounded.
+    cap = max(2, min(mode.max_iterations, 6))
+    samples = await alternate(contenders, mode, max_iterations=cap, warmup=min(mode.warmup, 1))
+    stats = {name: res.add(name, values) for name, values in samples.items()}
+    res.contenders["raw"]["label"] = "asyncio pipe read (python)"
+    res.contenders["pipe"]["label"] = "head | cat >/dev/null"
+    vs_codex = ratio(stats["shellgate"].p50, stats["codex"].p50)
+    res.metrics = {"speedup_vs_codex_p50": vs_codex,
+                   "fraction_of_pipe": ratio(stats["shellgate"].p50, stats["pipe"].p50)}
+    res.judge(vs_codex >= 2.5)
+    res.note = "throughput = bytes / (start request → closed event); medians of whole runs"
+    return res
+
+
+async def bench_concurrency(peers: Peers, mode: Mode) -> Result:
+    """Wall time of N concurrent `sleep 0.2` on one connection per server."""
+    n = mode.concurrency
+    res = Result("concurrency", f"{n} concurrent `sleep 0.2` wall", "≤ 0.26 s", unit="s")
+    run = await runners(peers)
+
+    def wall(runner: Runner) -> Callable[[], Awaitable[float]]:
+        async def sample() -> float:
+            t0 = time.perf_counter()
+            results = await asyncio.gather(*(runner(["sleep", "0.2"]) for _ in range(n)))
+            if any(r.exit_code != 0 for r in results):
+                raise RuntimeError("a sleep failed")
+            return time.perf_counter() - t0
+
+        return sample
+
+    cap = max(2, min(mode.max_iterations, 15))
+    samples = await alternate({k: wall(r) for k, r in run.items()}, mode, max_iterations=cap,
+                              warmup=min(mode.warmup, 1))  # fmt: skip
+    stats = {name: res.add(name, values) for name, values in samples.items()}
+    res.metrics = {"speedup_vs_codex_p50": ratio(stats["codex"].p50, stats["shellgate"].p50)}
+    res.judge(stats["shellgate"].p50 <= 0.26)
+    return res
+
+
+EXEC_BENCHES: dict[str, Any] = {
+    "spawn": bench_spawn,
+    "throughput": bench_throughput,
+    "concurrency": bench_concurrency,
+}
