@@ -114,7 +114,7 @@ def test_shell_command_timeout_kills_group(router: Router) -> None:
     request = router_pb2.ExecuteRequest(
         thread_id="t2",
         turn=turn(shell_tool=SHELL_COMMAND),
-        item=function_item("shell_command", {"command": "echo start; sleep 30", "timeout_ms": 300}),
+        item=function_item("shell_command", {"command": "echo start; sleep 30", "timeout_ms": 1000, "login": False}),
     )
     done = completed(execute(router.stub, request))
     assert done.exit_code == 124
