@@ -41,15 +41,16 @@ async def _main(args: argparse.Namespace) -> int:
     except (ConfigError, OSError, RuntimeError) as exc:
         print(f"shellgate serve: cannot start: {exc}", file=sys.stderr)
         return 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # Handlers first: a supervisor may send SIGTERM as soon as it sees the port.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, lambda: _reload(router.app))
     if args.print_port:
         print(router.port, flush=True)
     else:
         print(f"shellgate router listening on port {router.port}", file=sys.stderr, flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    loop.add_signal_handler(signal.SIGHUP, lambda: _reload(router.app))
     await serve_forever(router, stop)
     return 0
 
