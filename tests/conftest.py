@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -51,9 +52,7 @@ def orphan_sweep(request: pytest.FixtureRequest) -> Iterator[str]:
         time.sleep(0.05)
         leftovers = marked_pids(marker)
     for pid in leftovers:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     if leftovers and request.node.get_closest_marker("allow_orphans") is None:
         pytest.fail(f"test left marked processes alive: {leftovers}")
