@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator
 
@@ -29,6 +30,7 @@ from shellgate.router.runtime.elements import run_command_element, run_patch
 from shellgate.router.runtime.errors import InvalidRuntimeArgumentError
 from shellgate.router.runtime.events import (
     ApprovalDecision,
+    ApprovalRequiredEvent,
     CompletedEvent,
     ExecuteEvent,
     OutputEvent,
@@ -44,6 +46,7 @@ from shellgate.router.runtime.unified_exec import write_stdin
 __all__ = ["execute_call", "resume_call"]
 
 _DONE = object()
+_log = logging.getLogger(__name__)
 
 
 async def execute_call(
@@ -79,9 +82,23 @@ async def _drive(
     call = ctx.thread.begin_call(state.projected.call_id)
     state.interrupt = call.interrupt
 
+    ended = False
+
+    def emit(event: ExecuteEvent) -> None:
+        nonlocal ended
+        ended = ended or isinstance(event, CompletedEvent | ApprovalRequiredEvent)
+        queue.put_nowait(event)
+
     async def run() -> None:
         try:
-            await _run(state, ctx, decision, queue.put_nowait)
+            await _run(state, ctx, decision, emit)
+        except Exception as exc:
+            # Pairing must survive our own bugs: the model still gets an output.
+            _log.exception("call %s failed", state.projected.call_id)
+            if not ended:
+                text = f"execution error: {type(exc).__name__}"
+                failure = ElementResult(text, True, Termination.TOOL_ERROR, success=False)
+                _complete(state, emit, failure, text)
         finally:
             queue.put_nowait(_DONE)
 
@@ -92,7 +109,6 @@ async def _drive(
             if item is _DONE:
                 break
             yield item  # type: ignore[misc]
-        await task  # re-raise a failure of the call itself
     finally:
         # A cancelled stream cancels the call: a classic command's group is killed by its
         # runner; a stored unified session survives (spec 06 §4).

@@ -1,0 +1,71 @@
+"""Thread registry: id validation, pending approvals with TTL, idle sweep (spec 06 §2, §3)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from shellgate.router.runtime.errors import (
+    InvalidRuntimeArgumentError,
+    UnknownApprovalError,
+    UnknownCallError,
+    UnknownThreadError,
+)
+from shellgate.router.runtime.threads import InMemoryThreadStore, validate_thread_id
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("tid", ["a", "A.b_c:d-9", "x" * 128])
+def test_valid_thread_ids(tid: str) -> None:
+    assert validate_thread_id(tid) == tid
+
+
+@pytest.mark.parametrize("tid", ["", "x" * 129, "a b", "a/b", "é", "a\n"])
+def test_invalid_thread_ids(tid: str) -> None:
+    with pytest.raises(InvalidRuntimeArgumentError) as err:
+        validate_thread_id(tid)
+    assert err.value.code == "INVALID_ARGUMENT"
+
+
+def test_pending_approval_ttl_and_idle_sweep() -> None:
+    async def main() -> None:
+        clock = FakeClock()
+        store = InMemoryThreadStore(clock=clock, approval_ttl_ms=1_000, idle_ttl_ms=60_000)
+        thread = await store.get_or_create("t1")
+        assert await store.get_or_create("t1") is thread
+        pending = thread.add_pending("call-1", object())
+        assert uuid.UUID(pending.approval_id).version == 4
+        assert thread.take_pending(pending.approval_id) is pending
+        with pytest.raises(UnknownApprovalError):
+            thread.take_pending(pending.approval_id)
+        late = thread.add_pending("call-2", object())
+        clock.now += 1.0
+        with pytest.raises(UnknownApprovalError):
+            thread.take_pending(late.approval_id)
+        with pytest.raises(UnknownCallError):
+            thread.interrupt("nope")
+        thread.approve_for_session("d" * 64)
+        assert await store.sweep_idle() == []
+        clock.now += 61
+        assert await store.sweep_idle() == ["t1"]
+        with pytest.raises(UnknownThreadError):
+            await store.get("t1")
+        fresh = await store.get_or_create("t1")
+        assert not fresh.is_approved_for_session("d" * 64)
+        ended = await store.end("t1")
+        assert ended.terminated_sessions == 0
+        with pytest.raises(UnknownThreadError):
+            await store.end("t1")
+
+    asyncio.run(main())
