@@ -79,6 +79,8 @@ from shellgate.router.tools import (
 from shellgate.router.unified import clamp_write_stdin_yield_time_ms, unified_max_output_tokens
 
 DEFAULT_TRUNCATION = TruncationPolicy.tokens(10_000)
+ON_REQUEST = ApprovalPolicy(ApprovalMode.ON_REQUEST)
+DEFAULT_ENV_POLICY = ShellEnvironmentPolicy()
 
 
 @dataclass(frozen=True)
@@ -88,10 +90,10 @@ class RouterTurn:
     thread_id: str
     handler: Turn
     tools: ToolsConfig
-    approval_policy: ApprovalPolicy = ApprovalPolicy(ApprovalMode.ON_REQUEST)
+    approval_policy: ApprovalPolicy = ON_REQUEST
     permission_profile: PolicyProfile = PolicyProfile.WORKSPACE_WRITE
     active_profile_id: str | None = None
-    env_policy: ShellEnvironmentPolicy = ShellEnvironmentPolicy()
+    env_policy: ShellEnvironmentPolicy = DEFAULT_ENV_POLICY
     truncation: TruncationPolicy = DEFAULT_TRUNCATION
 
 
@@ -127,26 +129,26 @@ def project(
     item: str | Mapping[str, Any] | ToolCall, turn: RouterTurn, host: HostContext
 ) -> ProjectedCall:
     """Decode and project one output item (raw JSON text, parsed object, or split call)."""
-    if isinstance(item, ToolCall):
-        call: ToolCall | NoToolCall | ToolError = item
-    else:
-        parsed = parse_response_item(item) if isinstance(item, str) else item
-        if isinstance(parsed, NoToolCall):
-            return ProjectedCall("", None, None, NoToolCallOutcome(parsed.reason))
-        call = build_tool_call(parsed)
-        if isinstance(call, ToolError):
-            call_id = parsed.get("call_id")
-            return ProjectedCall(
-                call_id if isinstance(call_id, str) else "",
-                None,
-                None,
-                ToolErrorOutcome(call.text),
-            )
-    if isinstance(call, NoToolCall):
-        return ProjectedCall("", None, None, NoToolCallOutcome(call.reason))
+    call = item if isinstance(item, ToolCall) else _route(item)
+    if not isinstance(call, ToolCall):
+        return call
     plan = plan_tool_call(call, turn.handler, registered_tools(turn), host.session_exists)
     outcome, warnings = _outcome(plan, call, turn, host)
     return ProjectedCall(call.call_id, call.tool_name, call.kind, outcome, warnings)
+
+
+def _route(item: str | Mapping[str, Any]) -> ToolCall | ProjectedCall:
+    parsed = parse_response_item(item) if isinstance(item, str) else item
+    if isinstance(parsed, NoToolCall):
+        return ProjectedCall("", None, None, NoToolCallOutcome(parsed.reason))
+    call = build_tool_call(parsed)
+    if isinstance(call, NoToolCall):
+        return ProjectedCall("", None, None, NoToolCallOutcome(call.reason))
+    if isinstance(call, ToolError):
+        call_id = parsed.get("call_id")
+        call_id = call_id if isinstance(call_id, str) else ""
+        return ProjectedCall(call_id, None, None, ToolErrorOutcome(call.text))
+    return call
 
 
 def _outcome(
