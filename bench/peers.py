@@ -58,16 +58,25 @@ class Peers:
         self.tmp = tempfile.mkdtemp(prefix="sg-bench-")
         self._stack.callback(shutil.rmtree, self.tmp, True)
 
-    def daemon(self) -> procs.Server:
-        """`shellgate-execserver serve --listen 127.0.0.1:0` (caps raised, see DAEMON_TOML)."""
-        if "daemon" not in self._servers:
+    def daemon(self, name: str = "daemon") -> procs.Server:
+        """`shellgate-execserver serve --listen 127.0.0.1:0` (caps raised, see DAEMON_TOML).
+
+        Memory benches ask for their own `name` so they start from a fresh daemon.
+        """
+        if name not in self._servers:
             cfg = Path(self.tmp) / "daemon.toml"
             cfg.write_text(DAEMON_TOML)
             argv = [procs.python(), "-m", "shellgate.execserver.cli", "serve", "--config",
                     str(cfg), "--listen", "127.0.0.1:0", "--print-port", "--root", self.home]
             env = {**os.environ, "HOME": self.home}
-            self._servers["daemon"] = self._stack.enter_context(procs.serve(argv, env=env))
-        return self._servers["daemon"]
+            self._servers[name] = self._stack.enter_context(procs.serve(argv, env=env))
+        return self._servers[name]
+
+    def stop(self, name: str) -> None:
+        """Forget a server (it is still stopped at close); used after a memory bench."""
+        server = self._servers.pop(name, None)
+        if server is not None:
+            procs.stop(server.proc)
 
     def codex(self) -> procs.Server:
         """`codex exec-server --listen ws://127.0.0.1:0` with a clean CODEX_HOME."""

@@ -11,8 +11,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
+from typing import IO
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,7 @@ class Server:
 
     proc: subprocess.Popen[bytes]
     address: str
+    log: str = ""
 
     @property
     def pid(self) -> int:
@@ -68,10 +71,13 @@ def serve(
     parse="port" expects a bare port number, parse="url" a URL. The group gets SIGTERM on
     exit, then SIGKILL after a grace period, so no child outlives the bench.
     """
+    # stderr goes to a log file (a full, unread pipe would stall a chatty server).
+    log = tempfile.NamedTemporaryFile(prefix="sg-bench-", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen(
-        [*_cpu_prefix(cpu), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [*_cpu_prefix(cpu), *argv], stdout=subprocess.PIPE, stderr=log,
         stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True,
     )  # fmt: skip
+    log.close()
     try:
         assert proc.stdout is not None
         line = b""
@@ -83,12 +89,24 @@ def serve(
                 if not line:
                     break
         text = line.decode().strip()
-        if parse == "port" and not text.isdigit():
-            raise RuntimeError(f"{argv[0]} did not print its port: {text!r}")
+        if parse == "port" and not text.isdigit() or not text:
+            tail = Path(log.name).read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{argv[0]} did not print where it listens: {text!r} {tail}")
         address = f"127.0.0.1:{text}" if parse == "port" else text
-        yield Server(proc, address)
+        # Keep draining stdout so the server never blocks on it.
+        threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
+        yield Server(proc, address, log.name)
     finally:
         stop(proc)
+        if os.environ.get("SG_BENCH_KEEP_LOGS") != "1":
+            with contextlib.suppress(OSError):
+                os.unlink(log.name)
+
+
+def _drain(stream: IO[bytes]) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        while stream.read(65536):
+            pass
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -104,9 +122,9 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=STOP_GRACE_S)
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()
+    if proc.stdout is not None:
+        with contextlib.suppress(OSError, ValueError):
+            proc.stdout.close()
 
 
 def wait_http(port: int, path: str, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
