@@ -1,0 +1,70 @@
+"""ToolRouterService client pieces: the benchmark turn, Project, Execute, health Check."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
+
+from bench.clients.common import RunTimes
+
+THREAD = "bench"
+
+
+def turn(cwd: str) -> Any:
+    """The embedded `local` environment at cwd; never ask, no sandbox (like the peers)."""
+    return common_pb2.TurnContext(
+        environments=[common_pb2.TurnEnvironment(environment_id="local", cwd=cwd)],
+        approval_policy=common_pb2.ApprovalPolicy(kind=common_pb2.APPROVAL_POLICY_KIND_NEVER),
+        permission_profile=common_pb2.PermissionProfile(
+            kind=common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS),
+    )  # fmt: skip
+
+
+def shell_item(command: str, call_id: str = "call_bench") -> str:
+    """A `shell_command` function call with `login: false` (no rc files, like `bash -c`)."""
+    args = json.dumps({"command": command, "login": False})
+    return json.dumps({"type": "function_call", "name": "shell_command", "arguments": args,
+                       "call_id": call_id})  # fmt: skip
+
+
+def stubs(channel: Any) -> tuple[Any, Any]:
+    """ToolRouterService and Health stubs on one channel."""
+    return router_pb2_grpc.ToolRouterServiceStub(channel), health_pb2_grpc.HealthStub(channel)
+
+
+def project_request(item: str, turn_pb: Any) -> Any:
+    """A ProjectRequest for one raw item."""
+    return router_pb2.ProjectRequest(thread_id=THREAD, turn=turn_pb,
+                                     item=common_pb2.ToolCallItem(raw_json=item))  # fmt: skip
+
+
+def health_request() -> Any:
+    """The empty unary RPC: overall health."""
+    return health_pb2.HealthCheckRequest(service="")
+
+
+async def execute(stub: Any, item: str, turn_pb: Any) -> RunTimes:
+    """Execute one item; time to `completed`, output bytes seen on the stream."""
+    t0 = time.perf_counter()
+    nbytes = 0
+    code: int | None = None
+    request = router_pb2.ExecuteRequest(thread_id=THREAD, turn=turn_pb,
+                                        item=common_pb2.ToolCallItem(raw_json=item))  # fmt: skip
+    async for message in stub.Execute(request):
+        kind = message.WhichOneof("event")
+        if kind == "output":
+            nbytes += len(message.output.data)
+        elif kind == "completed":
+            done = message.completed
+            code = done.exit_code if done.HasField("exit_code") else None
+            if done.termination != router_pb2.TERMINATION_REASON_EXITED:
+                raise RuntimeError(f"router Execute ended with {done.termination}: "
+                                   f"{done.output_text[:300]}")  # fmt: skip
+        elif kind == "approval_required":
+            raise RuntimeError("router asked for approval (turn should say never)")
+    t = time.perf_counter() - t0
+    return RunTimes(t, t, nbytes, code)

@@ -1,0 +1,292 @@
+"""Router benches: Project against the empty RPC and the in-process core; Execute end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from bench.clients import raw, router, sg_exec, swerex_http
+from bench.clients.common import RunTimes
+from bench.core import MIB, Mode, Result, alternate, ratio, summarize
+from bench.corpus import corpus
+from bench.peers import Peers, router_available, swerex_available
+from bench.procs import rss_kib
+
+RPS_WORKERS = 16
+RSS_POLL_S = 0.05
+CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 128 * MIB)]
+
+
+def unavailable(name: str, title: str, target: str, why: str) -> Result:
+    """A row that says why the bench could not run."""
+    return Result(name, title, target, verdict="skipped", note=f"not available: {why}")
+
+
+async def _router_channel(peers: Peers) -> Any:
+    channel = grpc.aio.insecure_channel(peers.router().address, options=CHANNEL_OPTIONS)
+    await peers.enter_async(_closing(channel))
+    await channel.channel_ready()
+    return channel
+
+
+@contextlib.asynccontextmanager
+async def _closing(channel: Any) -> Any:
+    try:
+        yield channel
+    finally:
+        await channel.close()
+
+
+def _core_projector(home: str, env: dict[str, str]) -> Callable[[str], object]:
+    """`shellgate.router.pipeline.project` with the turn the server would build."""
+    from shellgate.router.config import TurnDefaults
+    from shellgate.router.pipeline import HostContext, project
+    from shellgate.router.policy import load_rules
+    from shellgate.router.runtime.environments import gather_host_shell_facts
+    from shellgate.router.wire_turn import EnvironmentView, TurnInputs, router_turn
+
+    views = {"local": EnvironmentView("local", False, home, None)}
+    inputs = TurnInputs(TurnDefaults(), views, gather_host_shell_facts())
+    turn = router_turn(router.THREAD, router.turn(home), inputs)
+    host = HostContext(policy=load_rules([]), parent_env=env)
+    return lambda item: project(item, turn, host)
+
+
+@contextlib.contextmanager
+def _pinned_client(cpu: int) -> Any:
+    # The router is pinned to CPU 0; keep this client off it so "one core" means one core.
+    before = os.sched_getaffinity(0)
+    if (os.cpu_count() or 1) >= 2:
+        os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+async def _rate(call: Callable[[int], Awaitable[object]], seconds: float) -> float:
+    """Requests per second with RPS_WORKERS concurrent callers for `seconds`."""
+    counter = itertools.count()
+    deadline = time.perf_counter() + seconds
+    done = [0]
+
+    async def worker() -> None:
+        while time.perf_counter() < deadline:
+            await call(next(counter))
+            done[0] += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(RPS_WORKERS)))
+    return done[0] / (time.perf_counter() - t0)
+
+
+async def bench_project(peers: Peers, mode: Mode) -> Result:
+    """Project over the corpus vs health Check (the floor) vs the in-process core."""
+    title, target = (f"Project RPC, corpus of {mode.corpus_size} commands",
+                     "p50 ≤ 1.5× empty RPC; ≥ 2 000 req/s on one core")
+    if not router_available():
+        return unavailable("project", title, target, "router servicer not in this checkout")
+    res = Result("project", title, target, unit="ms")
+    items = corpus(mode.corpus_size)
+    stub, health = router.stubs(await _router_channel(peers))
+    turn_pb = router.turn(peers.home)
+    requests = [router.project_request(item, turn_pb) for item in items]
+    core = _core_projector(peers.home, peers.env)
+    cursor = {"project": itertools.count(), "core": itertools.count()}
+
+    async def project_rpc() -> float:
+        req = requests[next(cursor["project"]) % len(requests)]
+        t0 = time.perf_counter()
+        await stub.Project(req)
+        return time.perf_counter() - t0
+
+    async def empty_rpc() -> float:
+        t0 = time.perf_counter()
+        await health.Check(router.health_request())
+        return time.perf_counter() - t0
+
+    async def in_process() -> float:
+        item = items[next(cursor["core"]) % len(items)]
+        t0 = time.perf_counter()
+        core(item)
+        return time.perf_counter() - t0
+
+    with _pinned_client(1):
+        samples = await alternate({"shellgate": project_rpc, "empty_rpc": empty_rpc,
+                                   "core": in_process}, mode,
+                                  max_iterations=len(items))  # fmt: skip
+        project_rps = await _rate(lambda i: stub.Project(requests[i % len(requests)]),
+                                  mode.rps_seconds)  # fmt: skip
+        empty_rps = await _rate(lambda i: health.Check(router.health_request()), mode.rps_seconds)
+    stats = {name: res.add(name, [v * 1e3 for v in values]) for name, values in samples.items()}
+    res.contenders["shellgate"]["req_per_s"] = project_rps
+    res.contenders["empty_rpc"]["req_per_s"] = empty_rps
+    res.contenders["empty_rpc"]["label"] = "grpc.health.v1 Check on the same server"
+    res.contenders["core"]["req_per_s"] = 1e3 / stats["core"].mean
+    res.contenders["core"]["label"] = "shellgate.router.pipeline.project in-process"
+    vs_empty = ratio(stats["shellgate"].p50, stats["empty_rpc"].p50)
+    res.metrics = {"p50_vs_empty_rpc": vs_empty, "project_req_per_s": project_rps,
+                   "empty_rpc_req_per_s": empty_rps, "corpus_items_timed": stats["shellgate"].n}
+    res.judge(vs_empty <= 1.5 and project_rps >= 2000)
+    res.note = (f"latency: one request at a time, corpus items in order; req/s: {RPS_WORKERS} "
+                "concurrent callers, router pinned to CPU 0 (taskset), client on CPU 1")
+    return res
+
+
+async def _e2e_runners(peers: Peers, argv: list[str], command: str,
+                       with_swerex: bool = True) -> dict[str, Callable[[], Awaitable[RunTimes]]]:
+    """router Execute, ExecService Start, raw spawn and SWE-ReX /execute of one command."""
+    env, home = peers.env, peers.home
+    channel = await _router_channel(peers)
+    stub, _ = router.stubs(channel)
+    turn_pb = router.turn(home)
+    item = router.shell_item(command)
+    exec_stub = await peers.enter_async(sg_exec.exec_stub(peers.daemon().address))
+    out: dict[str, Callable[[], Awaitable[RunTimes]]] = {
+        "shellgate": lambda: router.execute(stub, item, turn_pb),
+        "execservice": lambda: sg_exec.run(exec_stub, argv, env, home),
+        "raw": lambda: raw.run(argv, env, home),
+    }
+    if with_swerex and swerex_available():
+        server, token = peers.swerex()
+        conn = swerex_http.SwerexConnection(int(server.address.rsplit(":", 1)[1]), token)
+        out["swerex"] = lambda: swerex_http.execute(conn, argv, env, home)
+    return out
+
+
+def _seconds(run: Callable[[], Awaitable[RunTimes]]) -> Callable[[], Awaitable[float]]:
+    async def sample() -> float:
+        return (await run()).closed
+
+    return sample
+
+
+async def bench_execute(peers: Peers, mode: Mode) -> Result:
+    """`echo hi` end to end: router Execute vs ExecService vs raw vs SWE-ReX."""
+    title, target = ("Execute `echo hi` end to end (login: false)",
+                     "overhead over ExecService ≤ 1 ms p50; faster than SWE-ReX")
+    if not router_available():
+        return unavailable("execute", title, target, "router servicer not in this checkout")
+    res = Result("execute", title, target, unit="ms")
+    run = await _e2e_runners(peers, ["bash", "-c", "echo hi"], "echo hi")
+    samples = await alternate({k: _seconds(r) for k, r in run.items()}, mode)
+    stats = {name: res.add(name, [v * 1e3 for v in values]) for name, values in samples.items()}
+    overhead = stats["shellgate"].p50 - stats["execservice"].p50
+    faster = "swerex" in stats and stats["shellgate"].p50 < stats["swerex"].p50
+    res.metrics = {"overhead_over_execservice_ms_p50": overhead,
+                   "speedup_vs_swerex_p50": ratio(stats["swerex"].p50, stats["shellgate"].p50)
+                   if "swerex" in stats else None}  # fmt: skip
+    res.judge(overhead <= 1.0 and faster)
+    res.note = ("every side runs `bash -c 'echo hi'` (router: shell_command with login:false); "
+                "router = Execute to `completed` with the embedded local environment")
+    return res
+
+
+async def bench_execute_concurrent(peers: Peers, mode: Mode) -> Result:
+    """N concurrent `sleep 0.2` through router Execute vs SWE-ReX."""
+    n = mode.concurrency
+    title, target = f"{n} concurrent `sleep 0.2`, end to end", "≤ 0.3 s"
+    if not router_available():
+        return unavailable("execute_concurrent", title, target, "router servicer missing")
+    res = Result("execute_concurrent", title, target, unit="s")
+    argv = ["bash", "-c", "sleep 0.2"]
+    run = await _e2e_runners(peers, argv, "sleep 0.2", with_swerex=False)
+    contenders: dict[str, Callable[[], Awaitable[float]]] = {}
+
+    def wall(one: Callable[[], Awaitable[RunTimes]]) -> Callable[[], Awaitable[float]]:
+        async def sample() -> float:
+            t0 = time.perf_counter()
+            await asyncio.gather(*(one() for _ in range(n)))
+            return time.perf_counter() - t0
+
+        return sample
+
+    contenders["shellgate"] = wall(run["shellgate"])
+    contenders["raw"] = wall(run["raw"])
+    if swerex_available():
+        server, token = peers.swerex()
+        port = int(server.address.rsplit(":", 1)[1])
+        conns = [swerex_http.SwerexConnection(port, token) for _ in range(n)]
+
+        async def swerex_wall() -> float:
+            t0 = time.perf_counter()
+            await asyncio.gather(*(swerex_http.execute(c, argv, peers.env, peers.home)
+                                   for c in conns))  # fmt: skip
+            return time.perf_counter() - t0
+
+        contenders["swerex"] = swerex_wall
+    # SWE-ReX runs commands one after another (subprocess.run inside an async handler), so
+    # one of its samples takes n × 0.2 s: keep the round count small.
+    samples = await alternate(contenders, mode, max_iterations=3, warmup=0)
+    stats = {name: res.add(name, values) for name, values in samples.items()}
+    res.metrics = {"speedup_vs_swerex_p50": ratio(stats["swerex"].p50, stats["shellgate"].p50)
+                   if "swerex" in stats else None}  # fmt: skip
+    res.judge(stats["shellgate"].p50 <= 0.3)
+    res.note = "one connection per SWE-ReX caller (HTTP/1.1); one gRPC channel for the router"
+    return res
+
+
+async def bench_execute_bytes(peers: Peers, mode: Mode) -> Result:
+    """N bytes of `yes` output end to end: router (streamed) vs SWE-ReX (buffered); router RSS."""
+    n = mode.e2e_bytes
+    title = f"{n // MIB} MiB output end to end"
+    target = "≥ 3× SWE-ReX throughput; router RSS growth ≤ 32 MiB"
+    if not router_available():
+        return unavailable("execute_bytes", title, target, "router servicer missing")
+    res = Result("execute_bytes", title, target, unit="MiB/s")
+    command = f"yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c {n}"
+    run = await _e2e_runners(peers, ["bash", "-c", command], command)
+    run.pop("raw")
+    server = peers.router()
+    await asyncio.sleep(0.5)
+    baseline = rss_kib(server.pid)
+    peak = [baseline]
+    delivered: dict[str, int] = {}
+
+    def mibs(name: str, one: Callable[[], Awaitable[RunTimes]]) -> Callable[[], Awaitable[float]]:
+        async def sample() -> float:
+            times = await one()
+            delivered[name] = min(delivered.get(name, n), times.nbytes)
+            peak[0] = max(peak[0], rss_kib(server.pid))
+            return times.nbytes / MIB / times.closed
+
+        return sample
+
+    async def poll() -> None:
+        while True:
+            peak[0] = max(peak[0], rss_kib(server.pid))
+            await asyncio.sleep(RSS_POLL_S)
+
+    poller = asyncio.create_task(poll())
+    try:
+        samples = await alternate({k: mibs(k, r) for k, r in run.items()}, mode,
+                                  max_iterations=4, warmup=1)  # fmt: skip
+    finally:
+        poller.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await poller
+    stats = {name: res.add(name, values, worst_delivered_bytes=delivered.get(name))
+             for name, values in samples.items()}  # fmt: skip
+    growth = (peak[0] - baseline) / 1024
+    vs = ratio(stats["shellgate"].p50, stats["swerex"].p50) if "swerex" in stats else float("nan")
+    res.metrics = {"speedup_vs_swerex_p50": vs, "router_rss_growth_mib": growth,
+                   "router_rss_baseline_mib": baseline / 1024}  # fmt: skip
+    res.judge(vs >= 3 and growth <= 32)
+    res.note = "throughput = bytes seen by the client / (request → completed or reply)"
+    return res
+
+
+ROUTER_BENCHES: dict[str, Any] = {
+    "project": bench_project,
+    "execute": bench_execute,
+    "execute_concurrent": bench_execute_concurrent,
+    "execute_bytes": bench_execute_bytes,
+}
+_ = summarize  # re-exported for callers that summarise ad-hoc samples
