@@ -67,7 +67,7 @@ class FakeState:
 
 
 class FakeRouter(router_pb2_grpc.ToolRouterServiceServicer):
-    """Canned answers keyed on the command text: `echo …`, `ask …`, `sleep …`."""
+    """Canned answers keyed on the command text: `echo …`, `ask …`, `sleep …`, `hang …`."""
 
     def __init__(self, state: FakeState) -> None:
         self.state = state
@@ -132,6 +132,15 @@ class FakeRouter(router_pb2_grpc.ToolRouterServiceServicer):
             return
         yield router_pb2.ExecuteResponse(started=router_pb2.ExecutionStarted(
             environment_id="local", process_id="p1", pid=4242))
+        if command.startswith("hang"):
+            # Never interruptible: only cancelling the RPC ends it.
+            yield _output(1, b"hanging\n")
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                self.state.cancelled_calls.append(call_id)
+                raise
+            return
         if command.startswith("sleep"):
             interrupted = self.state.interrupts.setdefault(call_id, asyncio.Event())
             yield _output(1, b"tick\n")
