@@ -1,0 +1,55 @@
+"""deploy/examples: every example config loads through the daemon's own config module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "deploy" / "examples"
+
+
+def test_execserver_example_loads() -> None:
+    config = pytest.importorskip(
+        "shellgate.execserver.config", reason="shellgate.execserver.config is absent"
+    )
+    loaded: Any = config.load_config(str(EXAMPLES / "execserver.toml"))
+    assert loaded.listen == "0.0.0.0:50052"
+    # A non-loopback example must not be a plaintext one.
+    assert loaded.tls_cert_file and loaded.tls_key_file and not loaded.insecure
+
+
+def test_router_example_loads() -> None:
+    config = pytest.importorskip(
+        "shellgate.router.config", reason="shellgate.router.config has not landed yet"
+    )
+    loaded: Any = config.load_config(str(EXAMPLES / "router.toml"))
+    assert loaded.listen == "0.0.0.0:50051"
+    assert loaded.tls and not loaded.insecure
+    assert loaded.rules_dirs[0] == "/var/lib/shellgate/rules"
+    for env in loaded.environments:
+        # Remote environments default to plaintext; the example must opt into TLS.
+        assert not env.insecure and env.tls_ca_file, env.environment_id
+
+
+def test_every_example_is_covered() -> None:
+    assert sorted(p.name for p in EXAMPLES.glob("*.toml")) == ["execserver.toml", "router.toml"]
+
+
+def test_examples_name_files_under_etc_shellgate() -> None:
+    import tomllib
+
+    for path in EXAMPLES.glob("*.toml"):
+        data = tomllib.loads(path.read_text())
+        stack: list[Any] = [data]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                for key, value in item.items():
+                    if key.endswith("_file") and value:
+                        assert value.startswith("/etc/shellgate/"), (path.name, key, value)
+                    stack.append(value)
+            elif isinstance(item, list):
+                stack.extend(item)
