@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import select
 import signal
 import subprocess
@@ -12,11 +13,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from google.protobuf import json_format
 from shellgate.client import Completed, Termination, turn_context
 from shellgate.client.call_cli import exit_code_for
+from shellgate.v1 import router_pb2
 
+from tests.certs import make_tls
 from tests.integration.test_client_support import (
     TOKEN,
     RouterProcess,
@@ -174,3 +178,45 @@ def test_token_file_and_rpc_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "UNAVAILABLE" in proc.stderr
     proc = call("127.0.0.1:1", "--tool", "shell_command", "--cmd", "x", "--tty")
     assert proc.returncode == 2 and "exec_command only" in proc.stderr
+
+
+def test_ask_prompts_on_a_terminal() -> None:
+    with fake_router() as fake:
+        primary, secondary = pty.openpty()
+        proc = subprocess.Popen([*CALL, "--target", fake.target, "--cmd", "ask me"],
+                                stdin=secondary, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(secondary)
+        try:
+            assert proc.stderr is not None
+            prompt = b""
+            deadline = time.monotonic() + 20
+            while b"? " not in prompt and time.monotonic() < deadline:
+                ready, _, _ = select.select([proc.stderr], [], [], 0.2)
+                if ready:
+                    prompt += os.read(proc.stderr.fileno(), 4096)
+            text = prompt.decode()
+            assert "approval required for call" in text and "needs a look" in text
+            assert "[a] yes and add the rule" in text and "[s]" not in text
+            os.write(primary, b"y\n")
+            out, _ = proc.communicate(timeout=20)
+        finally:
+            os.close(primary)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0 and b"approved\n" in out
+        resumes = [r for n, r in fake.state.requests if n == "Execute" and r.HasField("resume")]
+        assert [r.resume.decision for r in resumes] == [router_pb2.APPROVAL_DECISION_APPROVED]
+
+
+def test_mtls_options(tmp_path: Path) -> None:
+    tls = make_tls(tmp_path)
+    creds = grpc.ssl_server_credentials([(tls.read("server_key"), tls.read("server_cert"))],
+                                        root_certificates=tls.read("ca_cert"),
+                                        require_client_auth=True)
+    with fake_router(creds) as fake:
+        proc = call(fake.target, "--cmd", "echo", "--tls-ca", tls.ca_cert,
+                    "--tls-cert", tls.client_cert, "--tls-key", tls.client_key)
+        assert proc.returncode == 0, proc.stderr
+        proc = call(fake.target, "--cmd", "echo", "--tls-ca", tls.ca_cert, "--rpc-timeout", "5")
+        assert proc.returncode == 2 and "UNAVAILABLE" in proc.stderr
