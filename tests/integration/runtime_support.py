@@ -37,6 +37,7 @@ from shellgate.router.tools import ConfigShellToolType, Features, ToolsConfig
 from shellgate.router.wire_turn import approval_policies
 
 _FACTS = gather_host_shell_facts()
+DEFAULT_TRUNCATION = TruncationPolicy.tokens(10_000)
 
 
 def make_turn(
@@ -44,7 +45,7 @@ def make_turn(
     *,
     approval: str = "never",
     profile: PermissionProfile = PermissionProfile.DISABLED,
-    truncation: TruncationPolicy = TruncationPolicy.tokens(10_000),
+    truncation: TruncationPolicy = DEFAULT_TRUNCATION,
     thread_id: str = "t-1",
     environments: Sequence[TurnEnvironment] | None = None,
 ) -> RouterTurn:
@@ -78,7 +79,7 @@ class Harness:
     tmp: Path
     approval: str = "never"
     profile: PermissionProfile = PermissionProfile.DISABLED
-    truncation: TruncationPolicy = TruncationPolicy.tokens(10_000)
+    truncation: TruncationPolicy = DEFAULT_TRUNCATION
     rules: str = ""
     extra_envs: list[Any] = field(default_factory=list)
     turn_envs: list[TurnEnvironment] | None = None
@@ -116,12 +117,22 @@ class Harness:
             policy=self.store.policy,
             parent_env=dict(os.environ),
             filesystem=lambda _env: LocalFileSystem(),
-            session_exists=lambda sid: self.thread.sessions.get(sid) is not None,
+            # Lost sessions still "exist" so write_stdin reaches the runtime's lost text.
+            session_exists=lambda sid: (
+                self.thread.sessions.get(sid) is not None
+                or self.thread.sessions.lost_environment(sid) is not None
+            ),
         )
 
     async def run(self, name: str, args: dict[str, Any] | str, call_id: str = "call-1"
                   ) -> list[ExecuteEvent]:
-        """Project and execute one call; all events."""
+        """Project and execute one call; all events.
+
+        Shell calls default to `login: false`: a login shell on this host sources
+        ~/.bashrc, whose `pyenv rehash` can wait a minute on a stale lock file.
+        """
+        if name in ("shell_command", "exec_command") and isinstance(args, dict):
+            args = {"login": False, **args}
         turn = self.turn()
         projected = project(call_item(name, args, call_id), turn, self.host())
         return [e async for e in execute_call(projected, turn, self.ctx)]

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from shellgate.router.policy import PermissionProfile
 from shellgate.router.runtime.errors import UnknownApprovalError
 from shellgate.router.runtime.events import (
@@ -28,8 +27,8 @@ def test_round_trip_and_session_cache(tmp_path: Path) -> None:
         async with Harness(tmp_path, approval="on-request", rules=PROMPT_TOUCH) as h:
             ask = approval(await h.run("shell_command", {"command": "touch a"}))
             assert ask.kind is ApprovalKind.EXEC_POLICY
-            assert ask.argv == ("/bin/bash", "-lc", "touch a")
-            assert ask.reason == "`/bin/bash -lc 'touch a'` requires approval by policy"
+            assert ask.argv == ("/bin/bash", "-c", "touch a")
+            assert ask.reason == "`/bin/bash -c 'touch a'` requires approval by policy"
             assert ask.environment_id == "local" and ask.cwd == str(tmp_path)
             assert len(ask.approval_key_digest) == 64
             assert ApprovalDecision.APPROVED_WITH_AMENDMENT not in ask.available_decisions
@@ -117,14 +116,14 @@ def test_forbidden_runs_nothing(tmp_path: Path) -> None:
             events = await h.run("shell_command", {"command": "rm -rf keep"})
             done = completed(events)
             assert done.output_text == (
-                "`/bin/bash -lc 'rm -rf keep'` rejected: policy forbids commands starting "
+                "`/bin/bash -c 'rm -rf keep'` rejected: policy forbids commands starting "
                 "with `rm`"
             )
             assert done.termination is Termination.FORBIDDEN and not done.success
             assert not any(isinstance(e, StartedEvent) for e in events)
             done = completed(await h.run("exec_command", {"cmd": "rm -rf keep"}, "call-2"))
             assert done.output_text == (
-                'exec_command failed: CreateProcess { message: "Rejected(\\"`/bin/bash -lc '
+                'exec_command failed: CreateProcess { message: "Rejected(\\"`/bin/bash -c '
                 "'rm -rf keep'` rejected: policy forbids commands starting with `rm`\\\")\" }"
             )
             assert (tmp_path / "keep").exists()

@@ -35,7 +35,7 @@ def test_interrupt_kills_classic_keeps_unified(tmp_path: Path) -> None:
             assert normalise(done.output_text) == "Wall time: W seconds\naborted by user"
             assert done.termination is Termination.CANCELLED
             started = next(e for e in events if isinstance(e, StartedEvent))
-            assert started.pid is not None and not os.path.exists(f"/proc/{started.pid}/cmdline") or (
+            assert (started.pid is not None and not os.path.exists(f"/proc/{started.pid}/cmdline")) or (
                 Path(f"/proc/{started.pid}/stat").read_text().split(")")[1].split()[0] == "Z"
             )
             events = await _interrupt_after_start(

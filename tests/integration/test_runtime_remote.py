@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from shellgate.router.environments import ReportedShell, TurnEnvironment
 from shellgate.router.runtime.events import Termination
 from shellgate.router.runtime.remote import RemoteConfig, RemoteEnvironment
@@ -42,6 +41,7 @@ def daemon(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
     try:
         yield proc, int(line)
     finally:
+        proc.stdout.close()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             try:

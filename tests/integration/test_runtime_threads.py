@@ -6,7 +6,6 @@ import asyncio
 import uuid
 
 import pytest
-
 from shellgate.router.runtime.errors import (
     InvalidRuntimeArgumentError,
     UnknownApprovalError,

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shellgate.router.runtime.errors import UnknownSessionError
 from shellgate.router.runtime.unified_process import UnifiedProcess
 from shellgate.router.unified import (
     MAX_UNIFIED_EXEC_PROCESSES,
@@ -118,10 +119,10 @@ class SessionManager:
         await proc.terminate()
 
     async def terminate(self, process_id: int) -> bool:
-        """Kill one session (TerminateSession); returns whether it was running."""
+        """Kill one session (TerminateSession); unknown → NOT_FOUND; whether it was running."""
         proc = self._procs.pop(process_id, None)
         if proc is None:
-            raise KeyError(process_id)
+            raise UnknownSessionError(f"unknown session {process_id}")
         self.release_id(process_id)
         running = not proc.exited
         await proc.terminate()
