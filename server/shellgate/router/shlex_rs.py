@@ -4,6 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+__all__ = [
+    "NUL_JOIN_PLACEHOLDER",
+    "ShlexJoinError",
+    "join_for_display",
+    "shlex_join",
+    "shlex_join_strict",
+    "shlex_quote",
+    "shlex_split",
+    "try_join",
+    "try_quote",
+]
+
 NUL_JOIN_PLACEHOLDER = "<command included NUL byte>"
 
 _BLANKS = frozenset(" \t\n")
@@ -167,3 +179,30 @@ def shlex_join(words: Iterable[str]) -> str:
     """Codex's display join: `try_join`, or a placeholder when a word contains NUL."""
     joined = try_join(words)
     return NUL_JOIN_PLACEHOLDER if joined is None else joined
+
+
+class ShlexJoinError(ValueError):
+    """A word cannot be quoted (it contains a NUL byte)."""
+
+
+def shlex_quote(word: str) -> str:
+    """Quote one word like shlex 1.3 `try_quote`; raises ShlexJoinError on NUL."""
+    quoted = try_quote(word)
+    if quoted is None:
+        raise ShlexJoinError("word contains a NUL byte")
+    return quoted
+
+
+def shlex_join_strict(words: Iterable[str]) -> str:
+    """Join words like shlex 1.3 `try_join`; raises ShlexJoinError on NUL."""
+    joined = try_join(words)
+    if joined is None:
+        raise ShlexJoinError("word contains a NUL byte")
+    return joined
+
+
+def join_for_display(words: Iterable[str]) -> str:
+    """`{cmd}` of reason texts: shlex-joined, or space-joined when joining fails (NUL)."""
+    items = list(words)
+    joined = try_join(items)
+    return " ".join(items) if joined is None else joined

@@ -18,7 +18,6 @@ from shellgate.router.policy.model import (
     strictest,
 )
 from shellgate.router.policy.safe_commands import is_known_safe_command
-from shellgate.router.policy.shlex_words import join_for_display
 from shellgate.router.policy.unwrap import unwrapped_commands
 from shellgate.router.policy_projection import (
     CommandOrigin,
@@ -27,6 +26,7 @@ from shellgate.router.policy_projection import (
     extract_bash_command,
     parse_shell_lc_literal_commands,
 )
+from shellgate.router.shlex_rs import join_for_display
 
 # Exact-match only: a longer prefix such as ["python", "-c", "print(1)"] is not banned.
 BANNED_PREFIX_SUGGESTIONS: frozenset[tuple[str, ...]] = frozenset(

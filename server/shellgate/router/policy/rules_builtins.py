@@ -15,7 +15,7 @@ from shellgate.router.policy.model import (
 )
 from shellgate.router.policy.paths import normalize_absolute, path_basename
 from shellgate.router.policy.rules_errors import Span
-from shellgate.router.policy.shlex_words import shlex_split
+from shellgate.router.shlex_rs import shlex_split
 
 
 class BuiltinFailure(Exception):

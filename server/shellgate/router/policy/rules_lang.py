@@ -30,7 +30,7 @@ from shellgate.router.policy.rules_syntax import (
     TupleExpr,
     parse_module,
 )
-from shellgate.router.policy.shlex_words import shlex_join
+from shellgate.router.shlex_rs import shlex_join_strict as shlex_join
 
 _CONSTANTS: dict[str, object] = {"True": True, "False": False, "None": None}
 
