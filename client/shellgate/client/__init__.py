@@ -1,4 +1,20 @@
-"""shellgate's Python client: async (grpc.aio) and blocking clients for ToolRouterService."""
+"""shellgate's Python client: async (grpc.aio) and blocking clients for ToolRouterService.
+
+A harness loop, with the blocking client::
+
+    from shellgate.client import Client, Completed, Decision, turn_context
+
+    with Client("127.0.0.1:50051", token=TOKEN) as client:   # one client ≈ one thread
+        tools = [t.spec for t in client.list_tools() if not t.hidden]   # → the model
+        done = client.run(model_item_json, turn_context(approval_policy="on-request"),
+                          approver=lambda ask: Decision.APPROVED if ok(ask.argv) else "denied")
+        conversation.append(done.output_item)                # exactly one output per call
+
+`execute`/`resume` yield the typed events one by one (projection, approval_required,
+started, output, terminal_interaction, completed). A harness that cancels a call itself
+pairs it with `abort_output_item(call_id, tool_name, elapsed)`. Create an AsyncClient
+inside the running event loop.
+"""
 
 from __future__ import annotations
 
