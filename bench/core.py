@@ -83,8 +83,12 @@ Sample = Callable[[], Awaitable[float]]
 
 
 async def alternate(
-    contenders: Mapping[str, Sample], mode: Mode, *, max_iterations: int | None = None,
-    max_seconds: float | None = None, warmup: int | None = None,
+    contenders: Mapping[str, Sample],
+    mode: Mode,
+    *,
+    max_iterations: int | None = None,
+    max_seconds: float | None = None,
+    warmup: int | None = None,
 ) -> dict[str, list[float]]:
     """Run contenders in rotating order, round after round, until a cap or the deadline.
 
@@ -100,7 +104,7 @@ async def alternate(
     samples: dict[str, list[float]] = {name: [] for name in names}
     deadline = time.monotonic() + budget
     for i in range(cap):
-        order = names[i % len(names):] + names[: i % len(names)]
+        order = names[i % len(names) :] + names[: i % len(names)]
         for name in order:
             samples[name].append(await contenders[name]())
         # At least two rounds so every contender has a median worth the name.

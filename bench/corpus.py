@@ -10,20 +10,65 @@ from __future__ import annotations
 import json
 import random
 
-FILES = ["src/main.py", "README.md", "package.json", "tests/test_api.py", "lib/utils.ts",
-         "Cargo.toml", "docs/index.md", "setup.cfg", "src/app/models.py", ".github/ci.yml"]
+FILES = [
+    "src/main.py",
+    "README.md",
+    "package.json",
+    "tests/test_api.py",
+    "lib/utils.ts",
+    "Cargo.toml",
+    "docs/index.md",
+    "setup.cfg",
+    "src/app/models.py",
+    ".github/ci.yml",
+]
 DIRS = [".", "src", "tests", "lib", "docs", "src/app", "packages/web", "crates/core"]
-PATTERNS = ["TODO", "def main", "import os", "class .*Error", "fn new", "useState",
-            "async def", "console.log", "raise ValueError", "FIXME|XXX"]
+PATTERNS = [
+    "TODO",
+    "def main",
+    "import os",
+    "class .*Error",
+    "fn new",
+    "useState",
+    "async def",
+    "console.log",
+    "raise ValueError",
+    "FIXME|XXX",
+]
 BRANCHES = ["main", "feature/login", "fix/issue-42", "release-1.2"]
 
 SIMPLE = [
-    "git status", "git status --short", "git diff", "git diff --stat", "git log --oneline -20",
-    "git branch -a", "git show HEAD --stat", "git rev-parse HEAD", "git stash list",
-    "ls", "ls -la", "pwd", "whoami", "uname -a", "python --version", "node --version",
-    "npm test", "npm run build", "npm run lint -- --fix", "pytest -q", "cargo build",
-    "cargo test --workspace", "make", "make test", "go test ./...", "ruff check .",
-    "mypy src", "tree -L 2", "df -h", "env | sort", "which python3",
+    "git status",
+    "git status --short",
+    "git diff",
+    "git diff --stat",
+    "git log --oneline -20",
+    "git branch -a",
+    "git show HEAD --stat",
+    "git rev-parse HEAD",
+    "git stash list",
+    "ls",
+    "ls -la",
+    "pwd",
+    "whoami",
+    "uname -a",
+    "python --version",
+    "node --version",
+    "npm test",
+    "npm run build",
+    "npm run lint -- --fix",
+    "pytest -q",
+    "cargo build",
+    "cargo test --workspace",
+    "make",
+    "make test",
+    "go test ./...",
+    "ruff check .",
+    "mypy src",
+    "tree -L 2",
+    "df -h",
+    "env | sort",
+    "which python3",
 ]
 
 
@@ -44,33 +89,33 @@ def _commands(rng: random.Random) -> list[str]:
         f"git checkout -b {b}",
         f"git add {f} && git commit -m 'Fix {p.split()[0]} handling'",
         f"cd {d} && ls -la && cat {f}",
-        f"python -c 'import sys; print(sys.version)'",
-        f'python -c "import json; print(json.load(open(\'{f}\')))"',
+        "python -c 'import sys; print(sys.version)'",
+        f"python -c \"import json; print(json.load(open('{f}')))\"",
         f"python -m pytest {f} -x -q -k 'test_{n}'",
         f"npm install --save-dev typescript@5.{n % 9}",
         f"find {d} -name '*.py' -newer {f} | wc -l",
-        f"grep -rn \"{p}\" {d} | head -{n}",
-        f"for f in {d}/*.py; do echo \"$f\"; wc -l \"$f\"; done",
+        f'grep -rn "{p}" {d} | head -{n}',
+        f'for f in {d}/*.py; do echo "$f"; wc -l "$f"; done',
         f"for i in $(seq 1 {n % 10 + 1}); do python bench.py --run $i; done",
         f"cat > {f}.new <<'EOF'\nline one {n}\nline two with $HOME untouched\nEOF",
         f"python - <<'PY'\nimport os\nprint(os.getcwd(), {n})\nPY",
         f"export DEBUG=1 && npm run dev -- --port {3000 + n}",
         f"FOO=bar BAZ={n} python scripts/run.py --verbose 2>&1 | tail -n 50",
         f"if [ -f {f} ]; then cat {f}; else echo missing; fi",
-        f"while read -r line; do echo \"$line\"; done < {f}",
-        f"echo \"{p}\" >> notes.txt && wc -l notes.txt",
-        f"rm -rf build/ dist/ && python -m build",
-        f"sudo apt-get install -y ripgrep",
+        f'while read -r line; do echo "$line"; done < {f}',
+        f'echo "{p}" >> notes.txt && wc -l notes.txt',
+        "rm -rf build/ dist/ && python -m build",
+        "sudo apt-get install -y ripgrep",
         f"curl -s https://example.com/api/{n} | python -m json.tool",
         f"tar -czf backup-{n}.tgz {d}",
         f"diff -u {f} {f}.orig || true",
-        f"awk -F: '{{print $1}}' /etc/passwd | sort | uniq -c | sort -rn | head",
+        "awk -F: '{print $1}' /etc/passwd | sort | uniq -c | sort -rn | head",
         f"docker build -t app:{n} . && docker run --rm app:{n} pytest",
         f"git grep -n '{p}' -- '*.py' ':!tests'",
         f"xargs -n1 echo < {f}",
-        f"chmod +x scripts/*.sh && ./scripts/setup.sh --env dev",
+        "chmod +x scripts/*.sh && ./scripts/setup.sh --env dev",
         f"git push origin {b}",
-        f"jq '.scripts' package.json",
+        "jq '.scripts' package.json",
         f"echo $((1 + {n})) && date +%s",
     ]
 
@@ -94,6 +139,14 @@ def corpus(size: int, seed: int = 20260115) -> list[str]:
                 args["timeout_ms"] = rng.choice([10_000, 60_000, 120_000])
             if rng.random() < 0.2:
                 args["login"] = False
-        items.append(json.dumps({"type": "function_call", "name": name,
-                                 "arguments": json.dumps(args), "call_id": f"call_{i}"}))
+        items.append(
+            json.dumps(
+                {
+                    "type": "function_call",
+                    "name": name,
+                    "arguments": json.dumps(args),
+                    "call_id": f"call_{i}",
+                }
+            )
+        )
     return items

@@ -12,8 +12,9 @@ from typing import Any
 
 from bench import procs
 
-CODEX_BIN = Path("/work/main/.tools/node_modules/.bin/codex")
 REPO = Path(__file__).resolve().parent.parent
+# Where scripts/setup-test.sh installs the npm peers (@openai/codex@0.169.0).
+CODEX_BIN = REPO / ".tools/node_modules/.bin/codex"
 
 # The daemon counts retained (exited, kept 30 s for Attach) processes against
 # max_processes_per_caller (64 by default), so a default daemon refuses the 65th short
@@ -29,6 +30,17 @@ def codex_binary() -> str | None:
     if CODEX_BIN.exists():
         return str(CODEX_BIN)
     return shutil.which("codex")
+
+
+def codex_available() -> str | None:
+    """None when the Codex peer can run, else why not (binary or websockets missing)."""
+    if codex_binary() is None:
+        return "codex CLI not found (scripts/setup-test.sh installs it under .tools/)"
+    try:
+        import websockets  # noqa: F401
+    except ImportError:
+        return "python package `websockets` not installed (pip install websockets)"
+    return None
 
 
 def swerex_available() -> bool:
@@ -66,8 +78,19 @@ class Peers:
         if name not in self._servers:
             cfg = Path(self.tmp) / "daemon.toml"
             cfg.write_text(DAEMON_TOML)
-            argv = [procs.python(), "-m", "shellgate.execserver.cli", "serve", "--config",
-                    str(cfg), "--listen", "127.0.0.1:0", "--print-port", "--root", self.home]
+            argv = [
+                procs.python(),
+                "-m",
+                "shellgate.execserver.cli",
+                "serve",
+                "--config",
+                str(cfg),
+                "--listen",
+                "127.0.0.1:0",
+                "--print-port",
+                "--root",
+                self.home,
+            ]
             env = {**os.environ, "HOME": self.home}
             self._servers[name] = self._stack.enter_context(procs.serve(argv, env=env))
         return self._servers[name]
@@ -88,11 +111,18 @@ class Peers:
             codex_home.mkdir(exist_ok=True)
             # Requests on one connection are handled one at a time by default; allow as many
             # as the concurrency bench issues so Codex is not serialised by our client.
-            argv = [binary, "exec-server", "--listen", "ws://127.0.0.1:0",
-                    "--concurrent-requests", "64"]
+            argv = [
+                binary,
+                "exec-server",
+                "--listen",
+                "ws://127.0.0.1:0",
+                "--concurrent-requests",
+                "64",
+            ]
             env = {**self.env, "CODEX_HOME": str(codex_home)}
             self._servers["codex"] = self._stack.enter_context(
-                procs.serve(argv, env=env, parse="url"))
+                procs.serve(argv, env=env, parse="url")
+            )
         return self._servers["codex"]
 
     def swerex(self) -> tuple[procs.Server, str]:
@@ -100,8 +130,17 @@ class Peers:
         if "swerex" not in self._servers:
             port = procs.free_port()
             token = secrets.token_hex(8)
-            argv = [procs.python(), "-m", "swerex.server", "--host", "127.0.0.1",
-                    "--port", str(port), "--auth-token", token]
+            argv = [
+                procs.python(),
+                "-m",
+                "swerex.server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--auth-token",
+                token,
+            ]
             server = self._stack.enter_context(_no_banner(argv, self.env, port))
             procs.wait_http(port, "/")
             self._servers["swerex"] = server
@@ -111,11 +150,19 @@ class Peers:
     def router(self) -> procs.Server:
         """`shellgate serve --listen 127.0.0.1:0 --print-port`, pinned to CPU 0."""
         if "router" not in self._servers:
-            argv = [procs.python(), "-m", "shellgate.router.cli", "serve",
-                    "--listen", "127.0.0.1:0", "--print-port"]
+            argv = [
+                procs.python(),
+                "-m",
+                "shellgate.router.cli",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--print-port",
+            ]
             env = {**os.environ, "HOME": self.home}
             self._servers["router"] = self._stack.enter_context(
-                procs.serve(argv, env=env, cpu=0, cwd=self.home))
+                procs.serve(argv, env=env, cpu=0, cwd=self.home)
+            )
         return self._servers["router"]
 
     async def enter_async(self, cm: Any) -> Any:

@@ -14,9 +14,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import IO
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 # How long a peer may take to print where it listens (codex and uvicorn import a lot).
 STARTUP_TIMEOUT_S = 30.0
@@ -63,7 +63,11 @@ def _cpu_prefix(cpu: int | None) -> list[str]:
 
 @contextlib.contextmanager
 def serve(
-    argv: Sequence[str], *, env: dict[str, str], parse: str = "port", cpu: int | None = None,
+    argv: Sequence[str],
+    *,
+    env: dict[str, str],
+    parse: str = "port",
+    cpu: int | None = None,
     cwd: str | None = None,
 ) -> Iterator[Server]:
     """Start argv in its own process group; the first stdout line is its port or URL.
@@ -89,7 +93,7 @@ def serve(
                 if not line:
                     break
         text = line.decode().strip()
-        if parse == "port" and not text.isdigit() or not text:
+        if (parse == "port" and not text.isdigit()) or not text:
             tail = Path(log.name).read_text(errors="replace")[-2000:]
             raise RuntimeError(f"{argv[0]} did not print where it listens: {text!r} {tail}")
         address = f"127.0.0.1:{text}" if parse == "port" else text
@@ -113,10 +117,8 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     """TERM the process group, wait, KILL it if needed, and close the pipes."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
     # Children of the server share its group; KILL whatever is left of it.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)

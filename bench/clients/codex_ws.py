@@ -38,7 +38,9 @@ class _Proc:
     exited: float = 0.0
     exit_code: int | None = None
     nbytes: int = 0
-    done: asyncio.Future[float] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    done: asyncio.Future[float] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
 
 
 def _b64_len(text: str, start: int) -> int:
@@ -64,7 +66,7 @@ class CodexExecClient:
             text = raw if isinstance(raw, str) else raw.decode()
             if text.startswith(OUTPUT_PREFIX):
                 i = text.index('"processId":"') + 13
-                proc = self._procs.get(text[i:text.index('"', i)])
+                proc = self._procs.get(text[i : text.index('"', i)])
                 if proc is not None:
                     proc.nbytes += _b64_len(text, text.index('"chunk":"') + 9)
                 continue

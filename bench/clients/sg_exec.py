@@ -24,7 +24,7 @@ async def exec_stub(target: str) -> AsyncIterator[Any]:
         await channel.channel_ready()
         yield pb_grpc.ExecServiceStub(channel)
     finally:
-        await channel.close()
+        await channel.close(None)
 
 
 def start_request(argv: Sequence[str], env: Mapping[str, str], cwd: str, **kw: Any) -> Any:

@@ -32,8 +32,10 @@ class SwerexConnection:
             await self._connect()
         assert self._reader is not None and self._writer is not None
         data = json.dumps(body).encode()
-        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: {self._token}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n")
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: {self._token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+        )
         self._writer.write(head.encode() + data)
         await self._writer.drain()
         status = await self._reader.readline()

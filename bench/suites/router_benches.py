@@ -41,7 +41,7 @@ async def _closing(channel: Any) -> Any:
     try:
         yield channel
     finally:
-        await channel.close()
+        await channel.close(None)
 
 
 def _core_projector(home: str, env: dict[str, str]) -> Callable[[str], object]:
@@ -89,8 +89,10 @@ async def _rate(call: Callable[[int], Awaitable[object]], seconds: float) -> flo
 
 async def bench_project(peers: Peers, mode: Mode) -> Result:
     """Project over the corpus vs health Check (the floor) vs the in-process core."""
-    title, target = (f"Project RPC, corpus of {mode.corpus_size} commands",
-                     "p50 ≤ 1.5× empty RPC; ≥ 2 000 req/s on one core")
+    title, target = (
+        f"Project RPC, corpus of {mode.corpus_size} commands",
+        "p50 ≤ 1.5× empty RPC; ≥ 2 000 req/s on one core",
+    )
     if not router_available():
         return unavailable("project", title, target, "router servicer not in this checkout")
     res = Result("project", title, target, unit="ms")
@@ -132,16 +134,23 @@ async def bench_project(peers: Peers, mode: Mode) -> Result:
     res.contenders["core"]["req_per_s"] = 1e3 / stats["core"].mean
     res.contenders["core"]["label"] = "shellgate.router.pipeline.project in-process"
     vs_empty = ratio(stats["shellgate"].p50, stats["empty_rpc"].p50)
-    res.metrics = {"p50_vs_empty_rpc": vs_empty, "project_req_per_s": project_rps,
-                   "empty_rpc_req_per_s": empty_rps, "corpus_items_timed": stats["shellgate"].n}
+    res.metrics = {
+        "p50_vs_empty_rpc": vs_empty,
+        "project_req_per_s": project_rps,
+        "empty_rpc_req_per_s": empty_rps,
+        "corpus_items_timed": stats["shellgate"].n,
+    }
     res.judge(vs_empty <= 1.5 and project_rps >= 2000)
-    res.note = (f"latency: one request at a time, corpus items in order; req/s: {RPS_WORKERS} "
-                "concurrent callers, router pinned to CPU 0 (taskset), client on CPU 1")
+    res.note = (
+        f"latency: one request at a time, corpus items in order; req/s: {RPS_WORKERS} "
+        "concurrent callers, router pinned to CPU 0 (taskset), client on CPU 1"
+    )
     return res
 
 
-async def _e2e_runners(peers: Peers, argv: list[str], command: str,
-                       with_swerex: bool = True) -> dict[str, Callable[[], Awaitable[RunTimes]]]:
+async def _e2e_runners(
+    peers: Peers, argv: list[str], command: str, with_swerex: bool = True
+) -> dict[str, Callable[[], Awaitable[RunTimes]]]:
     """router Execute, ExecService Start, raw spawn and SWE-ReX /execute of one command."""
     env, home = peers.env, peers.home
     channel = await _router_channel(peers)
@@ -170,8 +179,10 @@ def _seconds(run: Callable[[], Awaitable[RunTimes]]) -> Callable[[], Awaitable[f
 
 async def bench_execute(peers: Peers, mode: Mode) -> Result:
     """`echo hi` end to end: router Execute vs ExecService vs raw vs SWE-ReX."""
-    title, target = ("Execute `echo hi` end to end (login: false)",
-                     "overhead over ExecService ≤ 1 ms p50; faster than SWE-ReX")
+    title, target = (
+        "Execute `echo hi` end to end (login: false)",
+        "overhead over ExecService ≤ 1 ms p50; faster than SWE-ReX",
+    )
     if not router_available():
         return unavailable("execute", title, target, "router servicer not in this checkout")
     res = Result("execute", title, target, unit="ms")
@@ -184,8 +195,10 @@ async def bench_execute(peers: Peers, mode: Mode) -> Result:
                    "speedup_vs_swerex_p50": ratio(stats["swerex"].p50, stats["shellgate"].p50)
                    if "swerex" in stats else None}  # fmt: skip
     res.judge(overhead <= 1.0 and faster)
-    res.note = ("every side runs `bash -c 'echo hi'` (router: shell_command with login:false); "
-                "router = Execute to `completed` with the embedded local environment")
+    res.note = (
+        "every side runs `bash -c 'echo hi'` (router: shell_command with login:false); "
+        "router = Execute to `completed` with the embedded local environment"
+    )
     return res
 
 

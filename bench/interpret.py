@@ -1,0 +1,85 @@
+"""One plain sentence per benchmark, generated from its numbers (what the table means)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _g(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _p50(r: dict[str, Any], who: str) -> str:
+    return _g(r["contenders"].get(who, {}).get("p50"))
+
+
+def _sentence(r: dict[str, Any]) -> str:
+    m, name, v = r["metrics"], r["name"], r["verdict"]
+    if v in ("skipped", "error"):
+        return f"{r['title']}: {v} — {r['note']}"
+    if name == "spawn":
+        return (
+            f"spawn: shellgate {_p50(r, 'shellgate')} ms vs Codex {_p50(r, 'codex')} ms "
+            f"({_g(m.get('speedup_vs_codex_p50'))}× faster; target 10×) and raw "
+            f"{_p50(r, 'raw')} ms ({_g(m.get('slowdown_vs_raw_p50'))}× raw; target ≤ 5×)."
+        )
+    if name == "throughput":
+        lossless = m.get("shellgate_lossless")
+        return (
+            f"throughput: shellgate delivers {_p50(r, 'shellgate')} MiB/s vs Codex "
+            f"{_p50(r, 'codex')} MiB/s ({_g(m.get('speedup_vs_codex_p50'))}×; target 2.5×)"
+            + ("" if lossless else ", and it LOSES output under load (evicted gaps)")
+            + f"; the pipe itself moves {_p50(r, 'pipe')} MiB/s."
+        )
+    if name == "concurrency":
+        return (
+            f"concurrency: shellgate {_p50(r, 'shellgate')} s, Codex {_p50(r, 'codex')} s, "
+            f"raw asyncio {_p50(r, 'raw')} s (target ≤ 0.26 s)."
+        )
+    if name == "project":
+        return (
+            f"Project: {_p50(r, 'shellgate')} ms vs the empty RPC {_p50(r, 'empty_rpc')} ms "
+            f"({_g(m.get('p50_vs_empty_rpc'))}×; target 1.5×) and the in-process core "
+            f"{_p50(r, 'core')} ms; {_g(m.get('project_req_per_s'))} req/s (target 2 000)."
+        )
+    if name == "execute":
+        return (
+            f"Execute: {_p50(r, 'shellgate')} ms vs ExecService {_p50(r, 'execservice')} ms "
+            f"(overhead {_g(m.get('overhead_over_execservice_ms_p50'))} ms; target ≤ 1 ms), "
+            f"SWE-ReX {_p50(r, 'swerex')} ms, raw {_p50(r, 'raw')} ms."
+        )
+    if name == "execute_concurrent":
+        return (
+            f"concurrent Execute: {_p50(r, 'shellgate')} s vs SWE-ReX {_p50(r, 'swerex')} s "
+            "(SWE-ReX runs subprocess.run inside its async handler, so it serialises)."
+        )
+    if name == "execute_bytes":
+        return (
+            f"bytes end to end: router {_p50(r, 'shellgate')} MiB/s vs SWE-ReX "
+            f"{_p50(r, 'swerex')} MiB/s ({_g(m.get('speedup_vs_swerex_p50'))}×; target 3×), "
+            f"router RSS +{_g(m.get('router_rss_growth_mib'))} MiB."
+        )
+    if name == "slow_consumer":
+        return (
+            f"slow consumer: daemon RSS +{_g(m.get('rss_growth_mib'))} MiB "
+            f"({_g(m.get('gap_events'))} gap events; target ≤ 32 MiB)."
+        )
+    if name == "idle_pty":
+        return (
+            f"idle PTYs: {_g(m.get('kib_per_session'))} KiB per session "
+            f"({_g(m.get('sessions'))} sessions; target ≤ 200 KiB)."
+        )
+    return f"{r['title']}: {v}."
+
+
+def interpretation(results: list[dict[str, Any]]) -> str:
+    """A bullet list: verdict counts, then one sentence per benchmark."""
+    verdicts = [r["verdict"] for r in results]
+    head = (
+        f"**{verdicts.count('met')} met, {verdicts.count('missed')} missed, "
+        f"{verdicts.count('skipped') + verdicts.count('error')} not run.**"
+    )
+    return "\n".join([head, "", *(f"- {_sentence(r)}" for r in results)])

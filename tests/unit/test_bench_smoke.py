@@ -1,0 +1,51 @@
+"""The benchmark harness runs end to end in smoke mode (no timing is asserted, ever)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCHES = {"spawn", "throughput", "concurrency", "project", "execute", "execute_concurrent",
+           "execute_bytes", "slow_consumer", "idle_pty"}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_smoke_run_writes_every_row(tmp_path: Path) -> None:
+    out = tmp_path / "smoke.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--smoke", "--no-install", "--output", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(out.read_text())
+    assert run["mode"] == "smoke"
+    assert run["machine"]["nproc"] >= 1 and run["machine"]["cpu"]
+    assert run["command"].startswith("python -m bench")
+    rows = {r["name"]: r for r in run["results"]}
+    assert set(rows) == BENCHES
+    for name, row in rows.items():
+        assert row["verdict"] in {"met", "missed", "skipped"}, (name, row["note"])
+        if row["verdict"] == "skipped":
+            continue
+        assert row["contenders"], name
+        for stats in row["contenders"].values():
+            assert stats["n"] >= 1 and stats["p50"] == stats["p50"]  # not NaN
+    # The exec-server rows always carry their raw anchor next to shellgate.
+    for name in ("spawn", "throughput", "concurrency"):
+        assert {"shellgate", "raw"} <= set(rows[name]["contenders"])
+    # The smoke run never touches the committed results.
+    latest = REPO / "bench/results/latest.json"
+    if latest.exists():
+        assert json.loads(latest.read_text())["mode"] != "smoke"
+
+
+def test_only_rejects_an_unknown_bench() -> None:
+    done = subprocess.run([sys.executable, "-m", "bench", "--smoke", "--only", "nope"],
+                          cwd=REPO, capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
+    assert done.returncode == 2
+    assert "unknown bench" in done.stderr
