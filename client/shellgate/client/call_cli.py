@@ -202,8 +202,12 @@ class _Session:
         elif isinstance(event, Output) and event.data:
             # Live bytes straight through: no decoding, so partial UTF-8 and ANSI survive.
             self.out.flush()
-            self.out.buffer.write(event.data)
-            self.out.buffer.flush()
+            binary = getattr(self.out, "buffer", None)
+            if binary is not None:
+                binary.write(event.data)
+                binary.flush()
+            else:  # a text-only sink (tests, embedding): decode leniently
+                self.out.write(event.data.decode("utf-8", errors="replace"))
             self.wrote_output = True
             self.last_byte = event.data[-1:]
         elif isinstance(event, ProjectionEvent):
