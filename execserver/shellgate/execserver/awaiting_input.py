@@ -52,6 +52,6 @@ def _blocked_on_stdin(pid: int, arch: str) -> bool:
 
 
 def is_awaiting_input(pgid: int) -> bool:
-    """True when a member of the group (other than the supervisor) waits reading stdin."""
+    """True when a member of the group waits reading stdin (a shim waits in wait4, not read)."""
     arch = platform.machine()
-    return any(_blocked_on_stdin(pid, arch) for pid in group_members(pgid) if pid != pgid)
+    return any(_blocked_on_stdin(pid, arch) for pid in group_members(pgid))

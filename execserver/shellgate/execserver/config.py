@@ -15,7 +15,13 @@ MIB = 1024 * 1024
 class ProcessLimits:
     """Bounds applied to each spawned process."""
 
-    read_chunk_bytes: int = 8192
+    # One read() per ready fd; 64 KiB is a whole default pipe buffer.
+    read_chunk_bytes: int = 65_536
+    # Consecutive reads of one stream are joined into chunks of at most this size.
+    max_chunk_bytes: int = 262_144
+    # Unconsumed output buffered per process before its fds stop being read (back-pressure).
+    output_buffer_bytes: int = MIB
+    # Queue depth (chunks) between the SSH channel readers and the consumer.
     output_queue_chunks: int = 64
     write_timeout_ms: int = 10_000
     kill_grace_ms: int = 2_000

@@ -117,7 +117,7 @@ def host_info_pb(info: HostInfo, config: ServerConfig, caller: str) -> pb.GetInf
             request_id_ttl_ms=config.idempotency_ttl_ms,
             max_processes=config.max_processes_per_caller,
             max_file_bytes=config.max_file_bytes,
-            max_chunk_bytes=config.process.read_chunk_bytes,
+            max_chunk_bytes=config.process.max_chunk_bytes,
             max_message_bytes=config.max_message_bytes,
             max_wait_ms=config.max_read_wait_ms,
         ),

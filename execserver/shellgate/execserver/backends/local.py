@@ -8,10 +8,8 @@ import fcntl
 import os
 import struct
 import subprocess
-import sys
 import termios
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 from shellgate.execserver.backends.base import (
     ExitStatus,
@@ -22,6 +20,9 @@ from shellgate.execserver.backends.base import (
     Stream,
 )
 from shellgate.execserver.backends.fdio import read_chunks, write_all
+from shellgate.execserver.backends.fdoutput import FdOutput
+from shellgate.execserver.backends.guardian import GroupGuardian
+from shellgate.execserver.backends.launch import check_spawnable, plan_launch
 from shellgate.execserver.backends.procgroup import group_members, kill_group, signal_group
 from shellgate.execserver.config import ProcessLimits
 from shellgate.execserver.errors import (
@@ -31,16 +32,13 @@ from shellgate.execserver.errors import (
     StdinClosedError,
 )
 
-_SHIM = str(Path(__file__).with_name("_shim.py"))
-_EOF = None
-
 
 def _set_winsize(fd: int, rows: int, cols: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
 
 class LocalProcess:
-    """One local process: the shim (group leader) and its child; owns every fd it reads."""
+    """One local process (its own session and group); owns every fd it reads."""
 
     def __init__(
         self,
@@ -60,21 +58,23 @@ class LocalProcess:
         self._master_fd = master_fd
         self._limits = limits
         self._exit: asyncio.Future[ExitStatus] = asyncio.get_running_loop().create_future()
-        # Bounded queue between the fd readers and the consumer: a slow consumer stops our
-        # reads, so the kernel pipe fills and the child blocks instead of our memory growing.
-        self._queue: asyncio.Queue[OutputChunk | None] = asyncio.Queue(limits.output_queue_chunks)
-        self._tasks = [asyncio.create_task(self._pump(fd, s)) for fd, s in out_fds]
-        self._open_streams = len(out_fds)
+        self._output = FdOutput(
+            out_fds,
+            read_bytes=limits.read_chunk_bytes,
+            max_chunk_bytes=limits.max_chunk_bytes,
+            buffer_bytes=limits.output_buffer_bytes,
+            keep_open=frozenset({master_fd} if master_fd is not None else ()),
+        )
         self._watch_exit()
 
     @property
     def pid(self) -> int | None:
-        """Pid of the real child (the shim's child)."""
+        """Pid of the real child (the shim's child when the shim supervises)."""
         return self._child_pid
 
     @property
     def pgid(self) -> int | None:
-        """Process group id (the shim's pid)."""
+        """Process group id (the pid Popen started)."""
         return self._popen.pid
 
     def _watch_exit(self) -> None:
@@ -91,26 +91,9 @@ class LocalProcess:
 
         loop.add_reader(pidfd, exited)
 
-    async def _pump(self, fd: int, stream: Stream) -> None:
-        try:
-            async for data in read_chunks(fd, self._limits.read_chunk_bytes):
-                await self._queue.put(OutputChunk(stream, data))
-        except OSError:
-            pass  # a read error ends the stream like EOF
-        finally:
-            if fd != self._master_fd:
-                os.close(fd)
-        # Only on normal completion: a cancelled pump must not block in put().
-        await self._queue.put(_EOF)
-
-    async def output(self) -> AsyncIterator[OutputChunk]:
-        """Yield chunks until every stream reached EOF."""
-        while self._open_streams:
-            item = await self._queue.get()
-            if item is None:
-                self._open_streams -= 1
-                continue
-            yield item
+    def output(self) -> AsyncIterator[OutputChunk]:
+        """Yield chunks until every stream reached EOF (closing it early abandons them)."""
+        return self._output.chunks()
 
     def _exited(self) -> bool:
         return self._exit.done()
@@ -168,17 +151,8 @@ class LocalProcess:
     async def _release(self) -> None:
         # The group is dead, so the readers see EOF promptly; a grandchild that escaped the
         # group could still hold a pipe, hence the bounded drain.
-        _done, pending = await asyncio.wait(self._tasks, timeout=self._limits.drain_ms / 1000)
-        for task in pending:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, OSError):
-                await task
-        if pending:
-            # Wake a consumer still waiting in output(): the abandoned streams are over.
-            self._open_streams = 0
-            with contextlib.suppress(asyncio.QueueFull):
-                self._queue.put_nowait(_EOF)
+        if not await self._output.wait_eof(self._limits.drain_ms):
+            self._output.abandon()
         for fd in (self._stdin_fd, self._master_fd):
             if fd is not None:
                 with contextlib.suppress(OSError):
@@ -192,22 +166,30 @@ class LocalProcess:
 
 
 class LocalBackend:
-    """Spawns processes on this host through the supervising shim."""
+    """Spawns processes on this host, each group registered with the group guardian."""
 
     def __init__(self, limits: ProcessLimits | None = None) -> None:
         self._limits = limits or ProcessLimits()
         self._live: set[LocalProcess] = set()
+        self._guardian = GroupGuardian()
 
     @property
     def name(self) -> str:
         """Backend name."""
         return "local"
 
+    def _released(self, proc: LocalProcess) -> None:
+        self._live.discard(proc)
+        if proc.pgid is not None:
+            self._guardian.unregister(proc.pgid)
+
     async def start(self, request: SpawnRequest) -> ProcessHandle:
         """Spawn argv directly; raise SpawnError when nothing started."""
         if not request.argv:
             raise SpawnError("argv must not be empty", 0)
+        check_spawnable(request)
         status_r, status_w = os.pipe2(os.O_CLOEXEC)
+        launch = plan_launch(request, status_w, os.getpid())
         fds_to_close = [status_w]
         master: int | None = None
         stdin_parent: int | None = None
@@ -229,24 +211,26 @@ class LocalBackend:
                 fds_to_close += [out_w, err_w]
                 out += [(out_r, Stream.STDOUT), (err_r, Stream.STDERR)]
                 stdio = (stdin_child, out_w, err_w)
-            argv = [sys.executable, "-I", "-S", _SHIM, str(status_w), str(os.getpid())]
-            argv += ["1" if request.tty else "0", "--", request.argv[0]]
-            argv += [request.arg0 or request.argv[0], *request.argv[1:]]
             try:
-                # Forked from the loop thread: the shim's parent-death signal is tied to
-                # this thread, which lives as long as the daemon.
+                # Forked from the loop thread: the parent-death signal is tied to the
+                # forking thread, which lives as long as the daemon.
                 popen = subprocess.Popen(
-                    argv,
+                    launch.argv,
+                    executable=launch.executable,
                     stdin=stdio[0],
                     stdout=stdio[1],
                     stderr=stdio[2],
                     cwd=request.cwd,
                     env=dict(request.env),
-                    pass_fds=(status_w,),
+                    pass_fds=(status_w,) if launch.shim else (),
                     close_fds=True,
+                    start_new_session=launch.new_session,
                 )
             except OSError as exc:
                 raise SpawnError(f"{exc.strerror}: {request.cwd!r}", exc.errno or 0) from exc
+            # Registered before anything else can fail: from here on a daemon crash still
+            # takes the whole group (grandchildren included) down.
+            self._guardian.register(popen.pid)
         except BaseException:
             for fd, _ in out:
                 os.close(fd)
@@ -257,18 +241,24 @@ class LocalBackend:
         finally:
             for fd in fds_to_close:
                 os.close(fd)
-        status = await self._read_status(status_r, popen)
-        if not status.startswith(b"ok "):
-            for fd, _ in out:
-                os.close(fd)
-            if stdin_parent is not None:
-                os.close(stdin_parent)
-            await asyncio.to_thread(popen.wait)
-            detail = status[4:].decode(errors="replace") if status else "0 supervisor failed"
-            number, _, text = detail.partition(" ")
-            raise SpawnError(text, int(number) if number.isdigit() else 0)
+        child_pid = popen.pid
+        if launch.shim:
+            status = await self._read_status(status_r, popen)
+            if not status.startswith(b"ok "):
+                for fd, _ in out:
+                    os.close(fd)
+                if stdin_parent is not None:
+                    os.close(stdin_parent)
+                await asyncio.to_thread(popen.wait)
+                self._guardian.unregister(popen.pid)
+                detail = status[4:].decode(errors="replace") if status else "0 supervisor failed"
+                number, _, text = detail.partition(" ")
+                raise SpawnError(text, int(number) if number.isdigit() else 0)
+            child_pid = int(status[3:])
+        else:
+            os.close(status_r)
         proc = LocalProcess(
-            popen, int(status[3:]), out, stdin_parent, master, self._limits, self._live.discard
+            popen, child_pid, out, stdin_parent, master, self._limits, self._released
         )
         self._live.add(proc)
         return proc
@@ -287,9 +277,10 @@ class LocalBackend:
         return data
 
     async def aclose(self) -> None:
-        """Terminate every process started here."""
+        """Terminate every process started here, then let the guardian go."""
         live, self._live = list(self._live), set()
         await asyncio.gather(*(p.terminate() for p in live), return_exceptions=True)
+        await asyncio.to_thread(self._guardian.close)
 
 
 __all__ = ["LocalBackend", "LocalProcess", "group_members"]

@@ -1,0 +1,41 @@
+"""Group guardian run once per local backend (stdlib only, run with -I -S).
+
+stdin carries `+PGID` / `-PGID` lines from the daemon: groups to protect and groups that are
+gone. When stdin reaches EOF — the daemon closed it, exited, or was SIGKILLed (the kernel
+closes its fds) — every group still registered is SIGKILLed, so no child or grandchild
+outlives a crashed daemon.
+"""
+
+import contextlib
+import os
+import signal
+
+
+def main() -> None:
+    # Only EOF ends the guardian: terminal or group signals aimed at the daemon must not
+    # take it down first and leave the groups unprotected.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_IGN)
+    groups: set[int] = set()
+    pending = b""
+    while True:
+        try:
+            data = os.read(0, 65536)
+        except InterruptedError:
+            continue
+        if not data:
+            break
+        pending += data
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line[:1] == b"+" and line[1:].isdigit():
+                groups.add(int(line[1:]))
+            elif line[:1] == b"-" and line[1:].isdigit():
+                groups.discard(int(line[1:]))
+    for pgid in groups:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""How a local child is exec'd: parent-death signal and session set up without preexec_fn."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from shellgate.execserver.backends.base import SpawnRequest
+from shellgate.execserver.errors import SpawnError
+
+_SHIM = str(Path(__file__).with_name("_shim.py"))
+# execvp's search path when the child env has no PATH.
+_DEFAULT_PATH = "/bin:/usr/bin"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Popen arguments: argv, the executable to run, whether Popen itself calls setsid."""
+
+    argv: list[str]
+    executable: str | None
+    new_session: bool
+    # True when the Python shim supervises the child (it reports status on a pipe).
+    shim: bool
+
+
+@lru_cache(maxsize=1)
+def _helpers() -> tuple[str | None, str | None]:
+    """util-linux `setpriv` and `setsid` when present (looked up once)."""
+    return shutil.which("setpriv"), shutil.which("setsid")
+
+
+def check_spawnable(request: SpawnRequest) -> None:
+    """Raise SpawnError (the errno and text execvp would give) when argv[0] cannot run.
+
+    The child is exec'd through helpers, so a missing program would otherwise surface as
+    an exit code rather than a spawn failure; checking first keeps the contract.
+    """
+    if not os.path.isdir(request.cwd):
+        code = errno.ENOTDIR if os.path.exists(request.cwd) else errno.ENOENT
+        raise SpawnError(f"{os.strerror(code)}: {request.cwd!r}", code)
+    program = request.argv[0]
+    if "/" in program:
+        candidates = [os.path.join(request.cwd, program)]
+    else:
+        path = request.env.get("PATH", _DEFAULT_PATH)
+        candidates = [os.path.join(request.cwd, d or ".", program) for d in path.split(":")]
+    denied = False
+    for candidate in candidates:
+        try:
+            st = os.stat(candidate)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and os.access(candidate, os.X_OK):
+            return
+        denied = True
+    code = errno.EACCES if denied else errno.ENOENT
+    raise SpawnError(f"{os.strerror(code)}: {program!r}", code)
+
+
+def plan_launch(request: SpawnRequest, status_fd: int, daemon_pid: int) -> Launch:
+    """The cheapest launch that keeps the guarantees (own session, parent-death KILL).
+
+    Pipes: Popen's C-level setsid, exec'd through `setpriv --pdeathsig KILL`. PTY: `setsid
+    --ctty` also takes the terminal on fd 0 (it must not already lead a group, or it forks).
+    A custom arg0 or missing helpers fall back to the Python shim (slower, same guarantees).
+    """
+    setpriv, setsid = _helpers()
+    argv = list(request.argv)
+    custom_arg0 = request.arg0 is not None and request.arg0 != argv[0]
+    if setpriv and (setsid or not request.tty) and not custom_arg0:
+        prefix = [setpriv, "--pdeathsig", "KILL", "--"]
+        if request.tty:
+            assert setsid is not None
+            return Launch([*prefix, setsid, "--ctty", "--", *argv], None, False, False)
+        return Launch([*prefix, *argv], None, True, False)
+    shim = [sys.executable, "-I", "-S", _SHIM, str(status_fd), str(daemon_pid)]
+    shim += ["1" if request.tty else "0", "--", argv[0], request.arg0 or argv[0], *argv[1:]]
+    return Launch(shim, None, False, True)
