@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -12,7 +13,7 @@ from shellgate.router.runtime.events import CompletedEvent, StartedEvent, Termin
 from shellgate.router.runtime.execute import execute_call
 from shellgate.router.unified import process_id_to_prune, process_limit_warning
 
-from tests.integration.runtime_support import Harness, completed, normalise
+from tests.integration.runtime_support import Harness, call_item, completed, normalise
 
 
 async def _interrupt_after_start(h: Harness, name: str, args: dict[str, object]) -> list[object]:
@@ -52,6 +53,50 @@ def test_interrupt_kills_classic_keeps_unified(tmp_path: Path) -> None:
             assert ended.terminated_sessions == 1
 
     asyncio.run(main())
+
+
+def test_cancelled_stream_kills_classic(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with Harness(tmp_path) as h:
+            seen: list[object] = []
+
+            async def consume() -> None:
+                async for event in h_stream(h):
+                    seen.append(event)
+
+            task = asyncio.create_task(consume())
+            for _ in range(200):
+                await asyncio.sleep(0.02)
+                if any(isinstance(e, StartedEvent) for e in seen):
+                    break
+            started = next(e for e in seen if isinstance(e, StartedEvent))
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            assert not any(isinstance(e, CompletedEvent) for e in seen)
+            assert started.pid is not None
+            for _ in range(100):
+                if not _alive(started.pid):
+                    break
+                await asyncio.sleep(0.05)
+            assert not _alive(started.pid)
+            assert "call-1" not in h.thread.inflight
+
+    asyncio.run(main())
+
+
+def h_stream(h: Harness):  # type: ignore[no-untyped-def]
+    turn = h.turn()
+    item = call_item("shell_command", {"command": "sleep 30", "login": False})
+    return execute_call(project(item, turn, h.host()), turn, h.ctx)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def test_pruning_at_64_sessions_protects_recent(tmp_path: Path) -> None:

@@ -92,6 +92,22 @@ def test_remote_exec_command_and_session(tmp_path: Path, daemon: tuple[object, i
     asyncio.run(main())
 
 
+def test_remote_apply_patch_uses_daemon_files(
+    tmp_path: Path, daemon: tuple[object, int]
+) -> None:
+    async def main() -> None:
+        async with _remote_harness(tmp_path, daemon[1]) as h:
+            patch = "*** Begin Patch\n*** Add File: sub/r.txt\n+remote\n*** End Patch\n"
+            done = completed(await h.run("exec_command", {"cmd": f"apply_patch <<'EOF'\n{patch}EOF\n"}))
+            assert done.output_text == (
+                "Wall time: 0.0000 seconds\nOutput:\nExit code: 0\nWall time: 0 seconds\n"
+                "Output:\nSuccess. Updated the following files:\nA sub/r.txt\n"
+            )
+            assert (tmp_path / "sub" / "r.txt").read_text() == "remote\n"
+
+    asyncio.run(main())
+
+
 def test_remote_lost_and_unavailable(
     tmp_path: Path, daemon: tuple[subprocess.Popen[str], int]
 ) -> None:
