@@ -45,6 +45,29 @@ def _version(argv: list[str]) -> str:
         return "unavailable"
 
 
+def git_state(repo: Path) -> str:
+    """`<short sha>` plus ` (+ uncommitted changes)` when the work tree is dirty."""
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=repo,
+            text=True,
+            capture_output=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo,
+            text=True,
+            capture_output=True,
+            timeout=10,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return sha + (" (+ uncommitted changes)" if dirty.strip() else "")
+
+
 def describe(codex: str | None) -> dict[str, Any]:
     """Machine facts and peer versions."""
     try:
@@ -61,6 +84,7 @@ def describe(codex: str | None) -> dict[str, Any]:
         "python": platform.python_version(),
         "codex": _version([codex, "--version"]) if codex else "not found",
         "swe_rex": swerex,
+        "shellgate": git_state(Path(__file__).resolve().parent.parent),
     }
 
 

@@ -70,7 +70,8 @@ def markdown(run: dict[str, Any], interpretation: str) -> str:
             BEGIN,
             f"Run: {run['date']} · mode `{run['mode']}` · {run['total_seconds']:.0f} s total  ",
             f"Machine: {one_line(run['machine'])}  ",
-            f"Peers: {run['machine']['codex']}; swe-rex {run['machine']['swe_rex']}  ",
+            f"shellgate: {run['machine'].get('shellgate', '?')} · peers: {run['machine']['codex']}; "
+            f"swe-rex {run['machine']['swe_rex']}  ",
             f"Reproduce: `{run['command']}`",
             "",
             table(run["results"]),
