@@ -32,6 +32,26 @@ def marked_pids(marker: str) -> list[int]:
     return found
 
 
+@pytest.fixture(autouse=True, scope="session")
+def clean_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Run the suite with an empty HOME.
+
+    Login shells (`bash -lc`, the default for model commands) source the user's profile;
+    on a developer machine that may run slow or locking hooks (e.g. `pyenv rehash`, which
+    waits on a lock a killed shell can leave behind). Tests must not depend on it.
+    """
+    home = tmp_path_factory.mktemp("home")
+    old = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("HOME", None)
+        else:
+            os.environ["HOME"] = old
+
+
 @pytest.fixture(autouse=True)
 def orphan_sweep(request: pytest.FixtureRequest) -> Iterator[str]:
     """Tag children through the environment; fail the test if any outlives it."""
