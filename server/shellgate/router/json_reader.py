@@ -22,7 +22,6 @@ from shellgate.router.json_cursor import (
     EXPECTED_VALUE,
     HEX_END,
     INVALID_ESCAPE,
-    INVALID_NUMBER,
     KEY_NOT_STRING,
     LONE_SURROGATE,
     STR_PLAIN,
@@ -52,6 +51,34 @@ class Reader(NumberReader):
             if byte != 0x5C:  # a raw control character
                 raise self.error(CONTROL_CHAR)
             self._parse_escape(out)
+
+    def ignore_str(self) -> None:
+        """serde_json's ignore_str: skip a string body without decoding it.
+
+        Unlike `parse_str`, a raw control byte is reported *before* it is consumed and `\\u`
+        escapes are not checked for surrogate pairing (an ignored value may be any string).
+        """
+        data = self.data
+        while True:
+            match = STR_PLAIN.match(data, self.index)
+            assert match is not None
+            self.index = match.end()
+            if self.index >= len(data):
+                raise self.error(EOF_STRING)
+            byte = data[self.index]
+            if byte == 0x22:
+                self.index += 1
+                return
+            if byte != 0x5C:
+                raise self.error(CONTROL_CHAR)
+            self.index += 1
+            ch = self.next_char()
+            if ch is None:
+                raise self.error(EOF_STRING)
+            if ch == 0x75:
+                self._hex_escape()
+            elif ch not in self._SIMPLE_ESCAPES:
+                raise self.error(INVALID_ESCAPE)
 
     _SIMPLE_ESCAPES: Final = {
         0x22: b'"', 0x5C: b"\\", 0x2F: b"/", 0x62: b"\b",
@@ -104,32 +131,6 @@ class Reader(NumberReader):
             raise self.error(INVALID_ESCAPE) from None
 
     # --- skipping (IgnoredAny) ------------------------------------------------------------
-    def _ignore_integer(self) -> None:
-        first = self.next_char() or 0
-        if first == 0x30:
-            if 0x30 <= self.peek_or_null() <= 0x39:
-                raise self.peek_error(INVALID_NUMBER)
-        elif 0x31 <= first <= 0x39:
-            self.index += len(self._digit_run())
-        else:
-            raise self.error(INVALID_NUMBER)
-        nxt = self.peek_or_null()
-        if nxt == 0x2E:
-            self.eat()
-            run = len(self._digit_run())
-            if run == 0:
-                raise self.peek_error(INVALID_NUMBER)
-            self.index += run
-            nxt = self.peek_or_null()
-        if nxt in (0x65, 0x45):
-            self.eat()
-            if self.peek_or_null() in (0x2B, 0x2D):
-                self.eat()
-            digit = self.next_char() or 0
-            if not 0x30 <= digit <= 0x39:
-                raise self.error(INVALID_NUMBER)
-            self.index += len(self._digit_run())
-
     def ignore_value(self) -> None:
         """serde_json's ignore_value: validate and skip one value, iteratively (no depth limit)."""
         stack = bytearray()
@@ -154,7 +155,7 @@ class Reader(NumberReader):
                 self.ignore_integer()
             elif peek == 0x22:
                 self.eat()
-                self.parse_str()
+                self.ignore_str()
             elif peek in (0x5B, 0x7B):
                 self.eat()
                 frame = peek
@@ -193,7 +194,7 @@ class Reader(NumberReader):
                 if nxt != 0x22:
                     raise self.peek_error(KEY_NOT_STRING)
                 self.eat()
-                self.parse_str()
+                self.ignore_str()
                 nxt = self.parse_whitespace()
                 if nxt is None:
                     raise self.peek_error(EOF_OBJECT)
