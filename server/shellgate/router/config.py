@@ -43,6 +43,10 @@ class Limits:
     max_concurrent_projects: int = 2_048
     max_item_bytes: int = 4 * MIB
     max_message_bytes: int = 8 * MIB
+    # Replies echo the script several times (argv, envelope, canonical command, display), so
+    # a projection of a max_item_bytes script can be several times larger than the request.
+    # Clients that project MiB scripts need a matching receive limit.
+    max_send_message_bytes: int = 64 * MIB
     max_environments_per_turn: int = 16
     max_threads: int = 10_000
     thread_idle_ttl_ms: int = 24 * 3600 * 1000

@@ -14,6 +14,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from shellgate.router.app import RouterApp
 from shellgate.router.config import RouterConfig
+from shellgate.router.decode_guard import DecodeGuardInterceptor
 from shellgate.router.servicer import ToolRouterServicer
 from shellgate.v1 import router_pb2, router_pb2_grpc
 
@@ -62,9 +63,10 @@ async def start_router(config: RouterConfig) -> RunningRouter:
     app = RouterApp(config)
     limits = config.limits
     server = grpc.aio.server(
+        interceptors=[DecodeGuardInterceptor()],
         options=[
             ("grpc.max_receive_message_length", limits.max_message_bytes),
-            ("grpc.max_send_message_length", limits.max_message_bytes),
+            ("grpc.max_send_message_length", limits.max_send_message_bytes),
         ]
     )
     router_pb2_grpc.add_ToolRouterServiceServicer_to_server(ToolRouterServicer(app), server)
