@@ -133,7 +133,16 @@ def parse_response_item(text: str) -> Mapping[str, Any] | NoToolCall:
     return value
 
 
+def _as_json_number(value: Any) -> Any:
+    """A Python int as serde_json's `Value` holds it: outside u64/i64 it is a float."""
+    in_range = (
+        isinstance(value, bool) or not isinstance(value, int) or -(1 << 63) <= value < 1 << 64
+    )
+    return value if in_range else float(value)
+
+
 def _value_type(value: Any) -> str:
+    value = _as_json_number(value)
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -147,23 +156,51 @@ def _value_type(value: Any) -> str:
     return "sequence" if isinstance(value, list) else "map"
 
 
-def _tool_search_params(arguments: Any) -> tuple[str, int | None] | str:
-    """`serde_json::from_value::<SearchToolCallParams>`; an error message on failure."""
-    if not isinstance(arguments, dict):
-        return f"invalid type: {_value_type(arguments)}, expected struct SearchToolCallParams"
-    query = arguments.get("query")
-    if "query" not in arguments:
-        return "missing field `query`"
-    if not isinstance(query, str):
-        return f"invalid type: {_value_type(query)}, expected a string"
-    limit = arguments.get("limit")
+_SEARCH_PARAMS: Final = "struct SearchToolCallParams"
+
+
+def _search_query(query: Any) -> str | None:
+    return (
+        None if isinstance(query, str) else f"invalid type: {_value_type(query)}, expected a string"
+    )
+
+
+def _search_limit(limit: Any) -> str | None:
+    limit = _as_json_number(limit)
     if limit is None:
-        return query, None
+        return None
     if isinstance(limit, bool) or not isinstance(limit, int):
         return f"invalid type: {_value_type(limit)}, expected usize"
-    if not 0 <= limit < 1 << 64:
+    if limit < 0:
         return f"invalid value: integer `{limit}`, expected usize"
-    return query, limit
+    return None
+
+
+def _tool_search_params(arguments: Any) -> tuple[str, int | None] | str:
+    """`serde_json::from_value::<SearchToolCallParams>`; an error message on failure.
+
+    `SearchToolCallParams { query: String, #[serde(default)] limit: Option<usize> }`: an
+    object by field name, or (serde's sequence form) an array by position.
+    """
+    if isinstance(arguments, list):
+        if not arguments:
+            return f"invalid length 0, expected {_SEARCH_PARAMS} with 2 elements"
+        values = {"query": arguments[0], "limit": arguments[1] if len(arguments) > 1 else None}
+        failed = _search_query(values["query"]) or _search_limit(values["limit"])
+        if failed is None and len(arguments) > 2:
+            failed = f"invalid length {len(arguments)}, expected fewer elements in array"
+    elif isinstance(arguments, dict):
+        if "query" not in arguments:
+            # Field errors come first: the map is visited before missing fields are checked.
+            return _search_limit(arguments.get("limit")) or "missing field `query`"
+        values = arguments
+        failed = _search_query(values["query"]) or _search_limit(values.get("limit"))
+    else:
+        return f"invalid type: {_value_type(arguments)}, expected {_SEARCH_PARAMS}"
+    if failed is not None:
+        return failed
+    limit = values.get("limit")
+    return str(values["query"]), None if limit is None else int(limit)
 
 
 def build_tool_call(item: Mapping[str, Any]) -> ToolCall | NoToolCall | ToolError:

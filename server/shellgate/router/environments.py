@@ -88,8 +88,13 @@ def reported_shell(env_id: str, shell: ReportedShell | None) -> Shell | ToolErro
 
 
 def base_shell(env: TurnEnvironment, facts: HostShellFacts) -> Shell | ToolError:
-    """The environment's reported shell if it has one, else (local only) the host shell."""
-    if env.remote or env.shell is not None:
+    """The environment's reported shell if it has one, else the host user shell (§4.1 step 9).
+
+    A remote environment that reports no shell still runs commands with the host user shell
+    (Codex falls back to the session shell); only an explicit `shell` assertion against it
+    fails, in `remote_command`.
+    """
+    if env.shell is not None:
         return reported_shell(env.id, env.shell)
     return host_user_shell(facts)
 
@@ -110,9 +115,21 @@ class DerivedCommand:
 
 
 def remote_command(
-    env_id: str, shell: ReportedShell | None, requested: str | None, cmd: str, login: bool
+    env_id: str,
+    shell: ReportedShell | None,
+    requested: str | None,
+    cmd: str,
+    login: bool,
+    fallback: Shell | None = None,
 ) -> DerivedCommand | ToolError:
-    """Remote Direct mode: the reported shell runs; `requested` is only checked (§4.3)."""
+    """Remote Direct mode: the reported shell runs; `requested` is only checked (§4.3).
+
+    Without a reported shell and without `requested`, `fallback` (the host user shell) runs.
+    """
+    if shell is None and requested is None and fallback is not None:
+        return DerivedCommand(
+            tuple(derive_exec_args(fallback.type, fallback.path, cmd, login)), fallback
+        )
     found = reported_shell(env_id, shell)
     if isinstance(found, ToolError):
         return found

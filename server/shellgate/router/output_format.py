@@ -243,8 +243,11 @@ def unified_response_text(
 
 # --- aborts and errors ---------------------------------------------------------------------
 
-# Older Codex's shell-family names; of shellgate's tools only `shell_command` is one.
-_SHELL_FAMILY = frozenset({"shell", "container.exec", "local_shell", "shell_command"})
+# Codex's shell-family names (core/src/tools/parallel.rs); of shellgate's tools only
+# `shell_command` is one. `exec_command`/`write_stdin` get the short form.
+_SHELL_FAMILY = frozenset(
+    {"shell", "container.exec", "local_shell", "shell_command", "unified_exec"}
+)
 
 
 def abort_message(tool_name: str, elapsed_ms: float) -> str:

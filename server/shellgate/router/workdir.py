@@ -26,9 +26,19 @@ def _normalize(parts: list[str], root: str, sep: str) -> str:
 
 
 def join_path(base: str, path: str) -> str:
-    """`base` joined with `path`: an absolute `path` replaces the base; `.`/`..` resolved."""
-    if is_windows_path(base) or is_windows_path(path):
-        full = path if is_windows_path(path) else base.rstrip("\\/") + "\\" + path
+    """`base` joined with `path`: an absolute `path` replaces the base; `.`/`..` resolved.
+
+    The path convention is the base's (spec 02 §2: carried by the environment cwd), so on a
+    POSIX base `C:\\x` is an ordinary relative name; on a Windows base a rooted path without
+    a drive (`\\x`, `/x`) keeps the base's drive.
+    """
+    if is_windows_path(base):
+        if is_windows_path(path):
+            full = path
+        elif path.startswith(("\\", "/")):
+            full = base[:2] + path
+        else:
+            full = base.rstrip("\\/") + "\\" + path
         full = full.replace("/", "\\")
         root_len = 2 if full.startswith("\\\\") else 3
         root = full[:root_len]
