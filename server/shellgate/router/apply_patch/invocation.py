@@ -152,8 +152,9 @@ def _heredoc_body(redirect: Node) -> Node | None:
     kinds = [child.type for child in named]
     if kinds != ["heredoc_start", "heredoc_body", "heredoc_end"]:
         return None
-    if any(child.is_missing or child.has_error for child in named):
-        return None
+    # A MISSING terminator (the script ends inside the body) still matches, as in Codex's
+    # tree-sitter query: bash reads such a heredoc to the end of the script, so the whole
+    # remaining text is the patch.
     return named[1]
 
 
