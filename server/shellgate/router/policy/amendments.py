@@ -5,6 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+# Rust's `str::trim` set (Unicode White_Space), narrower than Python's `str.strip()`.
+_RUST_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
 
 class AmendError(ValueError):
     """An amendment cannot be written; `kind` is Codex's error variant name."""
@@ -32,7 +38,7 @@ def network_rule_line(
     host: str, protocol: str, decision: str, justification: str | None = None
 ) -> str:
     """`network_rule(host=…, protocol=…, decision=…[, justification=…])`; validates inputs."""
-    host = host.strip()
+    host = host.strip(_RUST_WHITESPACE)
     if not host:
         raise AmendError("EmptyNetworkHost", "network rule host cannot be empty")
     if protocol not in ("http", "https"):

@@ -17,6 +17,14 @@ from shellgate.router.policy.paths import normalize_absolute, path_basename
 from shellgate.router.policy.rules_errors import Span
 from shellgate.router.shlex_rs import shlex_split
 
+# Rust's `char::is_whitespace` (Unicode White_Space); Python's `str.isspace` also accepts
+# U+001C..U+001F, which Rust does not.
+_RUST_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
 
 class BuiltinFailure(Exception):
     """A builtin rejected its arguments (message without location)."""
@@ -123,7 +131,7 @@ def _example(value: object) -> tuple[str, ...]:
 
 
 def _justification(raw: str | None) -> str | None:
-    if raw is not None and not raw.strip():
+    if raw is not None and not raw.strip(_RUST_WHITESPACE):
         raise BuiltinFailure("invalid rule: justification cannot be empty")
     return raw
 
@@ -153,7 +161,7 @@ def _prefix_rule(b: PolicyBuilder, args: dict[str, Any], span: Span) -> None:
 
 def normalize_network_host(raw: str) -> str:
     """Normalise a `network_rule` host (spec 04 §1.3); raises ValueError with Codex's text."""
-    host = raw.strip()
+    host = raw.strip(_RUST_WHITESPACE)
     if not host:
         raise ValueError("network_rule host cannot be empty")
     if "://" in host or any(c in host for c in "/?#"):
@@ -172,12 +180,13 @@ def normalize_network_host(raw: str) -> str:
         candidate, _, port = host.rpartition(":")
         if candidate and port and port.isascii() and port.isdigit():
             host = candidate
-    normalized = host.rstrip(".").strip().lower()
+    # Rust `trim_end_matches('.').trim().to_ascii_lowercase()`: only ASCII letters change case.
+    normalized = host.rstrip(".").strip(_RUST_WHITESPACE).translate(_ASCII_LOWER)
     if not normalized:
         raise ValueError("network_rule host cannot be empty")
     if "*" in normalized:
         raise ValueError("network_rule host must be a specific host; wildcards are not allowed")
-    if any(c.isspace() for c in normalized):
+    if any(c in _RUST_WHITESPACE for c in normalized):
         raise ValueError("network_rule host cannot contain whitespace")
     return normalized
 
