@@ -49,3 +49,14 @@ def test_overflow_body_truncated_replaces_total_lines() -> None:
         "... 940323 bytes omitted ...\n\n" + "a" * 20000 + "…252152 tokens truncated…"
     )
     assert body.endswith("…252152 tokens truncated…" + "b" * 20000)
+
+
+def test_powershell_prefix_compares_the_whole_prefix() -> None:
+    from shellgate.router.envelope import POWERSHELL_UTF8_PREFIX, launch_argv
+
+    near = "[Console]::OutputEncoding=[System.Text.Encoding]::UTF8; ls"
+    assert (
+        launch_argv(["pwsh", "-Command", near], "powershell")[-1] == POWERSHELL_UTF8_PREFIX + near
+    )
+    kept = "  " + POWERSHELL_UTF8_PREFIX + "ls"
+    assert launch_argv(["pwsh", "-Command", kept], "powershell")[-1] == kept

@@ -241,7 +241,8 @@ def launch_argv(argv: Sequence[str], shell_type: str | None) -> list[str]:
     out = list(argv)
     if shell_type == "powershell" and len(out) >= 2:
         script = out[-1]
-        if not script.lstrip().startswith(POWERSHELL_UTF8_PREFIX.rstrip("\n")):
+        # The whole prefix, newline included, as Codex compares it after trimming the start.
+        if not script.lstrip().startswith(POWERSHELL_UTF8_PREFIX):
             out[-1] = POWERSHELL_UTF8_PREFIX + script
     return out
 
