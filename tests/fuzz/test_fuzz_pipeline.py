@@ -17,7 +17,7 @@ from shellgate.router.projection import (
 from shellgate.router.wire_projection import projection_pb
 
 from tests.fuzz.strategies import argument_string, megabyte_items, output_item
-from tests.fuzz.support import COUNTS, FUZZ, host, timed, turns
+from tests.fuzz.support import COUNTS, FUZZ, MEGABYTE_ITEM_S, host, timed, turns
 
 OUTCOMES = (ApplyPatchToolCall, NoToolCallOutcome, ShellCall, ToolErrorOutcome, WriteStdinCall)
 TURNS = turns("/work")
@@ -71,5 +71,9 @@ def test_split_argument_strings_always_project(calls: list[tuple[str, str]]) -> 
 def test_megabyte_items_project_in_bounded_time() -> None:
     # One turn each: a MiB script costs seconds of tree-sitter work (linear, see docs).
     for item in megabyte_items():
-        timed("pipeline.megabyte", lambda item=item: _check(project(item, TURNS[0], HOST)))
+        timed(
+            "pipeline.megabyte",
+            lambda item=item: _check(project(item, TURNS[0], HOST)),
+            MEGABYTE_ITEM_S,
+        )
     assert COUNTS["pipeline.megabyte"] == len(megabyte_items())

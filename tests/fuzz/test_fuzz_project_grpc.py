@@ -22,7 +22,16 @@ from shellgate.router.projection import (
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
 from tests.fuzz.strategies import megabyte_items, output_item
-from tests.fuzz.support import COUNTS, FUZZ, PER_ITEM_S, SHELL_TOOLS, host, timed, turns
+from tests.fuzz.support import (
+    COUNTS,
+    FUZZ,
+    MEGABYTE_ITEM_S,
+    PER_ITEM_S,
+    SHELL_TOOLS,
+    host,
+    timed,
+    turns,
+)
 from tests.router_harness import Router, router_config, running_router
 
 ITEMS_PER_EXAMPLE = 4
@@ -98,7 +107,10 @@ def test_megabyte_items_over_grpc(router: Router) -> None:
         for item in megabyte_items():
             reply = timed(
                 "grpc.megabyte",
-                lambda item=item: stub.Project(_request(item, SHELL_TOOLS[0]), timeout=PER_ITEM_S),
+                lambda item=item: stub.Project(
+                    _request(item, SHELL_TOOLS[0]), timeout=MEGABYTE_ITEM_S
+                ),
+                MEGABYTE_ITEM_S,
             )
             assert reply.projection.WhichOneof("outcome")
     assert COUNTS["grpc.megabyte"] == len(megabyte_items())

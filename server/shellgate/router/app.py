@@ -20,6 +20,7 @@ from shellgate.router.environments import ReportedShell
 from shellgate.router.errors import PermissionDenied, ResourceExhausted
 from shellgate.router.pipeline import HostContext, RouterTurn
 from shellgate.router.policy_store import PolicyStore
+from shellgate.router.redaction import Redactor, load_values
 from shellgate.router.runtime.environments import (
     EnvironmentRegistry,
     LocalEnvironment,
@@ -74,6 +75,12 @@ class RouterApp:
         tokens = load_tokens(config.token_file) if config.token_file else ()
         self.auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))
         self._client_envs = {s: frozenset(e) for s, e in config.client_environments}
+        # Read once at start: a missing or bad values file refuses to start (ConfigError).
+        self.redactor: Redactor | None = (
+            Redactor(load_values(config.redact_values_files))
+            if config.redact_values_files
+            else None
+        )
         self.policy_store: PolicyStore | None = None
         if config.rules_dirs:
             self.policy_store = PolicyStore([Path(d).expanduser() for d in config.rules_dirs])

@@ -4,13 +4,40 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fnmatch
 import logging
+import os
 import signal
 import sys
 
+from shellgate.execserver.env_policy import DEFAULT_EXCLUDES
 from shellgate.router.config import ConfigError, load_config
 from shellgate.router.policy import RulesLoadError
+from shellgate.router.redaction import install_log_filter
 from shellgate.router.server import serve_forever, start_router
+
+_REEXEC_MARK = "SHELLGATE_ROUTER_SCRUBBED"
+
+
+def _is_secret_name(name: str) -> bool:
+    """True for the default-excluded names (*KEY*, *SECRET*, *TOKEN*, any case)."""
+    return any(fnmatch.fnmatchcase(name.upper(), pattern) for pattern in DEFAULT_EXCLUDES)
+
+
+def scrub_and_reexec() -> None:
+    """Re-execute `shellgate serve` without secret-looking variables (spec 06 §9).
+
+    Commands inherit from the router's environment, and any local user can read
+    /proc/<router pid>/environ of their parent: credentials belong in files, so the router
+    drops them from its own environment before it starts. Exec keeps the pid and fds.
+    """
+    if os.environ.get(_REEXEC_MARK) == "1" or sys.argv[1:2] != ["serve"]:
+        return
+    if not any(_is_secret_name(name) for name in os.environ):
+        return
+    env = {k: v for k, v in os.environ.items() if not _is_secret_name(k)}
+    env[_REEXEC_MARK] = "1"
+    os.execve(sys.executable, [sys.executable, "-m", "shellgate.router.cli", *sys.argv[1:]], env)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +68,8 @@ async def _main(args: argparse.Namespace) -> int:
     except (ConfigError, OSError, RuntimeError) as exc:
         print(f"shellgate serve: cannot start: {exc}", file=sys.stderr)
         return 2
+    if router.app.redactor is not None:
+        install_log_filter(router.app.redactor)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     # Handlers first: a supervisor may send SIGTERM as soon as it sees the port.
@@ -65,5 +94,6 @@ def _reload(app: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point."""
+    scrub_and_reexec()
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     return asyncio.run(_main(args))

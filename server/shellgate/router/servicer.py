@@ -268,6 +268,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 projected, turn = await self._project(request, caller, turn_thread)
                 self._check_environments(caller, projected)
                 events = execute_call(projected, turn, ctx)
+            if self._app.redactor is not None:
+                events = self._app.redactor.events(events)
             async for event in events:
                 yield event_pb(event)
 
