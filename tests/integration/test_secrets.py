@@ -8,9 +8,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from shellgate.v1 import exec_pb2
+from shellgate.v1 import exec_pb2, router_pb2, router_pb2_grpc, shell_pb2
 from shellgate.v1 import exec_pb2_grpc as exec_grpc
-from shellgate.v1 import router_pb2, router_pb2_grpc, shell_pb2
 
 from tests.execserver_harness import daemon_subprocess, start_request
 from tests.router_harness import completed, execute, function_item, router_subprocess, turn

@@ -67,7 +67,7 @@ async def start_router(config: RouterConfig) -> RunningRouter:
         options=[
             ("grpc.max_receive_message_length", limits.max_message_bytes),
             ("grpc.max_send_message_length", limits.max_send_message_bytes),
-        ]
+        ],
     )
     router_pb2_grpc.add_ToolRouterServiceServicer_to_server(ToolRouterServicer(app), server)
     health = HealthServicer()
