@@ -77,7 +77,7 @@ def test_remote_exec_command_and_session(tmp_path: Path, daemon: tuple[object, i
                                          "c2"))  # fmt: skip
             assert done.session_id == 1000
             done = completed(await h.run(
-                "write_stdin", {"session_id": 1000, "chars": "ping\n", "yield_time_ms": 500},
+                "write_stdin", {"session_id": 1000, "chars": "ping\n", "yield_time_ms": 1500},
                 "c3"))  # fmt: skip
             assert done.output_text.endswith("Output:\nping\r\nping\r\n")
             done = completed(
