@@ -68,6 +68,13 @@ class ServerConfig:
     owner_ttl_ms: int = 30 * 60_000
     idempotency_ttl_ms: int = 5 * 60_000
     sweep_interval_ms: int = 1_000
+    # After a process exits, output may flow this long (a background grandchild holding
+    # the pipes) before the streams are cut and `closed` is emitted; a non-detached
+    # process's group is then killed (the classic 2 s drain, spec 05 §1.3).
+    exit_drain_ms: int = 2_000
+    # A Start stream holds its process back rather than lose output, but only while it makes
+    # progress: after this long without any, retention evicts (SLOW_CONSUMER gap).
+    slow_consumer_stall_ms: int = 2_000
     max_processes_per_caller: int = 64
     max_processes_total: int = 256
     max_argv_items: int = 4_096

@@ -10,6 +10,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 
+from shellgate.execserver.confine import Confinement
 from shellgate.execserver.errors import (
     FileNotFoundExecError,
     FileOperationError,
@@ -43,9 +44,11 @@ def _absolute(path: str, field: str) -> str:
     return path
 
 
-def read_file(path: str, max_bytes: int) -> bytes:
+def read_file(path: str, max_bytes: int, confine: Confinement | None = None) -> bytes:
     """Read a whole file, refusing files over max_bytes."""
     _absolute(path, "path")
+    if confine is not None:
+        path = confine.resolve(path, "path", follow_final=True)
     try:
         with open(path, "rb") as handle:
             data = handle.read(max_bytes + 1)
@@ -56,20 +59,33 @@ def read_file(path: str, max_bytes: int) -> bytes:
     return data
 
 
-def write_file(path: str, data: bytes, mode: int | None, create_parents: bool) -> None:
+def _default_mode(path: str, dir_fd: int | None = None) -> int:
+    try:
+        return stat.S_IMODE(os.stat(path, dir_fd=dir_fd).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def write_file(
+    path: str,
+    data: bytes,
+    mode: int | None,
+    create_parents: bool,
+    confine: Confinement | None = None,
+) -> None:
     """Write atomically: a temp file in the same folder, fsync, then rename over path."""
     _absolute(path, "path")
+    if confine is not None:
+        _write_confined(path, data, mode, create_parents, confine)
+        return
     folder = os.path.dirname(path)
     try:
         if create_parents:
             os.makedirs(folder, exist_ok=True)
         if mode is None:
-            try:
-                mode = stat.S_IMODE(os.stat(path).st_mode)
-            except FileNotFoundError:
-                umask = os.umask(0)
-                os.umask(umask)
-                mode = 0o666 & ~umask
+            mode = _default_mode(path)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".shellgate-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -85,15 +101,60 @@ def write_file(path: str, data: bytes, mode: int | None, create_parents: bool) -
         raise _os_error(exc) from exc
 
 
+def _write_confined(
+    path: str, data: bytes, mode: int | None, create_parents: bool, confine: Confinement
+) -> None:
+    # Everything happens relative to a folder handle verified to lie within a root, with
+    # O_NOFOLLOW on the temp file and a rename that replaces (never follows) a final
+    # symlink: swapping a folder for a symlink after the check cannot redirect the write.
+    resolved = confine.resolve(path, "path", follow_final=False)
+    folder, name = os.path.split(resolved)
+    try:
+        if create_parents:
+            os.makedirs(folder, exist_ok=True)
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _os_error(exc) from exc
+    try:
+        confine.check_dir_fd(dir_fd, "path")
+        if mode is None:
+            mode = _default_mode(name, dir_fd)
+        tmp = f".shellgate-{os.urandom(6).hex()}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fchmod(handle.fileno(), mode)
+                    os.fsync(handle.fileno())
+                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=dir_fd)
+                raise
+        except OSError as exc:
+            raise _os_error(exc) from exc
+    finally:
+        os.close(dir_fd)
+
+
 def with_suppressed_unlink(path: str) -> None:
     """Remove a leftover temp file, ignoring errors."""
     with contextlib.suppress(OSError):
         os.unlink(path)
 
 
-def remove(path: str, recursive: bool, missing_ok: bool) -> None:
+def remove(
+    path: str, recursive: bool, missing_ok: bool, confine: Confinement | None = None
+) -> None:
     """Remove a file, an empty directory, or (recursive) a whole tree."""
     _absolute(path, "path")
+    if confine is not None:
+        # The entry itself goes (a symlink is removed, not its target); rmtree never
+        # follows symlinks below it.
+        path = confine.resolve(path, "path", follow_final=False)
     try:
         if os.path.isdir(path) and not os.path.islink(path):
             if recursive:
@@ -111,10 +172,15 @@ def remove(path: str, recursive: bool, missing_ok: bool) -> None:
         raise _os_error(exc) from exc
 
 
-def rename(from_path: str, to_path: str, create_parents: bool) -> None:
+def rename(
+    from_path: str, to_path: str, create_parents: bool, confine: Confinement | None = None
+) -> None:
     """Rename (replacing an existing destination file)."""
     _absolute(from_path, "from_path")
     _absolute(to_path, "to_path")
+    if confine is not None:
+        from_path = confine.resolve(from_path, "from_path", follow_final=False)
+        to_path = confine.resolve(to_path, "to_path", follow_final=False)
     try:
         if create_parents:
             os.makedirs(os.path.dirname(to_path), exist_ok=True)
@@ -123,9 +189,11 @@ def rename(from_path: str, to_path: str, create_parents: bool) -> None:
         raise _os_error(exc) from exc
 
 
-def stat_path(path: str, follow_symlinks: bool) -> FileStat:
+def stat_path(path: str, follow_symlinks: bool, confine: Confinement | None = None) -> FileStat:
     """Metadata of path; a missing path is exists=False, not an error."""
     _absolute(path, "path")
+    if confine is not None:
+        path = confine.resolve(path, "path", follow_final=follow_symlinks)
     try:
         st = os.stat(path, follow_symlinks=follow_symlinks)
     except FileNotFoundError:
@@ -143,9 +211,11 @@ def stat_path(path: str, follow_symlinks: bool) -> FileStat:
     return FileStat(True, kind, st.st_size, stat.S_IMODE(st.st_mode), st.st_mtime_ns // 10**6)
 
 
-def make_directory(path: str, parents: bool) -> None:
+def make_directory(path: str, parents: bool, confine: Confinement | None = None) -> None:
     """mkdir, or `mkdir -p` with parents."""
     _absolute(path, "path")
+    if confine is not None:
+        path = confine.resolve(path, "path", follow_final=True)
     try:
         if parents:
             os.makedirs(path, exist_ok=True)

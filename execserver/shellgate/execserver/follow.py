@@ -22,6 +22,8 @@ class Gap:
 
     first: int
     last: int
+    # True when they were evicted because this (paced) follower stalled.
+    slow_consumer: bool = False
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class Exited:
     seq: int
     status: ExitStatus
     timed_out: bool
+    # The denial verdict over the output seen up to the exit.
+    sandbox_denied: bool = False
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class Closed:
     """The closed event (the last one)."""
 
     seq: int
+    # The final denial verdict over all output.
+    sandbox_denied: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,9 +61,11 @@ def pending_events(proc: ManagedProcess, cursor: int) -> list[Event]:
     ret = proc.retention
     items: list[SeqChunk | Exited | Closed] = list(ret.chunks_after(cursor))
     if ret.exited_seq is not None and ret.exited_seq > cursor and ret.exit_status is not None:
-        items.append(Exited(ret.exited_seq, ret.exit_status, proc.timed_out))
+        items.append(
+            Exited(ret.exited_seq, ret.exit_status, proc.timed_out, proc.denied_at_exit)
+        )
     if ret.closed_seq is not None and ret.closed_seq > cursor:
-        items.append(Closed(ret.closed_seq))
+        items.append(Closed(ret.closed_seq, proc.sandbox_denied))
     items.sort(key=lambda e: e.seq)
     events: list[Event] = []
     expected = cursor + 1
@@ -69,20 +77,32 @@ def pending_events(proc: ManagedProcess, cursor: int) -> list[Event]:
     return events
 
 
-async def follow(proc: ManagedProcess, after_seq: int) -> AsyncIterator[Event]:
-    """Yield events after after_seq until closed; counts as attached while running."""
+async def follow(
+    proc: ManagedProcess, after_seq: int, *, pacer: int | None = None
+) -> AsyncIterator[Event]:
+    """Yield events after after_seq until closed; counts as attached while running.
+
+    A paced follower (the Start stream, `pacer` from `proc.add_pacer()`, removed by the
+    caller) holds the process back instead of losing output, until it stalls for the
+    process's stall_ms; its later gaps are SLOW_CONSUMER ones.
+    """
     cursor = after_seq
     proc.attached += 1
     idle_reported = False
+    token = pacer
     try:
         while True:
             changed = proc.changed  # take the event before reading state: no lost wakeups
             events = pending_events(proc, cursor)
             for event in events:
+                if isinstance(event, Gap) and token is not None and not proc.is_pacer(token):
+                    event = Gap(event.first, event.last, slow_consumer=True)
                 yield event
                 if isinstance(event, SeqChunk | Exited | Closed):
                     cursor = event.seq
                     idle_reported = False
+                if isinstance(event, SeqChunk) and token is not None:
+                    proc.pacer_progress(token, event.end)
                 if isinstance(event, Closed):
                     return
             if events:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from shellgate.execserver.awaiting_input import is_awaiting_input
 from shellgate.execserver.backends.base import ExitStatus, ProcessHandle, Signal, SpawnRequest
+from shellgate.execserver.denial import DenialScanner
 from shellgate.execserver.retention import Retention
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,12 @@ class ManagedProcess:
     owner_ttl_ms: int
     sandboxed: bool
     clock: Clock
+    # After the exit, how long output may keep flowing (a background grandchild holding
+    # the pipes) before the streams are cut and `closed` is emitted.
+    exit_drain_ms: int = 2_000
+    # How long a paced follower (the Start stream) may make no progress before the pump
+    # stops waiting for it and lets retention evict what it has not delivered.
+    stall_ms: int = 2_000
     started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     last_activity: float = 0.0
     last_activity_ms: int = 0
@@ -50,11 +57,70 @@ class ManagedProcess:
     failure: str = ""
     attached: int = 0
     terminated: bool = False
+    denied_at_exit: bool = False
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _scanner: DenialScanner = field(default_factory=DenialScanner)
+    # Paced followers: token → total output bytes delivered to them.
+    _pacers: dict[int, int] = field(default_factory=dict)
+    _next_token: int = 0
+    _progress: asyncio.Event | None = None
 
     def __post_init__(self) -> None:
         self.touch()
+
+    def add_pacer(self) -> int:
+        """Register a follower the pump must not outrun by more than the retention bound."""
+        self._next_token += 1
+        self._pacers[self._next_token] = self.retention.added_bytes
+        return self._next_token
+
+    def pacer_progress(self, token: int, end: int) -> bool:
+        """Record delivery through byte `end`; False once the pacer was dropped as stalled."""
+        if token not in self._pacers:
+            return False
+        self._pacers[token] = end
+        if self._progress is not None:
+            self._progress.set()
+        return True
+
+    def remove_pacer(self, token: int) -> None:
+        """The follower ended."""
+        self._pacers.pop(token, None)
+        if self._progress is not None:
+            self._progress.set()
+
+    def is_pacer(self, token: int) -> bool:
+        """Still paced (not dropped as a slow consumer)."""
+        return token in self._pacers
+
+    async def _pace(self, size: int) -> None:
+        # Adding `size` bytes must not evict anything a paced follower has not delivered:
+        # wait for it, but never longer than stall_ms without progress, so a consumer that
+        # stopped reading cannot block the process (it then sees a SLOW_CONSUMER gap).
+        ret = self.retention
+        while self._pacers:
+            slowest = min(self._pacers.values())
+            if ret.added_bytes + size - slowest <= ret.max_bytes:
+                return
+            self._progress = asyncio.Event()
+            try:
+                async with asyncio.timeout(self.stall_ms / 1000):
+                    await self._progress.wait()
+            except TimeoutError:
+                for token, end in list(self._pacers.items()):
+                    if end == slowest:
+                        del self._pacers[token]
+            finally:
+                self._progress = None
+
+    @property
+    def sandbox_denied(self) -> bool:
+        """The sandbox-denial verdict (spec 05 §1.3) over all output so far; False until exit."""
+        status = self.retention.exit_status
+        if status is None:
+            return False
+        return self._scanner.denied(status, self.timed_out, self.sandboxed)
 
     def touch(self) -> None:
         """Record caller activity (Attach, Read, Write) for the owner TTL."""
@@ -88,19 +154,37 @@ class ManagedProcess:
             self._tasks.append(asyncio.create_task(self._watchdog(timeout_ms)))
 
     async def _pump(self) -> None:
+        scan = self.sandboxed
+
         async def outputs() -> None:
-            async for chunk in self.handle.output():
-                self.retention.add_output(chunk.stream, chunk.data)
-                self._notify()
+            output = self.handle.output()
+            try:
+                async for chunk in output:
+                    await self._pace(len(chunk.data))
+                    if scan:
+                        self._scanner.feed(chunk.stream, chunk.data)
+                    self.retention.add_output(chunk.stream, chunk.data)
+                    self._notify()
+            finally:
+                # Closing the generator abandons the streams (the backend stops reading).
+                aclose = getattr(output, "aclose", None)
+                if aclose is not None:
+                    await aclose()
 
         reader = asyncio.create_task(outputs())
+        cut = False
         try:
             status = await self.handle.wait()
             if status.environment_lost:
                 self.failure = status.environment_lost
             self.retention.mark_exited(status)
+            self.denied_at_exit = self.sandbox_denied
             self._notify()
-            await reader
+            # A background grandchild may hold the pipes open: bounded drain, then cut.
+            done, _ = await asyncio.wait({reader}, timeout=self.exit_drain_ms / 1000)
+            cut = not done
+            if done:
+                await reader  # surfaces a reader failure
         finally:
             if not reader.done():
                 reader.cancel()
@@ -109,6 +193,9 @@ class ManagedProcess:
         self.retention.mark_closed()
         self.closed_at = self.clock()
         self._notify()
+        if cut and not self.detached:
+            # Whatever still holds the pipes belongs to a classic command that is over.
+            await self.terminate_quietly()
 
     async def _watchdog(self, timeout_ms: int) -> None:
         await asyncio.sleep(timeout_ms / 1000)

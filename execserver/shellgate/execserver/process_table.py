@@ -27,6 +27,8 @@ class TableLimits:
     exited_retention_ms: int = 30_000
     owner_ttl_ms: int = 30 * 60_000
     idempotency_ttl_ms: int = 5 * 60_000
+    exit_drain_ms: int = 2_000
+    slow_consumer_stall_ms: int = 2_000
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,14 @@ class ProcessTable:
         self._procs: dict[str, ManagedProcess] = {}
         self._idempotent: dict[tuple[str, str], tuple[asyncio.Future[str], float]] = {}
         self._pending = 0
+        self._pending_by_caller: dict[str, int] = {}
+        # Disposal of evicted entries, owned here so shutdown can wait for it.
+        self._disposing: set[asyncio.Task[None]] = set()
         self._draining = False
 
     def _count(self, caller: str) -> int:
-        return sum(1 for p in self._procs.values() if p.caller == caller)
+        live = sum(1 for p in self._procs.values() if p.caller == caller)
+        return live + self._pending_by_caller.get(caller, 0)
 
     async def start(self, spec: StartSpec) -> tuple[ManagedProcess, bool]:
         """Spawn (or, for a known request_id, return the existing process and True)."""
@@ -71,16 +77,25 @@ class ProcessTable:
                 # Same id → same process, even while the first Start is still spawning.
                 process_id = await asyncio.shield(known[0])
                 return self.get(spec.caller, process_id), True
-        # Limits are checked before spawning so a flood fails fast.
-        if len(self._procs) + self._pending >= self._limits.max_processes_total:
+        # Limits are checked before spawning so a flood fails fast; spawns in flight count.
+        # Closed processes only wait out their retention: the oldest make room first.
+        limits = self._limits
+        over_total = len(self._procs) + self._pending - limits.max_processes_total + 1
+        if over_total > 0:
+            self._evict_closed(None, over_total)
+        if len(self._procs) + self._pending >= limits.max_processes_total:
             raise LimitExceededError("too many processes on this daemon")
-        if self._count(spec.caller) >= self._limits.max_processes_per_caller:
+        over_caller = self._count(spec.caller) - limits.max_processes_per_caller + 1
+        if over_caller > 0:
+            self._evict_closed(spec.caller, over_caller)
+        if self._count(spec.caller) >= limits.max_processes_per_caller:
             raise LimitExceededError("too many processes for this caller")
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         if key is not None:
             expires = self._clock() + self._limits.idempotency_ttl_ms / 1000
             self._idempotent[key] = (future, expires)
         self._pending += 1
+        self._pending_by_caller[spec.caller] = self._pending_by_caller.get(spec.caller, 0) + 1
         try:
             handle = await self._backend.start(spec.spawn)
         except BaseException as exc:
@@ -91,6 +106,7 @@ class ProcessTable:
             raise
         finally:
             self._pending -= 1
+            self._pending_by_caller[spec.caller] -= 1
         proc = ManagedProcess(
             process_id=uuid.uuid4().hex,
             caller=spec.caller,
@@ -102,11 +118,27 @@ class ProcessTable:
             owner_ttl_ms=spec.owner_ttl_ms or self._limits.owner_ttl_ms,
             sandboxed=spec.sandboxed,
             clock=self._clock,
+            exit_drain_ms=self._limits.exit_drain_ms,
+            stall_ms=self._limits.slow_consumer_stall_ms,
         )
         self._procs[proc.process_id] = proc
         proc.start_tasks(spec.timeout_ms)
         future.set_result(proc.process_id)
         return proc, False
+
+    def _evict_closed(self, caller: str | None, count: int) -> None:
+        # Synchronous removal (concurrent Starts see the room at once); the leftovers of a
+        # closed process are released in the background.
+        closed = sorted(
+            (p for p in self._procs.values()
+             if p.closed_at is not None and (caller is None or p.caller == caller)),
+            key=lambda p: p.closed_at or 0.0,
+        )
+        for proc in closed[:count]:
+            del self._procs[proc.process_id]
+            task = asyncio.get_running_loop().create_task(proc.dispose())
+            self._disposing.add(task)
+            task.add_done_callback(self._disposing.discard)
 
     def get(self, caller: str, process_id: str) -> ManagedProcess:
         """The caller's process; other callers' processes are NOT_FOUND, not forbidden."""
@@ -160,5 +192,6 @@ class ProcessTable:
         """Refuse new starts and kill every process group."""
         self._draining = True
         procs, self._procs = list(self._procs.values()), {}
-        await asyncio.gather(*(p.dispose() for p in procs), return_exceptions=True)
+        await asyncio.gather(*(p.dispose() for p in procs), *self._disposing,
+                             return_exceptions=True)
         await self._backend.aclose()

@@ -18,6 +18,8 @@ class SeqChunk:
     seq: int
     stream: Stream
     data: bytes
+    # Total output bytes of the process through this chunk (paces live followers).
+    end: int = 0
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class Retention:
         self._max_bytes = max_bytes
         self._chunks: deque[SeqChunk] = deque()
         self._bytes = 0
+        self._added = 0
         self._next_seq = 1
         self.exit_status: ExitStatus | None = None
         self.exited_seq: int | None = None
@@ -66,6 +69,16 @@ class Retention:
     def next_seq(self) -> int:
         """The seq the next event will take."""
         return self._next_seq
+
+    @property
+    def max_bytes(self) -> int:
+        """The retention bound."""
+        return self._max_bytes
+
+    @property
+    def added_bytes(self) -> int:
+        """Output bytes ever added (retained or evicted)."""
+        return self._added
 
     @property
     def retained_bytes(self) -> int:
@@ -79,7 +92,8 @@ class Retention:
 
     def add_output(self, stream: Stream, data: bytes) -> SeqChunk:
         """Append a chunk (takes the next seq), evicting the oldest whole chunks past the bound."""
-        chunk = SeqChunk(self._next_seq, stream, data)
+        self._added += len(data)
+        chunk = SeqChunk(self._next_seq, stream, data, self._added)
         self._next_seq += 1
         self._chunks.append(chunk)
         self._bytes += len(data)
@@ -107,16 +121,20 @@ class Retention:
 
     def read(self, after_seq: int, max_bytes: int | None) -> ReadResult:
         """Select retained chunks after `after_seq` under `max_bytes` (the spec's rule)."""
+        candidates = self.chunks_after(after_seq)
         seqs, next_seq = select_chunks(
-            [(c.seq, len(c.data)) for c in self._chunks if c.seq > after_seq],
-            self._next_seq,
-            after_seq,
-            max_bytes,
+            [(c.seq, len(c.data)) for c in candidates], self._next_seq, after_seq, max_bytes
         )
-        wanted = set(seqs)
-        chunks = tuple(c for c in self._chunks if c.seq in wanted)
-        return ReadResult(chunks, next_seq)
+        # select_chunks takes a prefix of the candidates.
+        return ReadResult(tuple(candidates[: len(seqs)]), next_seq)
 
     def chunks_after(self, after_seq: int) -> list[SeqChunk]:
         """All retained chunks with seq > after_seq (for Attach replay)."""
-        return [c for c in self._chunks if c.seq > after_seq]
+        # Scan from the newest end: a live follower is usually only a few chunks behind.
+        found: list[SeqChunk] = []
+        for chunk in reversed(self._chunks):
+            if chunk.seq <= after_seq:
+                break
+            found.append(chunk)
+        found.reverse()
+        return found

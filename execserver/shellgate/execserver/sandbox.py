@@ -13,7 +13,8 @@ from functools import lru_cache
 from shellgate.execserver.errors import SandboxUnavailableError
 
 NETWORK_DISABLED_ENV = "CODEX_SANDBOX_NETWORK_DISABLED"
-_DENIAL_MARKERS = (
+# Case-insensitive substrings that make a failed sandboxed run a denial (spec 05 §1.3).
+DENIAL_MARKERS = (
     "operation not permitted",
     "permission denied",
     "read-only file system",
@@ -97,7 +98,7 @@ def is_sandbox_denied(
         return False
     for text in outputs.values():
         lowered = text.lower()
-        if any(marker in lowered for marker in _DENIAL_MARKERS):
+        if any(marker in lowered for marker in DENIAL_MARKERS):
             return True
     if exit_code in (2, 126, 127):
         return False

@@ -97,6 +97,8 @@ async def start_server(config: ServerConfig) -> RunningServer:
         exited_retention_ms=config.exited_retention_ms,
         owner_ttl_ms=config.owner_ttl_ms,
         idempotency_ttl_ms=config.idempotency_ttl_ms,
+        exit_drain_ms=config.exit_drain_ms,
+        slow_consumer_stall_ms=config.slow_consumer_stall_ms,
     )
     table = ProcessTable(backend, limits)
     servicer = ExecServicer(config, table, host_info, auth)

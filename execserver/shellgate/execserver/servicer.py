@@ -14,6 +14,7 @@ from shellgate.execserver.auth import Authenticator
 from shellgate.execserver.backends.base import SpawnRequest
 from shellgate.execserver.boundary import streaming, unary
 from shellgate.execserver.config import ServerConfig
+from shellgate.execserver.confine import Confinement
 from shellgate.execserver.env_policy import exec_server_child_env
 from shellgate.execserver.errors import (
     InvalidArgumentError,
@@ -41,15 +42,26 @@ def _event_pb(event: Event) -> pb.ProcessEvent:
         return pb.ProcessEvent(output=convert.chunk_pb(event))
     if isinstance(event, Exited):
         status = convert.exit_status_pb(event.status, event.timed_out)
-        return pb.ProcessEvent(exited=pb.ProcessExited(seq=event.seq, status=status))
+        exited = pb.ProcessExited(
+            seq=event.seq, status=status, sandbox_denied=event.sandbox_denied
+        )
+        return pb.ProcessEvent(exited=exited)
     if isinstance(event, Closed):
-        return pb.ProcessEvent(closed=pb.ProcessClosed(seq=event.seq))
+        closed = pb.ProcessClosed(seq=event.seq, sandbox_denied=event.sandbox_denied)
+        return pb.ProcessEvent(closed=closed)
     if isinstance(event, Gap):
-        gap = pb.OutputGap(first_seq=event.first, last_seq=event.last,
-                           reason=pb.GAP_REASON_EVICTED)
+        reason = pb.GAP_REASON_SLOW_CONSUMER if event.slow_consumer else pb.GAP_REASON_EVICTED
+        gap = pb.OutputGap(first_seq=event.first, last_seq=event.last, reason=reason)
         return pb.ProcessEvent(gap=gap)
     assert isinstance(event, Awaiting)
     return pb.ProcessEvent(awaiting_input=pb.AwaitingInput(last_seq=event.last_seq))
+
+
+def _confinement(request: Any) -> Confinement | None:
+    """The file-operation confinement a request carries (None without a sandbox)."""
+    if not request.HasField("sandbox"):
+        return None
+    return Confinement.from_spec(convert.sandbox_from_pb(request.sandbox))
 
 
 class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
@@ -143,6 +155,8 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
             failed = pb.SpawnFailed(errno=exc.errno, message=exc.message)
             yield pb.StartResponse(event=pb.ProcessEvent(spawn_failed=failed))
             return
+        # Paced from the first byte: registered before the pump task gets to run.
+        pacer = None if reused else proc.add_pacer()
         started = pb.ProcessStarted(
             process_id=proc.process_id,
             pid=proc.handle.pgid or 0,
@@ -152,10 +166,12 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         completed = False
         try:
             yield pb.StartResponse(event=pb.ProcessEvent(started=started))
-            async for event in follow(proc, 0):
+            async for event in follow(proc, 0, pacer=pacer):
                 yield pb.StartResponse(event=_event_pb(event))
             completed = True
         finally:
+            if pacer is not None:
+                proc.remove_pacer(pacer)
             if not completed and not proc.detached and not reused:
                 # The stream ended early (client gone): a classic command dies with it.
                 self._spawn_cleanup(proc)
@@ -208,6 +224,7 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
             exited=proc.exited,
             closed=proc.closed,
             failure=proc.failure,
+            sandbox_denied=proc.sandbox_denied,
         )
         status = proc.exit_status()
         if status is not None:
@@ -299,7 +316,9 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
     async def ReadFile(self, request: pb.ReadFileRequest, context: Ctx) -> pb.ReadFileResponse:
         """Read a file."""
         self._caller(context)
-        data = await asyncio.to_thread(files.read_file, request.path, self._config.max_file_bytes)
+        data = await asyncio.to_thread(
+            files.read_file, request.path, self._config.max_file_bytes, _confinement(request)
+        )
         return pb.ReadFileResponse(data=data)
 
     @unary
@@ -312,7 +331,12 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
             raise InvalidArgumentError(f"data is larger than {self._config.max_file_bytes} bytes")
         mode = request.mode if request.HasField("mode") else None
         await asyncio.to_thread(
-            files.write_file, request.path, request.data, mode, request.create_parents
+            files.write_file,
+            request.path,
+            request.data,
+            mode,
+            request.create_parents,
+            _confinement(request),
         )
         return pb.WriteFileResponse()
 
@@ -320,7 +344,10 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
     async def Remove(self, request: pb.RemoveRequest, context: Ctx) -> pb.RemoveResponse:
         """Remove a path."""
         self._caller(context)
-        await asyncio.to_thread(files.remove, request.path, request.recursive, request.missing_ok)
+        await asyncio.to_thread(
+            files.remove, request.path, request.recursive, request.missing_ok,
+            _confinement(request),
+        )
         return pb.RemoveResponse()
 
     @unary
@@ -328,7 +355,8 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         """Rename a path."""
         self._caller(context)
         await asyncio.to_thread(
-            files.rename, request.from_path, request.to_path, request.create_parents
+            files.rename, request.from_path, request.to_path, request.create_parents,
+            _confinement(request),
         )
         return pb.RenameResponse()
 
@@ -336,7 +364,9 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
     async def Stat(self, request: pb.StatRequest, context: Ctx) -> pb.StatResponse:
         """Path metadata."""
         self._caller(context)
-        st = await asyncio.to_thread(files.stat_path, request.path, request.follow_symlinks)
+        st = await asyncio.to_thread(
+            files.stat_path, request.path, request.follow_symlinks, _confinement(request)
+        )
         return convert.stat_pb(st)
 
     @unary
@@ -345,7 +375,9 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
     ) -> pb.MakeDirectoryResponse:
         """Create a directory."""
         self._caller(context)
-        await asyncio.to_thread(files.make_directory, request.path, request.parents)
+        await asyncio.to_thread(
+            files.make_directory, request.path, request.parents, _confinement(request)
+        )
         return pb.MakeDirectoryResponse()
 
 

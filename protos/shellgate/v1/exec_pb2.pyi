@@ -230,18 +230,22 @@ class ExitStatus(_message.Message):
     def __init__(self, code: _Optional[int] = ..., signal: _Optional[int] = ..., timed_out: _Optional[bool] = ...) -> None: ...
 
 class ProcessExited(_message.Message):
-    __slots__ = ("seq", "status")
+    __slots__ = ("seq", "status", "sandbox_denied")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_DENIED_FIELD_NUMBER: _ClassVar[int]
     seq: int
     status: ExitStatus
-    def __init__(self, seq: _Optional[int] = ..., status: _Optional[_Union[ExitStatus, _Mapping]] = ...) -> None: ...
+    sandbox_denied: bool
+    def __init__(self, seq: _Optional[int] = ..., status: _Optional[_Union[ExitStatus, _Mapping]] = ..., sandbox_denied: _Optional[bool] = ...) -> None: ...
 
 class ProcessClosed(_message.Message):
-    __slots__ = ("seq",)
+    __slots__ = ("seq", "sandbox_denied")
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_DENIED_FIELD_NUMBER: _ClassVar[int]
     seq: int
-    def __init__(self, seq: _Optional[int] = ...) -> None: ...
+    sandbox_denied: bool
+    def __init__(self, seq: _Optional[int] = ..., sandbox_denied: _Optional[bool] = ...) -> None: ...
 
 class AwaitingInput(_message.Message):
     __slots__ = ("last_seq",)
@@ -320,20 +324,22 @@ class ReadRequest(_message.Message):
     def __init__(self, process_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., max_bytes: _Optional[int] = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class ReadResponse(_message.Message):
-    __slots__ = ("chunks", "next_seq", "exited", "exit_status", "closed", "failure")
+    __slots__ = ("chunks", "next_seq", "exited", "exit_status", "closed", "failure", "sandbox_denied")
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
     NEXT_SEQ_FIELD_NUMBER: _ClassVar[int]
     EXITED_FIELD_NUMBER: _ClassVar[int]
     EXIT_STATUS_FIELD_NUMBER: _ClassVar[int]
     CLOSED_FIELD_NUMBER: _ClassVar[int]
     FAILURE_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_DENIED_FIELD_NUMBER: _ClassVar[int]
     chunks: _containers.RepeatedCompositeFieldContainer[OutputChunk]
     next_seq: int
     exited: bool
     exit_status: ExitStatus
     closed: bool
     failure: str
-    def __init__(self, chunks: _Optional[_Iterable[_Union[OutputChunk, _Mapping]]] = ..., next_seq: _Optional[int] = ..., exited: _Optional[bool] = ..., exit_status: _Optional[_Union[ExitStatus, _Mapping]] = ..., closed: _Optional[bool] = ..., failure: _Optional[str] = ...) -> None: ...
+    sandbox_denied: bool
+    def __init__(self, chunks: _Optional[_Iterable[_Union[OutputChunk, _Mapping]]] = ..., next_seq: _Optional[int] = ..., exited: _Optional[bool] = ..., exit_status: _Optional[_Union[ExitStatus, _Mapping]] = ..., closed: _Optional[bool] = ..., failure: _Optional[str] = ..., sandbox_denied: _Optional[bool] = ...) -> None: ...
 
 class WriteRequest(_message.Message):
     __slots__ = ("process_id", "data")
@@ -438,10 +444,12 @@ class ListResponse(_message.Message):
     def __init__(self, processes: _Optional[_Iterable[_Union[ProcessInfo, _Mapping]]] = ...) -> None: ...
 
 class ReadFileRequest(_message.Message):
-    __slots__ = ("path",)
+    __slots__ = ("path", "sandbox")
     PATH_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
     path: str
-    def __init__(self, path: _Optional[str] = ...) -> None: ...
+    sandbox: _shell_pb2.SandboxRequest
+    def __init__(self, path: _Optional[str] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ...) -> None: ...
 
 class ReadFileResponse(_message.Message):
     __slots__ = ("data",)
@@ -450,56 +458,64 @@ class ReadFileResponse(_message.Message):
     def __init__(self, data: _Optional[bytes] = ...) -> None: ...
 
 class WriteFileRequest(_message.Message):
-    __slots__ = ("path", "data", "mode", "create_parents")
+    __slots__ = ("path", "data", "mode", "create_parents", "sandbox")
     PATH_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     CREATE_PARENTS_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
     path: str
     data: bytes
     mode: int
     create_parents: bool
-    def __init__(self, path: _Optional[str] = ..., data: _Optional[bytes] = ..., mode: _Optional[int] = ..., create_parents: _Optional[bool] = ...) -> None: ...
+    sandbox: _shell_pb2.SandboxRequest
+    def __init__(self, path: _Optional[str] = ..., data: _Optional[bytes] = ..., mode: _Optional[int] = ..., create_parents: _Optional[bool] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ...) -> None: ...
 
 class WriteFileResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class RemoveRequest(_message.Message):
-    __slots__ = ("path", "recursive", "missing_ok")
+    __slots__ = ("path", "recursive", "missing_ok", "sandbox")
     PATH_FIELD_NUMBER: _ClassVar[int]
     RECURSIVE_FIELD_NUMBER: _ClassVar[int]
     MISSING_OK_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
     path: str
     recursive: bool
     missing_ok: bool
-    def __init__(self, path: _Optional[str] = ..., recursive: _Optional[bool] = ..., missing_ok: _Optional[bool] = ...) -> None: ...
+    sandbox: _shell_pb2.SandboxRequest
+    def __init__(self, path: _Optional[str] = ..., recursive: _Optional[bool] = ..., missing_ok: _Optional[bool] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ...) -> None: ...
 
 class RemoveResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class RenameRequest(_message.Message):
-    __slots__ = ("from_path", "to_path", "create_parents")
+    __slots__ = ("from_path", "to_path", "create_parents", "sandbox")
     FROM_PATH_FIELD_NUMBER: _ClassVar[int]
     TO_PATH_FIELD_NUMBER: _ClassVar[int]
     CREATE_PARENTS_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
     from_path: str
     to_path: str
     create_parents: bool
-    def __init__(self, from_path: _Optional[str] = ..., to_path: _Optional[str] = ..., create_parents: _Optional[bool] = ...) -> None: ...
+    sandbox: _shell_pb2.SandboxRequest
+    def __init__(self, from_path: _Optional[str] = ..., to_path: _Optional[str] = ..., create_parents: _Optional[bool] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ...) -> None: ...
 
 class RenameResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class StatRequest(_message.Message):
-    __slots__ = ("path", "follow_symlinks")
+    __slots__ = ("path", "follow_symlinks", "sandbox")
     PATH_FIELD_NUMBER: _ClassVar[int]
     FOLLOW_SYMLINKS_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
     path: str
     follow_symlinks: bool
-    def __init__(self, path: _Optional[str] = ..., follow_symlinks: _Optional[bool] = ...) -> None: ...
+    sandbox: _shell_pb2.SandboxRequest
+    def __init__(self, path: _Optional[str] = ..., follow_symlinks: _Optional[bool] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ...) -> None: ...
 
 class StatResponse(_message.Message):
     __slots__ = ("exists", "kind", "size", "mode", "modified_ms")
@@ -516,12 +532,14 @@ class StatResponse(_message.Message):
     def __init__(self, exists: _Optional[bool] = ..., kind: _Optional[_Union[FileKind, str]] = ..., size: _Optional[int] = ..., mode: _Optional[int] = ..., modified_ms: _Optional[int] = ...) -> None: ...
 
 class MakeDirectoryRequest(_message.Message):
-    __slots__ = ("path", "parents")
+    __slots__ = ("path", "parents", "sandbox")
     PATH_FIELD_NUMBER: _ClassVar[int]
     PARENTS_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
     path: str
     parents: bool
-    def __init__(self, path: _Optional[str] = ..., parents: _Optional[bool] = ...) -> None: ...
+    sandbox: _shell_pb2.SandboxRequest
+    def __init__(self, path: _Optional[str] = ..., parents: _Optional[bool] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ...) -> None: ...
 
 class MakeDirectoryResponse(_message.Message):
     __slots__ = ()
