@@ -15,6 +15,10 @@ from typing import Any
 from bench.clients.common import RunTimes
 
 
+class _Closed(Exception):
+    """The server closed the connection before answering."""
+
+
 class SwerexConnection:
     """One persistent connection; requests on it are sequential."""
 
@@ -28,6 +32,15 @@ class SwerexConnection:
 
     async def post(self, path: str, body: Mapping[str, Any]) -> Any:
         """POST JSON, return the decoded JSON reply (raises on a non-200 status)."""
+        try:
+            return await self._post(path, body)
+        except (ConnectionError, asyncio.IncompleteReadError, _Closed):
+            # uvicorn drops keep-alive connections idle for 5 s; reconnect and resend once
+            # (the request never reached the application).
+            await self.close()
+            return await self._post(path, body)
+
+    async def _post(self, path: str, body: Mapping[str, Any]) -> Any:
         if self._writer is None:
             await self._connect()
         assert self._reader is not None and self._writer is not None
@@ -39,6 +52,8 @@ class SwerexConnection:
         self._writer.write(head.encode() + data)
         await self._writer.drain()
         status = await self._reader.readline()
+        if not status:
+            raise _Closed(path)
         length = 0
         while (line := await self._reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.decode().partition(":")
