@@ -104,17 +104,24 @@ def test_pruning_at_64_sessions_protects_recent(tmp_path: Path) -> None:
         async with Harness(tmp_path) as h:
             sessions = h.thread.sessions
             # The oldest session exits on its own and is never polled.
-            first = completed(await h.run("exec_command", {"cmd": "sleep 0.4",
+            first = completed(await h.run("exec_command", {"cmd": "sleep 2",
                                                            "yield_time_ms": 250}))  # fmt: skip
             exited_id = first.session_id
+            assert exited_id is not None
             calls = [
                 h.run("exec_command", {"cmd": "sleep 30", "yield_time_ms": 250}, f"c{i}")
                 for i in range(63)
             ]
             results = [completed(evs) for evs in await asyncio.gather(*calls)]
             assert len(sessions) == 64
-            assert results[-1].model_warnings or any(r.model_warnings for r in results)
-            await asyncio.sleep(0.5)
+            assert any(r.model_warnings for r in results)
+            oldest = sessions.get(exited_id)
+            assert oldest is not None
+            for _ in range(200):
+                if oldest.exited:
+                    break
+                await asyncio.sleep(0.05)
+            assert oldest.exited
             usage = sessions.usage()
             assert process_id_to_prune(usage) == exited_id
             done = completed(await h.run("exec_command", {"cmd": "sleep 30",
