@@ -11,14 +11,6 @@ from shellgate.router.workdir import join_path, resolve_workdir
 HOST = HostShellFacts(passwd_shell="/bin/bash")
 
 
-def test_remote_without_reported_shell_runs_the_host_user_shell() -> None:
-    # Step 9: "the environment's reported shell if it has one, else the host user shell".
-    env = TurnEnvironment("bare", "/srv", remote=True)
-    plan = plan_exec_command('{"cmd":"ls"}', Turn((env,), host=HOST))
-    assert isinstance(plan, ExecCommandPlan)
-    assert plan.command.argv == ("/bin/bash", "-lc", "ls")
-
-
 def test_remote_without_reported_shell_rejects_a_shell_assertion() -> None:
     env = TurnEnvironment("bare", "/srv", remote=True)
     out = plan_exec_command('{"cmd":"ls","shell":"bash"}', Turn((env,), host=HOST))

@@ -88,13 +88,13 @@ def reported_shell(env_id: str, shell: ReportedShell | None) -> Shell | ToolErro
 
 
 def base_shell(env: TurnEnvironment, facts: HostShellFacts) -> Shell | ToolError:
-    """The environment's reported shell if it has one, else the host user shell (§4.1 step 9).
+    """The environment's reported shell, or the host user shell for a local one (§4.1 step 9).
 
-    A remote environment that reports no shell still runs commands with the host user shell
-    (Codex falls back to the session shell); only an explicit `shell` assertion against it
-    fails, in `remote_command`.
+    shellgate never falls back to the host's shell for a remote environment (spec 06 §5,
+    a deliberate difference from Codex, which uses the session shell): a remote environment
+    that reports no shell answers ``environment `{id}` does not report a shell``.
     """
-    if env.shell is not None:
+    if env.shell is not None or env.remote:
         return reported_shell(env.id, env.shell)
     return host_user_shell(facts)
 
@@ -120,16 +120,8 @@ def remote_command(
     requested: str | None,
     cmd: str,
     login: bool,
-    fallback: Shell | None = None,
 ) -> DerivedCommand | ToolError:
-    """Remote Direct mode: the reported shell runs; `requested` is only checked (§4.3).
-
-    Without a reported shell and without `requested`, `fallback` (the host user shell) runs.
-    """
-    if shell is None and requested is None and fallback is not None:
-        return DerivedCommand(
-            tuple(derive_exec_args(fallback.type, fallback.path, cmd, login)), fallback
-        )
+    """Remote Direct mode: the reported shell runs; `requested` is only checked (§4.3)."""
     found = reported_shell(env_id, shell)
     if isinstance(found, ToolError):
         return found
