@@ -204,7 +204,11 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             policy=host.policy,
             parent_env=host.parent_env,
             filesystem=host.filesystem,
-            session_exists=lambda sid: sessions.get(sid) is not None,
+            # A session whose environment was lost still "exists": the runtime answers with
+            # the environment-lost text instead of the unknown-process one (spec 06 §5).
+            session_exists=lambda sid: (
+                sessions.get(sid) is not None or sessions.lost_environment(sid) is not None
+            ),
         )
 
     async def _project(
