@@ -8,13 +8,16 @@ import signal
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import grpc
 import pytest
 from shellgate.execserver.backends.base import SpawnRequest
 from shellgate.execserver.backends.ssh import SshBackend
 from shellgate.execserver.config import ProcessLimits
 from shellgate.execserver.errors import EnvironmentLostError, HostKeyMismatchError
 from shellgate.v1 import exec_pb2 as pb
+from shellgate.v1 import shell_pb2 as shell_pb
 
 from tests.conftest import marked_pids
 from tests.execserver_harness import (
@@ -96,6 +99,39 @@ def test_daemon_fronting_ssh_serves_the_same_contract(sshd_server: Sshd) -> None
             assert info.backend == pb.EXEC_BACKEND_SSH and os.path.isabs(info.shell.path)
             events = await collect(stub.Start(start_request(["sh", "-c", "echo remote; exit 5"])))
             assert output_of(events) == b"remote\n"
-            assert events[-2].exited.status.code == 5
+            # Output may follow the exit (it takes the next seq once known, spec 05 §5.3).
+            exited = [e.exited for e in events if e.WhichOneof("event") == "exited"]
+            assert [x.status.code for x in exited] == [5]
+            assert events[-1].WhichOneof("event") == "closed"
+
+    asyncio.run(main())
+
+
+def test_ssh_backend_reports_and_applies_the_remote_sandbox(sshd_server: Sshd) -> None:  # noqa: F811
+    config = replace(daemon_config(), backend="ssh", ssh=sshd_server.config())
+    ro = shell_pb.SandboxRequest(mode=shell_pb.SANDBOX_MODE_READ_ONLY)
+    script = "echo $CODEX_SANDBOX_NETWORK_DISABLED; touch /sg-ssh-ro-probe-$$ 2>&1; exit 1"
+
+    async def main() -> None:
+        async with in_process_daemon(config) as daemon, exec_stub(f"127.0.0.1:{daemon.port}") as stub:
+            info = await stub.GetInfo(pb.GetInfoRequest())
+            if not info.capabilities.sandbox:
+                assert info.capabilities.sandbox_unavailable_reason
+                pytest.skip(info.capabilities.sandbox_unavailable_reason)
+            events = await collect(stub.Start(start_request(["sh", "-c", script], sandbox=ro)))
+            assert events[0].started.sandboxed
+            text = output_of(events)
+            assert text.startswith(b"1\n") and b"Read-only file system" in text
+            assert events[-1].closed.sandbox_denied
+            # A host without bubblewrap refuses; it never runs the request unsandboxed.
+            servicer: Any = daemon.servicer
+            servicer._host = replace(
+                servicer._host, sandbox=False, bwrap_path="",
+                sandbox_unavailable_reason="bwrap not found on the remote host",
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await collect(stub.Start(start_request(["true"], sandbox=ro)))
+            assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert "bwrap not found" in (err.value.details() or "")
 
     asyncio.run(main())

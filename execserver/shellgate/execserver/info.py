@@ -44,6 +44,8 @@ class HostInfo:
     sandbox: bool
     sandbox_unavailable_reason: str
     version: str = VERSION
+    # Absolute path of bubblewrap on the host that runs processes; empty when unavailable.
+    bwrap_path: str = ""
 
 
 def shell_from_path(path: str) -> ShellFacts | None:
@@ -91,4 +93,5 @@ def local_host_info(root: str) -> HostInfo:
         signals=True,
         sandbox=not reason,
         sandbox_unavailable_reason=reason,
+        bwrap_path="" if reason else shutil.which("bwrap") or "",
     )

@@ -63,31 +63,48 @@ def sandbox_unavailable_reason() -> str:
     return ""
 
 
-def wrap_argv(
-    argv: tuple[str, ...], cwd: str, spec: SandboxSpec
+def bwrap_argv(
+    bwrap: str, argv: tuple[str, ...], cwd: str, spec: SandboxSpec
 ) -> tuple[tuple[str, ...], dict[str, str]]:
-    """The launch argv under bubblewrap and the env additions; refuses when unavailable."""
-    if spec.mode is SandboxMode.NONE:
-        return argv, {}
-    reason = sandbox_unavailable_reason()
-    if reason:
-        # Never run a sandboxed request unsandboxed.
-        raise SandboxUnavailableError(f"sandbox unavailable: {reason}")
-    bwrap = shutil.which("bwrap") or "bwrap"
+    """The bubblewrap launch argv (for whichever host runs it) and the env additions."""
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if spec.mode is SandboxMode.WORKSPACE_WRITE:
         for root in spec.writable_roots:
             if not os.path.isabs(root):
                 raise SandboxUnavailableError(f"writable root must be absolute: {root}")
-            if os.path.exists(root):
-                args += ["--bind", root, root]
+            # --bind-try: a root missing on the host that runs it is skipped, not an error
+            # (the check happens there, not on the daemon's filesystem).
+            args += ["--bind-try", root, root]
     extra: dict[str, str] = {}
     if not spec.network_access:
         args.append("--unshare-net")
         extra[NETWORK_DISABLED_ENV] = "1"
-    # bwrap dies with the shim, so the group kill and parent-death rules still hold.
+    # bwrap dies with its parent, so the group kill and parent-death rules still hold.
     args += ["--die-with-parent", "--chdir", cwd, "--", *argv]
     return tuple(args), extra
+
+
+def wrap_argv(
+    argv: tuple[str, ...],
+    cwd: str,
+    spec: SandboxSpec,
+    *,
+    bwrap: str | None = None,
+    unavailable_reason: str | None = None,
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The launch argv under bubblewrap and the env additions; refuses when unavailable.
+
+    Without `bwrap`/`unavailable_reason` this host is probed; a backend that runs
+    elsewhere (SSH) passes what it found on its own host.
+    """
+    if spec.mode is SandboxMode.NONE:
+        return argv, {}
+    reason = sandbox_unavailable_reason() if unavailable_reason is None else unavailable_reason
+    if reason or (bwrap is None and unavailable_reason is not None):
+        # Never run a sandboxed request unsandboxed.
+        raise SandboxUnavailableError(f"sandbox unavailable: {reason or 'bwrap not found'}")
+    path = bwrap or shutil.which("bwrap") or "bwrap"
+    return bwrap_argv(path, argv, cwd, spec)
 
 
 def is_sandbox_denied(

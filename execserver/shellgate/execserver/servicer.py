@@ -119,7 +119,13 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         sandboxed = False
         if request.HasField("sandbox"):
             sandbox = convert.sandbox_from_pb(request.sandbox)
-            argv, extra = wrap_argv(argv, cwd, sandbox)
+            # The host that runs the process decides (the SSH backend probed its remote).
+            host = self._host
+            argv, extra = wrap_argv(
+                argv, cwd, sandbox,
+                bwrap=host.bwrap_path or None,
+                unavailable_reason=host.sandbox_unavailable_reason if not host.sandbox else "",
+            )
             env.update(extra)
             sandboxed = sandbox.mode is not SandboxMode.NONE
         spawn = SpawnRequest(

@@ -32,7 +32,10 @@ from shellgate.execserver.info import HostInfo, ShellFacts, shell_from_path
 log = logging.getLogger(__name__)
 _PROBE = (
     'sh -c \'getent passwd "$(id -un)" | cut -d: -f7; pwd; uname -s; uname -m; uname -n; '
-    "id -un; printf '%s\\n' \"$HOME\"; command -v bwrap || true'"
+    'id -un; echo "$HOME"; b=$(command -v bwrap) || b=; echo "$b"; '
+    'if [ -z "$b" ]; then echo "bwrap not found on the remote host"; '
+    'elif e=$("$b" --ro-bind / / --dev /dev --unshare-net true 2>&1); then echo; '
+    'else echo "bwrap failed on the remote host: $e" | head -c 200 | tr "\\n" " "; echo; fi\''
 )
 
 
@@ -267,15 +270,15 @@ class SshBackend:
             result = await asyncio.wait_for(conn.run(_PROBE, check=False), 15)
         finally:
             self.release(conn)
-        lines = str(result.stdout or "").splitlines() + [""] * 8
+        lines = str(result.stdout or "").splitlines() + [""] * 9
         shell: ShellFacts | None = shell_from_path(lines[0].strip()) or shell_from_path("/bin/sh")
-        has_bwrap = bool(lines[7].strip())
+        bwrap = lines[7].strip()
+        reason = lines[8].strip() if bwrap.startswith("/") else "bwrap not found on the remote host"
         self._info = HostInfo(
             shell=shell, cwd=lines[1], os=lines[2].lower(), arch=lines[3], hostname=lines[4],
             user=lines[5], home=lines[6], backend="ssh", pty=True, signals=True,
-            sandbox=False,
-            sandbox_unavailable_reason="sandboxing over ssh is not supported"
-            if has_bwrap else "bwrap not found on the remote host",
+            sandbox=not reason, sandbox_unavailable_reason=reason,
+            bwrap_path=bwrap if not reason else "",
         )
         return self._info
 
