@@ -27,6 +27,7 @@ from shellgate.router.runtime.environments import (
     gather_host_shell_facts,
 )
 from shellgate.router.runtime.remote import RemoteEnvironment
+from shellgate.router.runtime.remote_fs import RemoteFileSystem
 from shellgate.router.runtime.threads import InMemoryThreadStore, ThreadStore, validate_thread_id
 from shellgate.router.shells import HostShellFacts
 from shellgate.router.wire_turn import EnvironmentView, TurnInputs, router_turn
@@ -161,9 +162,15 @@ class RouterApp:
         from shellgate.router.policy import Policy
 
         policy = self.policy_store.policy if self.policy_store is not None else Policy()
+        # Captured here, on the event loop: the pipeline runs in a worker thread, where a
+        # remote filesystem cannot look the loop up for its blocking RPC bridge.
+        loop = asyncio.get_running_loop()
 
         def filesystem(environment_id: str) -> PatchFileSystem:
-            return self.environments.get(environment_id).filesystem()
+            env = self.environments.get(environment_id)
+            if isinstance(env, RemoteEnvironment):
+                return RemoteFileSystem(env, loop)
+            return env.filesystem()
 
         return HostContext(policy=policy, parent_env=self.parent_env, filesystem=filesystem)
 
