@@ -20,6 +20,8 @@ from shellgate.v1 import router_pb2, router_pb2_grpc
 
 log = logging.getLogger(__name__)
 SERVICE_NAME = router_pb2.DESCRIPTOR.services_by_name["ToolRouterService"].full_name
+# Fraction of shutdown_grace_ms after which still-running processes are killed.
+KILL_AT_GRACE_FRACTION = 0.8
 HEALTH_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 
 
@@ -49,10 +51,11 @@ class RunningRouter:
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
         grace_s = self.app.config.limits.shutdown_grace_ms / 1000
-        # In-flight calls get the grace period; processes still running after it are killed
-        # by aclose, which makes their streams end with a completed event.
+        # In-flight calls get most of the grace period to finish on their own. Processes
+        # still running then are killed by aclose *before* the server cancels the RPCs at
+        # the end of the grace, so their streams still end with a paired `completed`.
         stopping = asyncio.ensure_future(self.server.stop(grace_s))
-        await asyncio.sleep(0)
+        await asyncio.wait({stopping}, timeout=grace_s * KILL_AT_GRACE_FRACTION)
         await self.app.aclose()
         await stopping
 
