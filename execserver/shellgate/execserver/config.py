@@ -15,10 +15,12 @@ MIB = 1024 * 1024
 class ProcessLimits:
     """Bounds applied to each spawned process."""
 
-    # One read() per ready fd; 64 KiB is a whole default pipe buffer.
-    read_chunk_bytes: int = 65_536
+    # One read() per ready fd, at most this many bytes.
+    read_chunk_bytes: int = 262_144
     # Consecutive reads of one stream are joined into chunks of at most this size.
     max_chunk_bytes: int = 262_144
+    # Kernel buffer of a process's stdout pipe (F_SETPIPE_SZ, best effort; 64 KiB default).
+    pipe_buffer_bytes: int = MIB
     # Unconsumed output buffered per process before its fds stop being read (back-pressure).
     output_buffer_bytes: int = MIB
     # Queue depth (chunks) between the SSH channel readers and the consumer.

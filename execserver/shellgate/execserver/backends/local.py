@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import fcntl
 import os
+import signal
 import struct
 import subprocess
 import termios
@@ -22,7 +24,7 @@ from shellgate.execserver.backends.base import (
 from shellgate.execserver.backends.fdio import read_chunks, write_all
 from shellgate.execserver.backends.fdoutput import FdOutput
 from shellgate.execserver.backends.guardian import GroupGuardian
-from shellgate.execserver.backends.launch import check_spawnable, plan_launch
+from shellgate.execserver.backends.launch import Launch, check_spawnable, plan_launch
 from shellgate.execserver.backends.procgroup import group_members, kill_group, signal_group
 from shellgate.execserver.config import ProcessLimits
 from shellgate.execserver.errors import (
@@ -31,6 +33,14 @@ from shellgate.execserver.errors import (
     SpawnError,
     StdinClosedError,
 )
+
+
+def _grow_pipe(fd: int, size: int) -> None:
+    # A bigger stdout pipe lets a fast producer run ahead while the loop is busy sending,
+    # so each wakeup reads (and each message carries) more; best effort, capped by the
+    # system's pipe-max-size.
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
 
 
 def _set_winsize(fd: int, rows: int, cols: int) -> None:
@@ -172,6 +182,10 @@ class LocalBackend:
         self._limits = limits or ProcessLimits()
         self._live: set[LocalProcess] = set()
         self._guardian = GroupGuardian()
+        # fork+exec runs on one long-lived thread so the loop keeps serving while the kernel
+        # execs. It lives as long as this backend: PR_SET_PDEATHSIG fires when the *thread*
+        # that forked a child exits, so it must not be a short-lived worker.
+        self._spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spawner")
 
     @property
     def name(self) -> str:
@@ -208,29 +222,11 @@ class LocalBackend:
                     fds_to_close.append(stdin_child)
                 out_r, out_w = os.pipe2(os.O_CLOEXEC)
                 err_r, err_w = os.pipe2(os.O_CLOEXEC)
+                _grow_pipe(out_r, self._limits.pipe_buffer_bytes)
                 fds_to_close += [out_w, err_w]
                 out += [(out_r, Stream.STDOUT), (err_r, Stream.STDERR)]
                 stdio = (stdin_child, out_w, err_w)
-            try:
-                # Forked from the loop thread: the parent-death signal is tied to the
-                # forking thread, which lives as long as the daemon.
-                popen = subprocess.Popen(
-                    launch.argv,
-                    executable=launch.executable,
-                    stdin=stdio[0],
-                    stdout=stdio[1],
-                    stderr=stdio[2],
-                    cwd=request.cwd,
-                    env=dict(request.env),
-                    pass_fds=(status_w,) if launch.shim else (),
-                    close_fds=True,
-                    start_new_session=launch.new_session,
-                )
-            except OSError as exc:
-                raise SpawnError(f"{exc.strerror}: {request.cwd!r}", exc.errno or 0) from exc
-            # Registered before anything else can fail: from here on a daemon crash still
-            # takes the whole group (grandchildren included) down.
-            self._guardian.register(popen.pid)
+            popen = await self._spawn(launch, stdio, request, status_w)
         except BaseException:
             for fd, _ in out:
                 os.close(fd)
@@ -263,6 +259,46 @@ class LocalBackend:
         self._live.add(proc)
         return proc
 
+    def _popen(
+        self, launch: Launch, stdio: tuple[int, int, int], request: SpawnRequest, status_w: int
+    ) -> subprocess.Popen[bytes]:
+        popen = subprocess.Popen(
+            launch.argv,
+            executable=launch.executable,
+            stdin=stdio[0],
+            stdout=stdio[1],
+            stderr=stdio[2],
+            cwd=request.cwd,
+            env=dict(request.env),
+            pass_fds=(status_w,) if launch.shim else (),
+            close_fds=True,
+            start_new_session=launch.new_session,
+        )
+        # Registered at once, on the spawning thread: from here on a daemon crash still
+        # takes the whole group (grandchildren included) down.
+        self._guardian.register(popen.pid)
+        return popen
+
+    async def _spawn(
+        self, launch: Launch, stdio: tuple[int, int, int], request: SpawnRequest, status_w: int
+    ) -> subprocess.Popen[bytes]:
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._spawner, self._popen, launch, stdio, request, status_w)
+        try:
+            return await asyncio.shield(future)
+        except OSError as exc:
+            raise SpawnError(f"{exc.strerror}: {request.cwd!r}", exc.errno or 0) from exc
+        except asyncio.CancelledError:
+            # The fork may still be under way on the spawner thread, using fds the caller
+            # closes once we re-raise: wait for it, and kill whatever it started.
+            with contextlib.suppress(BaseException):
+                started = await asyncio.wait_for(asyncio.shield(future), 30)
+                signal_group(started.pid, signal.SIGKILL)
+                started.kill()
+                await asyncio.to_thread(started.wait)
+                self._guardian.unregister(started.pid)
+            raise
+
     async def _read_status(self, fd: int, popen: subprocess.Popen[bytes]) -> bytes:
         data = b""
         try:
@@ -281,6 +317,7 @@ class LocalBackend:
         live, self._live = list(self._live), set()
         await asyncio.gather(*(p.terminate() for p in live), return_exceptions=True)
         await asyncio.to_thread(self._guardian.close)
+        self._spawner.shutdown(wait=False)
 
 
 __all__ = ["LocalBackend", "LocalProcess", "group_members"]
