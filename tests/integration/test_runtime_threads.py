@@ -43,25 +43,25 @@ def test_pending_approval_ttl_and_idle_sweep() -> None:
         store = InMemoryThreadStore(clock=clock, approval_ttl_ms=1_000, idle_ttl_ms=60_000)
         thread = await store.get_or_create("t1")
         assert await store.get_or_create("t1") is thread
-        pending = thread.add_pending("call-1", object())
+        pending = await thread.add_pending("call-1", object())
         assert uuid.UUID(pending.approval_id).version == 4
-        assert thread.take_pending(pending.approval_id) is pending
+        assert await thread.take_pending(pending.approval_id) is pending
         with pytest.raises(UnknownApprovalError):
-            thread.take_pending(pending.approval_id)
-        late = thread.add_pending("call-2", object())
+            await thread.take_pending(pending.approval_id)
+        late = await thread.add_pending("call-2", object())
         clock.now += 1.0
         with pytest.raises(UnknownApprovalError):
-            thread.take_pending(late.approval_id)
+            await thread.take_pending(late.approval_id)
         with pytest.raises(UnknownCallError):
             thread.interrupt("nope")
-        thread.approve_for_session("d" * 64)
+        await thread.approve_for_session("d" * 64)
         assert await store.sweep_idle() == []
         clock.now += 61
         assert await store.sweep_idle() == ["t1"]
         with pytest.raises(UnknownThreadError):
             await store.get("t1")
         fresh = await store.get_or_create("t1")
-        assert not fresh.is_approved_for_session("d" * 64)
+        assert not await fresh.is_approved_for_session("d" * 64)
         ended = await store.end("t1")
         assert ended.terminated_sessions == 0
         with pytest.raises(UnknownThreadError):

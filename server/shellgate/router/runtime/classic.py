@@ -17,6 +17,7 @@ from shellgate.execserver.backends.base import (
     SpawnRequest,
     Stream,
 )
+from shellgate.execserver.env_policy import ShellEnvironmentPolicy
 from shellgate.execserver.sandbox import is_sandbox_denied
 from shellgate.router.envelope import (
     DEFAULT_SHELL_TIMEOUT_MS,
@@ -146,6 +147,7 @@ async def run_classic(
     listener: OutputListener | None = None,
     interrupt: asyncio.Event | None = None,
     on_started: Callable[[Spawned], None] | None = None,
+    env_policy: ShellEnvironmentPolicy | None = None,
 ) -> ClassicResult:
     """Run one classic command to the end; raises SpawnFailure when nothing started.
 
@@ -159,7 +161,9 @@ async def run_classic(
         tty=False,
         stdin_open=False,
     )
-    spawned = await spawner.spawn(request, sandbox, detach=False, owner=owner)
+    spawned = await spawner.spawn(
+        request, sandbox, detach=False, owner=owner, env_policy=env_policy
+    )
     handle = spawned.handle
     if on_started is not None:
         on_started(spawned)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from shellgate.execserver.backends.base import OutputChunk
+from shellgate.execserver.env_policy import ShellEnvironmentPolicy
 from shellgate.router.apply_patch import (
     EMPTY_PATCH_REJECTION,
     PATCH_DECLINED,
@@ -44,7 +46,7 @@ from shellgate.router.runtime.state import CallState, ElementResult, Emit, Runti
 from shellgate.router.runtime.unified_exec import exec_command_start, rejected_text
 from shellgate.router.runtime.unified_process import OutputListener
 
-__all__ = ["pause", "run_command_element", "run_patch"]
+__all__ = ["pause", "run_command_element", "run_patch", "turn_env_policy"]
 
 REJECTED_BY_USER = "exec command rejected by user"
 
@@ -59,6 +61,11 @@ def _unavailable(state: CallState, exc: EnvironmentUnavailableError) -> ElementR
     return ElementResult(text, True, Termination.ENVIRONMENT_LOST, success=False)
 
 
+def turn_env_policy(state: CallState, el: CommandElement) -> ShellEnvironmentPolicy:
+    """The turn's shell environment policy with the envelope's `set` overrides (05 §5.5)."""
+    return replace(state.turn.env_policy, set_pairs=el.envelope.explicit_env_overrides)
+
+
 def _spawner(ctx: RuntimeContext, environment_id: str) -> Spawner:
     try:
         return ctx.environments.get(environment_id)
@@ -66,7 +73,7 @@ def _spawner(ctx: RuntimeContext, environment_id: str) -> Spawner:
         raise EnvironmentUnavailableError(environment_id, "not configured") from None
 
 
-def pause(
+async def pause(
     state: CallState,
     ctx: RuntimeContext,
     emit: Emit,
@@ -85,7 +92,7 @@ def pause(
     state.amendment = amendment
     state.offered = offered_decisions(amendment)
     state.digest = digest
-    pending = ctx.thread.add_pending(state.projected.call_id, state)
+    pending = await ctx.thread.add_pending(state.projected.call_id, state)
     emit(
         ApprovalRequiredEvent(
             approval_id=pending.approval_id,
@@ -122,7 +129,7 @@ async def _apply_decision(
         text = rejected_text("rejected by user") if _is_exec(state) else REJECTED_BY_USER
         return ElementResult(text, True, Termination.REJECTED, success=False)
     if decision is ApprovalDecision.APPROVED_FOR_SESSION and kind is not ApprovalKind.SANDBOX_RETRY:
-        ctx.thread.approve_for_session(state.digest)
+        await ctx.thread.approve_for_session(state.digest)
     store = ctx.policy_store
     if decision is ApprovalDecision.APPROVED_WITH_AMENDMENT and state.amendment and store:
         # Blocking file lock + atomic rename: keep it off the event loop.
@@ -153,8 +160,8 @@ async def run_command_element(
         text = rejected_text(requirement.reason) if _is_exec(state) else requirement.reason
         return ElementResult(text, True, Termination.FORBIDDEN, success=False)
     elif isinstance(requirement, NeedsApproval):
-        if not ctx.thread.is_approved_for_session(digest):
-            return pause(
+        if not await ctx.thread.is_approved_for_session(digest):
+            return await pause(
                 state, ctx, emit, kind=ApprovalKind.EXEC_POLICY, argv=el.handler.argv,
                 cwd=el.handler.cwd, environment_id=el.handler.environment_id,
                 reason=requirement.reason or envelope.justification or "",
@@ -175,7 +182,7 @@ async def run_command_element(
         return _unavailable(state, exc)
     if result[1] and sandbox_retry_allowed(state.turn.handler.approval_policy):
         state.retry_result = result[0]
-        return pause(
+        return await pause(
             state, ctx, emit, kind=ApprovalKind.SANDBOX_RETRY, argv=el.handler.argv,
             cwd=el.handler.cwd, environment_id=el.handler.environment_id,
             reason=SANDBOX_RETRY_REASON, amendment=None, digest=digest, element=el,
@@ -205,7 +212,7 @@ async def _run_classic(
         result = await run_classic(
             spawner=spawner, envelope=el.envelope, call_id=state.projected.call_id,
             sandbox=sandbox, owner=ctx.owner, listener=_listener(state, emit),
-            interrupt=state.interrupt,
+            interrupt=state.interrupt, env_policy=turn_env_policy(state, el),
             on_started=lambda s: emit(StartedEvent(
                 index, spawner.environment_id, s.process_id, s.handle.pid, None, s.sandboxed)),
         )  # fmt: skip
@@ -242,6 +249,7 @@ async def _run_unified(
         manager=ctx.thread.sessions, spawner=spawner, envelope=el.envelope,
         call_id=state.projected.call_id, sandbox=sandbox, owner=ctx.owner,
         listener=_listener(state, emit), interrupt=state.interrupt, rng=ctx.rng,
+        env_policy=turn_env_policy(state, el),
         on_started=lambda p: emit(StartedEvent(
             0, p.meta.environment_id, p.meta.backend_process_id, p.handle.pid,
             p.process_id, p.meta.sandboxed)),
@@ -293,10 +301,10 @@ async def run_patch(
         ended = await _apply_decision(state, ctx, decision)
         if ended is not None:
             return ended
-    elif not ctx.thread.is_approved_for_session(digest):
+    elif not await ctx.thread.is_approved_for_session(digest):
         gate = patch_gate(result, state.turn.permission_profile, state.turn.approval_policy, roots)
         if gate == "ask":
-            return pause(
+            return await pause(
                 state, ctx, emit, kind=ApprovalKind.APPLY_PATCH, argv=argv, cwd=result.cwd,
                 environment_id=environment_id, reason="", amendment=None, digest=digest,
                 element=element,

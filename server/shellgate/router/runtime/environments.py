@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from shellgate.execserver.backends.base import SpawnRequest
 from shellgate.execserver.backends.local import LocalBackend
+from shellgate.execserver.env_policy import ShellEnvironmentPolicy
 from shellgate.execserver.errors import SandboxUnavailableError, SpawnError
 from shellgate.execserver.sandbox import SandboxMode, SandboxSpec, wrap_argv
 from shellgate.router.apply_patch.fs import PatchFileSystem
@@ -89,10 +90,18 @@ class LocalEnvironment:
         return False
 
     async def spawn(
-        self, request: SpawnRequest, sandbox: SandboxSpec, *, detach: bool, owner: str
+        self,
+        request: SpawnRequest,
+        sandbox: SandboxSpec,
+        *,
+        detach: bool,
+        owner: str,
+        env_policy: ShellEnvironmentPolicy | None = None,
     ) -> Spawned:
         """Spawn on this host, wrapped in bubblewrap when a sandbox is asked for."""
-        del detach, owner  # local processes are owned by this router process
+        # Local processes are owned by this router process; request.env is already the
+        # policy's result on this host.
+        del detach, owner, env_policy
         env = dict(request.env)
         argv = request.argv
         if sandbox.mode is not SandboxMode.NONE:

@@ -27,7 +27,7 @@ from shellgate.router.projection import (
     WriteStdinCall,
 )
 from shellgate.router.runtime.elements import run_command_element, run_patch
-from shellgate.router.runtime.errors import InvalidRuntimeArgumentError
+from shellgate.router.runtime.errors import InvalidRuntimeArgumentError, RuntimeServiceError
 from shellgate.router.runtime.events import (
     ApprovalDecision,
     ApprovalRequiredEvent,
@@ -63,13 +63,13 @@ async def resume_call(
     approval_id: str, decision: ApprovalDecision, ctx: RuntimeContext
 ) -> AsyncIterator[ExecuteEvent]:
     """Continue a parked call where it stopped; unknown/expired id → NOT_FOUND."""
-    pending = ctx.thread.take_pending(approval_id)
+    pending = await ctx.thread.take_pending(approval_id)
     state = pending.payload
     if not isinstance(state, CallState):  # pragma: no cover - only CallState is parked
         raise TypeError("pending payload is not a call state")
     if decision not in state.offered:
         # Put it back: a wrong answer must not lose the call.
-        ctx.thread.pending[approval_id] = pending
+        await ctx.thread.put_back(pending)
         raise InvalidRuntimeArgumentError(f"decision: {decision} is not on offer")
     async for event in _drive(state, ctx, decision):
         yield event
@@ -96,7 +96,9 @@ async def _drive(
             # Pairing must survive our own bugs: the model still gets an output.
             _log.exception("call %s failed", state.projected.call_id)
             if not ended:
-                text = f"execution error: {type(exc).__name__}"
+                # Service errors (e.g. the shared store is down) have a safe, clear message.
+                detail = str(exc) if isinstance(exc, RuntimeServiceError) else type(exc).__name__
+                text = f"execution error: {detail}"
                 failure = ElementResult(text, True, Termination.TOOL_ERROR, success=False)
                 _complete(state, emit, failure, text)
         finally:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -26,6 +25,7 @@ from shellgate.execserver.errors import (
 )
 from shellgate.execserver.sandbox import SandboxMode, SandboxSpec
 from shellgate.router.apply_patch.fs import PatchFileSystem
+from shellgate.router.runtime.remote_config import RemoteConfig, make_channel, read_token
 from shellgate.router.runtime.remote_fs import RemoteFileSystem
 from shellgate.router.runtime.spawn import EnvironmentUnavailableError, Spawned, SpawnFailure
 from shellgate.v1 import exec_pb2, exec_pb2_grpc, shell_pb2
@@ -56,30 +56,6 @@ _INHERIT = {
     "core": shell_pb2.SHELL_ENVIRONMENT_INHERIT_CORE,
     "none": shell_pb2.SHELL_ENVIRONMENT_INHERIT_NONE,
 }
-
-
-@dataclass(frozen=True)
-class RemoteConfig:
-    """One `[[environments]]` entry: target, credentials, timeouts (ms)."""
-
-    environment_id: str
-    target: str
-    insecure: bool = True
-    tls_ca_file: str = ""
-    tls_cert_file: str = ""
-    tls_key_file: str = ""
-    tls_server_name: str = ""
-    token_file: str = ""
-    connect_timeout_ms: int = 10_000
-    call_timeout_ms: int = 30_000
-
-
-def _read_token(path: str) -> str:
-    for line in Path(path).read_text().splitlines():
-        text = line.strip()
-        if text and not text.startswith("#"):
-            return text.split()[-1]
-    raise ValueError(f"{path}: no token")
 
 
 def _policy_pb(policy: ShellEnvironmentPolicy) -> shell_pb2.ShellEnvironmentPolicy:
@@ -116,7 +92,10 @@ class RemoteProcess:
         self._call = call
         self.process_id = process_id
         self._pid = pid
-        self._queue: asyncio.Queue[OutputChunk | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[OutputChunk, int] | None] = asyncio.Queue()
+        # The daemon seq of the last chunk handed out by output(): a re-attach from it
+        # replays exactly what the consumer has not seen (spec 06 §9).
+        self.delivered_seq = 0
         self._exit: asyncio.Future[ExitStatus] = asyncio.get_running_loop().create_future()
         self._reader = asyncio.create_task(self._read(), name=f"remote-read-{process_id}")
 
@@ -150,9 +129,8 @@ class RemoteProcess:
                 kind = event.WhichOneof("event")
                 if kind == "output":
                     out = event.output
-                    self._queue.put_nowait(
-                        OutputChunk(_STREAMS.get(out.stream, Stream.STDOUT), out.data)
-                    )
+                    chunk = OutputChunk(_STREAMS.get(out.stream, Stream.STDOUT), out.data)
+                    self._queue.put_nowait((chunk, out.seq))
                 elif kind == "exited":
                     self._set_exit(_status(event.exited.status))
                 elif kind == "closed":
@@ -161,7 +139,10 @@ class RemoteProcess:
                     self._set_exit(ExitStatus(environment_lost=event.lost.reason))
                     break
         except grpc.aio.AioRpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED or not self._exit.done():
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                # Re-attach to a process the daemon no longer keeps: the daemon is fine.
+                self._set_exit(ExitStatus(environment_lost=f"process {self.process_id} is gone"))
+            elif exc.code() != grpc.StatusCode.CANCELLED or not self._exit.done():
                 self._env.mark_unreachable(_lost_reason(exc))
                 self._set_exit(ExitStatus(environment_lost=_lost_reason(exc)))
         except asyncio.CancelledError:
@@ -176,7 +157,8 @@ class RemoteProcess:
             item = await self._queue.get()
             if item is None:
                 return
-            yield item
+            self.delivered_seq = item[1]
+            yield item[0]
 
     async def _unary(self, method: str, request: Any) -> Any:
         stub = await self._env.stub()
@@ -222,6 +204,13 @@ class RemoteProcess:
         """The exit status (or the loss of the environment)."""
         return await asyncio.shield(self._exit)
 
+    async def release(self) -> None:
+        """Drop the stream, leaving a detached process running on the daemon."""
+        self._call.cancel()
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader
+
     async def terminate(self) -> None:
         """Kill the remote group, then drop the stream."""
         if not self._exit.done():
@@ -249,14 +238,16 @@ class RemoteEnvironment:
     ) -> None:
         self.config = config
         self._env_policy = env_policy or ShellEnvironmentPolicy()
-        self._client_env = dict(client_env) if client_env is not None else {}
+        # The router's own environment: the overlay is what the request env adds to what the
+        # policy alone produces here (spec 05 §5.5).
+        self._client_env = dict(os.environ if client_env is None else client_env)
         self._channel: grpc.aio.Channel | None = None
         self._stub: exec_pb2_grpc.ExecServiceStub | None = None
         self._lock = asyncio.Lock()
         self.info: exec_pb2.GetInfoResponse | None = None
         self.reachable = False
         self.last_error: str | None = None
-        self._token = _read_token(config.token_file) if config.token_file else ""
+        self._token = read_token(config.token_file) if config.token_file else ""
 
     @property
     def environment_id(self) -> str:
@@ -277,18 +268,6 @@ class RemoteEnvironment:
         """Call metadata (the bearer token when configured)."""
         return (("authorization", f"Bearer {self._token}"),) if self._token else ()
 
-    def _make_channel(self) -> grpc.aio.Channel:
-        if self.config.insecure:
-            return grpc.aio.insecure_channel(self.config.target)
-        root = Path(self.config.tls_ca_file).read_bytes() if self.config.tls_ca_file else None
-        key = Path(self.config.tls_key_file).read_bytes() if self.config.tls_key_file else None
-        cert = Path(self.config.tls_cert_file).read_bytes() if self.config.tls_cert_file else None
-        creds = grpc.ssl_channel_credentials(root, key, cert)
-        options = []
-        if self.config.tls_server_name:
-            options.append(("grpc.ssl_target_name_override", self.config.tls_server_name))
-        return grpc.aio.secure_channel(self.config.target, creds, options=options)
-
     def mark_unreachable(self, reason: str) -> None:
         """Record a failure; the next call reconnects (and refreshes GetInfo)."""
         self.reachable = False
@@ -304,7 +283,7 @@ class RemoteEnvironment:
                 return self._stub
             if self._channel is not None:
                 await self._channel.close(None)
-            self._channel = self._make_channel()
+            self._channel = make_channel(self.config)
             stub = exec_pb2_grpc.ExecServiceStub(self._channel)
             try:
                 await asyncio.wait_for(
@@ -401,6 +380,32 @@ class RemoteEnvironment:
         started = first.event.started
         handle = RemoteProcess(self, call, started.process_id, started.pid or None)
         return Spawned(handle, started.process_id, started.sandboxed)
+
+    async def attach(self, process_id: str, after_seq: int) -> RemoteProcess:
+        """Follow a (detached) daemon process from `after_seq`: Attach replays the rest."""
+        stub = await self.stub()
+        call = stub.Attach(
+            exec_pb2.AttachRequest(process_id=process_id, after_seq=after_seq),
+            metadata=self.metadata(),
+        )
+        handle = RemoteProcess(self, call, process_id, None)
+        handle.delivered_seq = after_seq
+        return handle
+
+    async def terminate_process(self, process_id: str) -> bool:
+        """Kill a daemon process by id; False when the daemon no longer knows it."""
+        stub = await self.stub()
+        try:
+            reply = await stub.Terminate(
+                exec_pb2.TerminateRequest(process_id=process_id),
+                timeout=self.config.call_timeout_ms / 1000,
+                metadata=self.metadata(),
+            )
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                return False
+            raise
+        return bool(reply.running)
 
     def filesystem(self) -> PatchFileSystem:
         """The daemon host's filesystem over the file RPCs (call from a worker thread)."""

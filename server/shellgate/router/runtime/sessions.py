@@ -10,6 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from shellgate.router.runtime.errors import UnknownSessionError
+from shellgate.router.runtime.shared_sessions import (
+    SessionEnvironments,
+    reattach,
+    record_of,
+    remote_env,
+)
+from shellgate.router.runtime.shared_state import SessionRecord, SharedState
 from shellgate.router.runtime.unified_process import UnifiedProcess
 from shellgate.router.unified import (
     MAX_UNIFIED_EXEC_PROCESSES,
@@ -58,6 +65,31 @@ class SessionManager:
         self._lost: dict[int, str] = {}
         # Pruned processes being terminated in the background (owned here, awaited on close).
         self._reaping: set[asyncio.Task[None]] = set()
+        # Shared (distributed) remote sessions: the store, and what this request re-attached.
+        self._thread_id = ""
+        self._shared: SharedState | None = None
+        self._environments: SessionEnvironments | None = None
+        self._instance_id = ""
+        self._shared_ids: set[int] = set()
+        self._attached: dict[int, UnifiedProcess] = {}
+
+    def bind(
+        self,
+        thread_id: str,
+        shared: SharedState,
+        environments: SessionEnvironments | None,
+        instance_id: str,
+    ) -> None:
+        """Attach the thread's shared store (remote sessions go there when distributed)."""
+        self._thread_id = thread_id
+        self._shared = shared
+        self._environments = environments
+        self._instance_id = instance_id
+
+    @property
+    def distributed(self) -> bool:
+        """Whether remote sessions are published for other routers."""
+        return self._shared is not None and self._shared.distributed
 
     # --- ids ---------------------------------------------------------------------------
 
@@ -72,6 +104,102 @@ class SessionManager:
     def release_id(self, process_id: int) -> None:
         """Release a reserved id (failure paths, exit, pruning)."""
         self._reserved.discard(process_id)
+
+    async def reserve(self) -> int:
+        """Reserve an id unique across routers (claimed in the shared store when distributed)."""
+        for _ in range(1_000):
+            pid = self.reserve_id()
+            if pid in self._shared_ids:
+                # A shared session's id: stays reserved here so it is not drawn again.
+                continue
+            if not self.distributed or self._shared is None:
+                return pid
+            if await self._shared.reserve_session_id(self._thread_id, pid):
+                return pid
+        raise RuntimeError("no free unified-exec session id")
+
+    async def release(self, process_id: int) -> None:
+        """Release an id here and in the shared store."""
+        self.release_id(process_id)
+        if self.distributed and self._shared is not None:
+            await self._shared.release_session_id(self._thread_id, process_id)
+
+    # --- shared sessions -------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """Re-read which shared sessions exist (the sync `exists` answers from it)."""
+        if self.distributed and self._shared is not None:
+            records = await self._shared.list_sessions(self._thread_id)
+            self._shared_ids = {r.session_id for r in records}
+
+    def exists(self, process_id: int) -> bool:
+        """Known here, lost with its environment, or shared (as of the last refresh)."""
+        return (
+            process_id in self._procs or process_id in self._lost or process_id in self._shared_ids
+        )
+
+    async def open(self, process_id: int) -> UnifiedProcess | None:
+        """A stored process, or a shared remote session re-attached for this request.
+
+        An unreachable daemon raises EnvironmentUnavailableError. The caller ends with
+        `settle` (or `finish` once the exit was reported).
+        """
+        proc = self._procs.get(process_id)
+        if proc is not None or not self.distributed or self._shared is None:
+            return proc
+        record = await self._shared.get_session(self._thread_id, process_id)
+        if record is None:
+            self._shared_ids.discard(process_id)
+            return None
+        proc = await reattach(record, self._environments, self.clock)
+        if proc is not None:
+            self._attached[process_id] = proc
+        return proc
+
+    async def settle(self, proc: UnifiedProcess) -> None:
+        """After a response: publish a live remote session (distributed), or update it."""
+        if not self.distributed or self._shared is None or proc.exited:
+            if self._attached.get(proc.process_id) is proc:
+                # Exit seen but not reported (interrupted): the record stays for a re-poll.
+                del self._attached[proc.process_id]
+                await proc.release()
+            return
+        attached = self._attached.get(proc.process_id) is proc
+        stored = self._procs.get(proc.process_id) is proc
+        if not attached and not (
+            stored and remote_env(self._environments, proc.meta.environment_id)
+        ):
+            return
+        await self._shared.put_session(self._thread_id, record_of(proc, self._instance_id))
+        self._shared_ids.add(proc.process_id)
+        if attached:
+            del self._attached[proc.process_id]
+        else:
+            del self._procs[proc.process_id]
+        # The daemon keeps the detached process; the next poll (any router) re-attaches.
+        self._reserved.discard(proc.process_id)
+        await proc.release()
+
+    def _shared_info(self, record: SessionRecord) -> SessionInfo:
+        return SessionInfo(
+            session_id=record.session_id,
+            environment_id=record.environment_id,
+            call_id=record.call_id,
+            argv=record.argv,
+            tty=record.tty,
+            running=True,
+            exit_code=None,
+            started_at_ms=record.started_at_ms,
+            last_used_at_ms=record.last_used_at_ms,
+        )
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Local sessions plus the thread's shared remote ones, by id."""
+        out = {info.session_id: info for info in self.sessions()}
+        if self.distributed and self._shared is not None:
+            for record in await self._shared.list_sessions(self._thread_id):
+                out.setdefault(record.session_id, self._shared_info(record))
+        return [out[k] for k in sorted(out)]
 
     # --- storage -------------------------------------------------------------------------
 
@@ -115,6 +243,15 @@ class SessionManager:
 
     async def finish(self, proc: UnifiedProcess) -> None:
         """Remove a process whose exit was reported and release its resources."""
+        if self._attached.get(proc.process_id) is proc:
+            del self._attached[proc.process_id]
+            assert self._shared is not None
+            await self._shared.delete_session(self._thread_id, proc.process_id)
+            self._shared_ids.discard(proc.process_id)
+            if proc.lost is not None:
+                self._lost[proc.process_id] = proc.meta.environment_id
+            await proc.terminate()
+            return
         self.remove(proc.process_id)
         await proc.terminate()
 
@@ -122,10 +259,28 @@ class SessionManager:
         """Kill one session (TerminateSession); unknown → NOT_FOUND; whether it was running."""
         proc = self._procs.pop(process_id, None)
         if proc is None:
-            raise UnknownSessionError(f"unknown session {process_id}")
+            return await self._terminate_shared(process_id)
         self.release_id(process_id)
         running = not proc.exited
         await proc.terminate()
+        if self.distributed and self._shared is not None:
+            await self._shared.release_session_id(self._thread_id, process_id)
+        return running
+
+    async def _terminate_shared(self, process_id: int) -> bool:
+        record = None
+        if self.distributed and self._shared is not None:
+            record = await self._shared.get_session(self._thread_id, process_id)
+        if record is None:
+            raise UnknownSessionError(f"unknown session {process_id}")
+        assert self._shared is not None
+        env = remote_env(self._environments, record.environment_id)
+        running = False
+        if env is not None:
+            # Unreachable daemon: EnvironmentUnavailableError; the record stays.
+            running = await env.terminate_process(record.backend_process_id)
+        await self._shared.delete_session(self._thread_id, process_id)
+        self._shared_ids.discard(process_id)
         return running
 
     async def terminate_all(self) -> int:

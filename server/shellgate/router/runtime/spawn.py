@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shellgate.execserver.backends.base import ProcessHandle, SpawnRequest
+from shellgate.execserver.env_policy import ShellEnvironmentPolicy
 from shellgate.execserver.sandbox import SandboxMode, SandboxSpec
 from shellgate.router.apply_patch.fs import PatchFileSystem
 
@@ -64,11 +65,20 @@ class Spawner(Protocol):
         ...
 
     async def spawn(
-        self, request: SpawnRequest, sandbox: SandboxSpec, *, detach: bool, owner: str
+        self,
+        request: SpawnRequest,
+        sandbox: SandboxSpec,
+        *,
+        detach: bool,
+        owner: str,
+        env_policy: ShellEnvironmentPolicy | None = None,
     ) -> Spawned:
         """Start a process; SpawnFailure or EnvironmentUnavailableError when nothing ran.
 
         `detach` keeps a remote process alive when its stream ends (unified exec).
+        `env_policy` is the turn's shell environment policy: a daemon applies it to its own
+        environment before the request overlay (spec 05 §5.5); locally `request.env`
+        already is its result.
         """
         ...
 

@@ -12,11 +12,18 @@ from typing import Protocol
 
 from shellgate.router.runtime.errors import (
     InvalidRuntimeArgumentError,
+    RuntimeServiceError,
     UnknownApprovalError,
     UnknownCallError,
     UnknownThreadError,
 )
 from shellgate.router.runtime.sessions import SessionManager
+from shellgate.router.runtime.shared_sessions import SessionEnvironments, terminate_records
+from shellgate.router.runtime.shared_state import (
+    InMemorySharedState,
+    PendingRecord,
+    SharedState,
+)
 
 __all__ = [
     "DEFAULT_APPROVAL_TTL_MS",
@@ -25,6 +32,8 @@ __all__ = [
     "InFlightCall",
     "InMemoryThreadStore",
     "PendingApproval",
+    "PendingElsewhereError",
+    "ThreadRegistry",
     "ThreadState",
     "ThreadStore",
     "validate_thread_id",
@@ -43,6 +52,13 @@ def validate_thread_id(thread_id: str) -> str:
     if not _THREAD_ID.fullmatch(thread_id):
         raise InvalidRuntimeArgumentError("thread_id: must be 1-128 characters of [A-Za-z0-9._:-]")
     return thread_id
+
+
+class PendingElsewhereError(RuntimeServiceError):
+    """The approval is pending on another router instance, which holds the parked call."""
+
+    code = "FAILED_PRECONDITION"
+    reason = "pending_elsewhere"
 
 
 @dataclass
@@ -74,7 +90,7 @@ class EndedThread:
 
 
 class ThreadState:
-    """Everything one thread owns; only the store creates and ends it."""
+    """What one router holds of a thread; shared parts live in `shared` (spec 06 §2)."""
 
     def __init__(
         self,
@@ -83,14 +99,17 @@ class ThreadState:
         clock: Clock,
         approval_ttl_ms: int,
         sessions: SessionManager,
+        shared: SharedState | None = None,
+        instance_id: str = "",
+        generation: str = "",
     ) -> None:
         self.thread_id = thread_id
         self._clock = clock
         self._approval_ttl_ms = approval_ttl_ms
-        # Approval key digests approved "for session" (spec 06 §3.4, §8).
-        self.approval_cache: set[str] = set()
-        # Session-scope permission grants, by environment id (opaque to the runtime).
-        self.sticky_grants: dict[str, object] = {}
+        self.shared: SharedState = shared or InMemorySharedState(clock)
+        self.instance_id = instance_id
+        self.generation = generation
+        # Parked calls' continuations (live objects: they stay with this router).
         self.pending: dict[str, PendingApproval] = {}
         self.inflight: dict[str, InFlightCall] = {}
         self.sessions = sessions
@@ -100,17 +119,27 @@ class ThreadState:
         """Mark the thread as used now (resets its idle TTL)."""
         self.last_used = self._clock()
 
-    # --- approvals ---------------------------------------------------------------------
+    # --- approvals and grants (shared) ---------------------------------------------------
 
-    def is_approved_for_session(self, digest: str) -> bool:
-        """Whether this approval key was approved for the session."""
-        return digest in self.approval_cache
+    async def is_approved_for_session(self, digest: str) -> bool:
+        """Whether this approval key was approved for the session (any router)."""
+        return await self.shared.is_approved(self.thread_id, digest)
 
-    def approve_for_session(self, digest: str) -> None:
+    async def approve_for_session(self, digest: str) -> None:
         """Cache an approval key for the rest of the thread."""
-        self.approval_cache.add(digest)
+        await self.shared.approve(self.thread_id, digest)
 
-    def add_pending(self, call_id: str, payload: object) -> PendingApproval:
+    async def set_grant(self, key: str, value: str) -> None:
+        """Store a session-scope permission grant (opaque JSON text)."""
+        await self.shared.set_grant(self.thread_id, key, value)
+
+    async def grants(self) -> dict[str, str]:
+        """The thread's sticky grants."""
+        return await self.shared.grants(self.thread_id)
+
+    # --- pending approvals ---------------------------------------------------------------
+
+    async def add_pending(self, call_id: str, payload: object) -> PendingApproval:
         """Park a call under a fresh UUIDv4 approval id for `approval_ttl`."""
         self.expire_pending()
         now = self._clock()
@@ -121,19 +150,42 @@ class ThreadState:
             created_at=now,
             expires_at=now + self._approval_ttl_ms / 1000,
         )
+        record = PendingRecord(pending.approval_id, call_id, self.instance_id)
+        await self.shared.put_pending(self.thread_id, record, self._approval_ttl_ms)
         self.pending[pending.approval_id] = pending
         return pending
 
-    def take_pending(self, approval_id: str) -> PendingApproval:
-        """Remove and return a pending call; unknown or expired → NOT_FOUND."""
+    async def take_pending(self, approval_id: str) -> PendingApproval:
+        """Remove and return a pending call; unknown, expired or ended → NOT_FOUND."""
         self.expire_pending()
-        pending = self.pending.pop(approval_id, None)
-        if pending is None:
+        record = await self.shared.get_pending(self.thread_id, approval_id)
+        local = self.pending.get(approval_id)
+        if record is None:
+            # Expired, answered, or its thread was ended through another router.
+            self.pending.pop(approval_id, None)
             raise UnknownApprovalError(f"unknown or expired approval_id {approval_id}")
-        return pending
+        if local is None:
+            raise PendingElsewhereError(
+                f"approval_id {approval_id} is pending on router instance "
+                f"{record.instance_id}; resume it there"
+            )
+        if not await self.shared.take_pending(self.thread_id, approval_id):
+            self.pending.pop(approval_id, None)
+            raise UnknownApprovalError(f"unknown or expired approval_id {approval_id}")
+        del self.pending[approval_id]
+        return local
+
+    async def put_back(self, pending: PendingApproval) -> None:
+        """Re-park a call taken by mistake (a decision not on offer), keeping its expiry."""
+        remaining_ms = int((pending.expires_at - self._clock()) * 1000)
+        if remaining_ms <= 0:
+            return
+        record = PendingRecord(pending.approval_id, pending.call_id, self.instance_id)
+        await self.shared.put_pending(self.thread_id, record, remaining_ms)
+        self.pending[pending.approval_id] = pending
 
     def expire_pending(self) -> int:
-        """Drop pending calls past their TTL; returns how many."""
+        """Drop local parked calls past their TTL; returns how many."""
         now = self._clock()
         expired = [k for k, p in self.pending.items() if p.expires_at <= now]
         for key in expired:
@@ -160,12 +212,10 @@ class ThreadState:
             raise UnknownCallError(f"no in-flight call {call_id}")
         call.interrupt.set()
 
-    async def close(self) -> EndedThread:
-        """Terminate sessions, drop approvals and pending calls (EndThread)."""
+    async def close_local(self) -> EndedThread:
+        """Kill this router's sessions of the thread, drop its parked calls."""
         dropped = len(self.pending)
         self.pending.clear()
-        self.approval_cache.clear()
-        self.sticky_grants.clear()
         for call in self.inflight.values():
             call.interrupt.set()
         terminated = await self.sessions.terminate_all()
@@ -173,7 +223,7 @@ class ThreadState:
 
 
 class ThreadStore(Protocol):
-    """Where threads live; in memory now, a shared store (e.g. Redis) can come later."""
+    """Where threads live (the servicer's view)."""
 
     async def get_or_create(self, thread_id: str) -> ThreadState:
         """The thread, created on first use."""
@@ -191,13 +241,22 @@ class ThreadStore(Protocol):
         """End threads idle longer than the TTL; returns their ids."""
         ...
 
+    async def expire_pending(self) -> int:
+        """Drop parked calls past their approval TTL; returns how many."""
+        ...
+
     async def aclose(self) -> None:
-        """End every thread (service shutdown)."""
+        """Close every thread of this router (service shutdown)."""
         ...
 
 
-class InMemoryThreadStore:
-    """Threads in this process's memory."""
+class ThreadRegistry:
+    """This router's threads over a SharedState (in memory by default, or Redis).
+
+    With a distributed store the thread's approvals, grants, pending records and remote
+    sessions are visible to every router; local processes and parked continuations stay
+    here. A thread ended through another router is noticed by its generation changing.
+    """
 
     def __init__(
         self,
@@ -206,47 +265,83 @@ class InMemoryThreadStore:
         clock: Clock = time.monotonic,
         approval_ttl_ms: int = DEFAULT_APPROVAL_TTL_MS,
         idle_ttl_ms: int = DEFAULT_THREAD_IDLE_TTL_MS,
+        shared: SharedState | None = None,
+        environments: SessionEnvironments | None = None,
+        instance_id: str = "",
     ) -> None:
         self._threads: dict[str, ThreadState] = {}
         self._session_factory = session_factory or (lambda _tid: SessionManager())
         self._clock = clock
         self._approval_ttl_ms = approval_ttl_ms
         self._idle_ttl_ms = idle_ttl_ms
+        self.shared: SharedState = shared or InMemorySharedState(clock)
+        self._environments = environments
+        self._instance_id = instance_id or uuid.uuid4().hex
+
+    def _new(self, thread_id: str, generation: str) -> ThreadState:
+        sessions = self._session_factory(thread_id)
+        sessions.bind(thread_id, self.shared, self._environments, self._instance_id)
+        state = ThreadState(
+            thread_id,
+            clock=self._clock,
+            approval_ttl_ms=self._approval_ttl_ms,
+            sessions=sessions,
+            shared=self.shared,
+            instance_id=self._instance_id,
+            generation=generation,
+        )
+        self._threads[thread_id] = state
+        return state
+
+    async def _sync(self, thread_id: str, generation: str | None) -> ThreadState | None:
+        """The local state matching the shared generation (a stale one is closed)."""
+        state = self._threads.get(thread_id)
+        if state is not None and state.generation != generation:
+            # Ended (or expired) through another router: forget what this router held.
+            del self._threads[thread_id]
+            await state.close_local()
+            state = None
+        if state is None and generation is not None:
+            state = self._new(thread_id, generation)
+        if state is not None:
+            state.touch()
+            await state.sessions.refresh()
+        return state
 
     async def get_or_create(self, thread_id: str) -> ThreadState:
-        """The thread, created on first use."""
+        """The thread, created on first use (on any router)."""
         validate_thread_id(thread_id)
-        state = self._threads.get(thread_id)
-        if state is None:
-            state = ThreadState(
-                thread_id,
-                clock=self._clock,
-                approval_ttl_ms=self._approval_ttl_ms,
-                sessions=self._session_factory(thread_id),
-            )
-            self._threads[thread_id] = state
-        state.touch()
+        generation = await self.shared.ensure_thread(thread_id, uuid.uuid4().hex)
+        state = await self._sync(thread_id, generation)
+        assert state is not None
         return state
 
     async def get(self, thread_id: str) -> ThreadState:
         """An existing thread; unknown → NOT_FOUND."""
         validate_thread_id(thread_id)
-        state = self._threads.get(thread_id)
+        state = await self._sync(thread_id, await self.shared.thread_generation(thread_id))
         if state is None:
             raise UnknownThreadError(f"unknown thread {thread_id}")
-        state.touch()
         return state
 
     async def end(self, thread_id: str) -> EndedThread:
-        """End a thread; unknown → NOT_FOUND."""
+        """End a thread everywhere: sessions killed, approvals and pending calls dropped."""
         validate_thread_id(thread_id)
+        generation = await self.shared.thread_generation(thread_id)
         state = self._threads.pop(thread_id, None)
-        if state is None:
+        if generation is None and state is None:
             raise UnknownThreadError(f"unknown thread {thread_id}")
-        return await state.close()
+        local = await state.close_local() if state is not None else EndedThread(0, 0)
+        records, pending = await self.shared.drop_thread(thread_id)
+        remote = await terminate_records(records, self._environments)
+        return EndedThread(local.terminated_sessions + remote, pending)
 
     async def sweep_idle(self) -> list[str]:
-        """End threads idle longer than the TTL (nothing in flight); returns their ids."""
+        """End threads idle here longer than the TTL (nothing in flight); returns their ids.
+
+        With a distributed store only this router's part is closed: the shared keys expire
+        by themselves with the same TTL, and another router may still be using the thread.
+        """
         now = self._clock()
         idle = [
             tid
@@ -255,14 +350,27 @@ class InMemoryThreadStore:
         ]
         for tid in idle:
             state = self._threads.pop(tid)
-            await state.close()
+            await state.close_local()
+            if not self.shared.distributed:
+                await self.shared.drop_thread(tid)
         return idle
 
+    async def expire_pending(self) -> int:
+        """Drop parked calls past their approval TTL in every local thread."""
+        return sum(state.expire_pending() for state in self._threads.values())
+
     async def aclose(self) -> None:
-        """End every thread."""
+        """Close this router's part of every thread, then the shared store's connections."""
         threads, self._threads = list(self._threads.values()), {}
         for state in threads:
-            await state.close()
+            await state.close_local()
+            if not self.shared.distributed:
+                await self.shared.drop_thread(state.thread_id)
+        await self.shared.aclose()
 
     def __len__(self) -> int:
         return len(self._threads)
+
+
+# The name the router app uses; the default SharedState is in memory.
+InMemoryThreadStore = ThreadRegistry

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shellgate.execserver.backends.base import Signal, SpawnRequest
+from shellgate.execserver.env_policy import ShellEnvironmentPolicy
 from shellgate.router.envelope import ExecutionEnvelope, launch_argv, launch_env
 from shellgate.router.output import (
     TruncationPolicy,
@@ -26,7 +27,12 @@ from shellgate.router.output_format import (
     write_stdin_failed,
 )
 from shellgate.router.runtime.sessions import SessionManager
-from shellgate.router.runtime.spawn import SandboxSpec, Spawner, SpawnFailure
+from shellgate.router.runtime.spawn import (
+    EnvironmentUnavailableError,
+    SandboxSpec,
+    Spawner,
+    SpawnFailure,
+)
 from shellgate.router.runtime.unified_process import OutputListener, ProcessMeta, UnifiedProcess
 from shellgate.router.unified import (
     EARLY_EXIT_CHECK_MS,
@@ -193,26 +199,32 @@ async def exec_command_start(
     on_started: Callable[[UnifiedProcess], None] | None = None,
     interrupt: asyncio.Event | None = None,
     rng: random.Random | None = None,
+    env_policy: ShellEnvironmentPolicy | None = None,
 ) -> UnifiedResponse:
     """Spawn, wait 150 ms for an early exit, store if alive, collect until the yield deadline."""
     rng = rng or random.Random()
     clock = manager.clock
-    process_id = manager.reserve_id()
+    process_id = await manager.reserve()
     argv = launch_argv(envelope.argv, envelope.shell_type)
     env = launch_env(envelope.env_map, call_id=call_id)
     request = SpawnRequest(
         argv=tuple(argv), cwd=envelope.cwd, env=env, tty=bool(envelope.tty), stdin_open=False
     )
     try:
-        spawned = await spawner.spawn(request, sandbox, detach=True, owner=owner)
+        spawned = await spawner.spawn(
+            request, sandbox, detach=True, owner=owner, env_policy=env_policy
+        )
     except SpawnFailure as exc:
-        manager.release_id(process_id)
+        await manager.release(process_id)
         message = UnifiedExecErrorText.create_process(
             f"{exc.message} (os error {exc.errno})" if exc.errno else exc.message
         )
         return UnifiedResponse(rejected_text(message), error=True, spawn_failed=True)
     except BaseException:
         manager.release_id(process_id)
+        if manager.distributed:
+            with contextlib.suppress(Exception):
+                await manager.release(process_id)
         raise
     meta = ProcessMeta(
         process_id=process_id,
@@ -253,6 +265,9 @@ async def exec_command_start(
         elif proc.exited and manager.get(process_id) is None:
             # Interrupted right after an early exit: never stored, so nobody else will reap it.
             await manager.finish(proc)
+        else:
+            # Distributed thread state: a live remote session is handed to the shared store.
+            await manager.settle(proc)
         return response
     finally:
         proc.listener = None
@@ -273,7 +288,11 @@ async def write_stdin(
     rng = rng or random.Random()
     clock = manager.clock
     start = clock()
-    proc = manager.get(session_id)
+    try:
+        proc = await manager.open(session_id)
+    except EnvironmentUnavailableError as exc:
+        text = write_stdin_failed(UnifiedExecErrorText.process_failed(str(exc)))
+        return UnifiedResponse(text, error=True)
     if proc is None:
         lost_env = manager.lost_environment(session_id)
         if lost_env is not None:
@@ -283,12 +302,14 @@ async def write_stdin(
         else:
             text = write_stdin_failed(UnifiedExecErrorText.unknown_process_id(session_id))
         return UnifiedResponse(text, error=True)
-    if chars and not proc.meta.tty and chars != CTRL_C:
-        return UnifiedResponse(write_stdin_failed(UnifiedExecErrorText.STDIN_CLOSED), error=True)
-    proc.touch()
-    deadline = start + yield_time_ms / 1000
     proc.listener = listener
+    reported = False
     try:
+        if chars and not proc.meta.tty and chars != CTRL_C:
+            text = write_stdin_failed(UnifiedExecErrorText.STDIN_CLOSED)
+            return UnifiedResponse(text, error=True)
+        proc.touch()
+        deadline = start + yield_time_ms / 1000
         if chars:
             wrote = True
             try:
@@ -312,10 +333,14 @@ async def write_stdin(
         response = _respond(proc, manager, policy, wall_ms, rng)
         response.interrupted = not completed
         if proc.exited and completed:
+            reported = True
             await manager.finish(proc)
         return response
     finally:
         proc.listener = None
+        if not reported:
+            # A re-attached shared session records what was consumed and lets go.
+            await manager.settle(proc)
 
 
 async def _sleep_unless(seconds: float, interrupt: asyncio.Event | None) -> None:

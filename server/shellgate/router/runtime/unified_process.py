@@ -34,7 +34,14 @@ class ProcessMeta:
 class UnifiedProcess:
     """Owns its pump and exit-watch tasks; `terminate` ends them and the process group."""
 
-    def __init__(self, meta: ProcessMeta, handle: ProcessHandle, clock: Callable[[], float]):
+    def __init__(
+        self,
+        meta: ProcessMeta,
+        handle: ProcessHandle,
+        clock: Callable[[], float],
+        *,
+        initial_seq: int = 0,
+    ):
         self.meta = meta
         self.handle = handle
         self.clock = clock
@@ -44,7 +51,11 @@ class UnifiedProcess:
         self.exit_status: ExitStatus | None = None
         self.closed = False
         self.listener: OutputListener | None = None
-        self._seq = 0
+        self._seq = initial_seq
+        # Backend (daemon) seq of the last chunk pushed, and of the last one drained: a
+        # re-attach from `drained_seq` replays exactly what no response has returned yet.
+        self.backend_seq = initial_seq
+        self.drained_seq = initial_seq
         # Set on every state change (output, exit, close); waiters clear it before checking.
         self.changed = asyncio.Event()
         self._tasks = [
@@ -76,6 +87,7 @@ class UnifiedProcess:
         try:
             async for chunk in self.handle.output():
                 self._seq += 1
+                self.backend_seq = getattr(self.handle, "delivered_seq", self._seq)
                 self.buffer.push(chunk.data)
                 if self.listener is not None:
                     self.listener(chunk, self._seq)
@@ -110,12 +122,26 @@ class UnifiedProcess:
 
     def drain(self) -> HeadTailSnapshot:
         """Output since the previous drain (each response sees only new output)."""
+        self.drained_seq = self.backend_seq
         return self.buffer.drain()
+
+    async def release(self) -> None:
+        """Stop following a detached remote process without killing it."""
+        release = getattr(self.handle, "release", None)
+        if release is None:
+            await self.terminate()
+            return
+        with contextlib.suppress(Exception):
+            await release()
+        await self._stop_tasks()
 
     async def terminate(self) -> None:
         """Kill the process group and stop the background tasks."""
         with contextlib.suppress(Exception):
             await self.handle.terminate()
+        await self._stop_tasks()
+
+    async def _stop_tasks(self) -> None:
         for task in self._tasks:
             if not task.done():
                 task.cancel()

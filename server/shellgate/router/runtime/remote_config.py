@@ -1,0 +1,99 @@
+"""`[[environments]]` entries and how a channel to a daemon is made (TLS by default)."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import grpc.aio
+
+__all__ = ["RemoteConfig", "is_loopback_target", "make_channel", "read_token"]
+
+
+@dataclass(frozen=True)
+class RemoteConfig:
+    """One `[[environments]]` entry: target, credentials, timeouts (ms).
+
+    Secure by default: plaintext only with `insecure = true`, or for a loopback target
+    when no TLS file is configured; otherwise TLS, with the system roots when no CA file.
+    """
+
+    environment_id: str
+    target: str
+    insecure: bool = False
+    tls_ca_file: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_server_name: str = ""
+    token_file: str = ""
+    connect_timeout_ms: int = 10_000
+    call_timeout_ms: int = 30_000
+
+    @property
+    def has_tls_files(self) -> bool:
+        """Whether any TLS file is configured."""
+        return bool(self.tls_ca_file or self.tls_cert_file or self.tls_key_file)
+
+    @property
+    def plaintext(self) -> bool:
+        """Whether the channel is plaintext (see the class docstring)."""
+        if self.insecure:
+            return True
+        return not self.has_tls_files and is_loopback_target(self.target)
+
+
+def _target_host(target: str) -> str:
+    """The host of a gRPC target (`host:port`, `[v6]:port`, `dns:///host:port`, `ipv4:…`)."""
+    text = target
+    for scheme in ("dns:", "ipv4:", "ipv6:"):
+        if text.startswith(scheme):
+            text = text[len(scheme) :]
+            # dns://authority/host:port: the authority is the resolver, not the target.
+            if text.startswith("//"):
+                text = text[2:].split("/", 1)[-1]
+            break
+    if text.startswith("["):
+        return text[1:].split("]", 1)[0]
+    if text.count(":") > 1:
+        # A bare IPv6 address without a port.
+        return text
+    return text.rsplit(":", 1)[0] if ":" in text else text
+
+
+def is_loopback_target(target: str) -> bool:
+    """True for unix sockets, `localhost` and loopback addresses."""
+    if target.startswith(("unix:", "unix-abstract:")):
+        return True
+    host = _target_host(target).lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def read_token(path: str) -> str:
+    """The bearer token of a token file (the last word of its first non-comment line)."""
+    for line in Path(path).read_text().splitlines():
+        text = line.strip()
+        if text and not text.startswith("#"):
+            return text.split()[-1]
+    raise ValueError(f"{path}: no token")
+
+
+def make_channel(config: RemoteConfig) -> grpc.aio.Channel:
+    """A channel to the daemon: plaintext only when `config.plaintext`, else TLS."""
+    if config.plaintext:
+        return grpc.aio.insecure_channel(config.target)
+    root = Path(config.tls_ca_file).read_bytes() if config.tls_ca_file else None
+    key = Path(config.tls_key_file).read_bytes() if config.tls_key_file else None
+    cert = Path(config.tls_cert_file).read_bytes() if config.tls_cert_file else None
+    # root=None: gRPC uses the system roots.
+    creds = grpc.ssl_channel_credentials(root, key, cert)
+    options = []
+    if config.tls_server_name:
+        options.append(("grpc.ssl_target_name_override", config.tls_server_name))
+    return grpc.aio.secure_channel(config.target, creds, options=options)

@@ -1,0 +1,277 @@
+"""Thread state that several routers can share (spec 06 §2): one small store interface.
+
+What lives here: the approval cache ("approved for session" digests), sticky grants,
+pending-approval records and the unified-exec session table of *remote* sessions. The
+in-memory implementation is the default (one router); `redis_state.RedisSharedState`
+lets routers behind a load balancer serve the same thread. Live objects (local processes,
+the parked call's continuation, in-flight calls) stay in the router that owns them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+from shellgate.router.runtime.errors import RuntimeServiceError
+
+__all__ = [
+    "InMemorySharedState",
+    "PendingRecord",
+    "SessionRecord",
+    "SharedState",
+    "SharedStateUnavailableError",
+]
+
+
+class SharedStateUnavailableError(RuntimeServiceError):
+    """The shared store cannot be reached; nothing is assumed (an approval is never granted)."""
+
+    code = "UNAVAILABLE"
+    reason = "shared_state_unavailable"
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """A remote unified-exec session as any router can re-attach to it."""
+
+    session_id: int
+    environment_id: str
+    backend_process_id: str
+    call_id: str
+    argv: tuple[str, ...]
+    tty: bool
+    sandboxed: bool
+    started_at_ms: int
+    last_used_at_ms: int
+    # The daemon seq of the last output chunk returned to the model.
+    consumed_seq: int
+    # The router instance that started it (informational).
+    instance_id: str = ""
+
+    def to_json(self) -> str:
+        """Compact JSON for the store."""
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SessionRecord:
+        """The record back from the store."""
+        data = json.loads(text)
+        data["argv"] = tuple(data["argv"])
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class PendingRecord:
+    """A pending approval: which router holds the parked call."""
+
+    approval_id: str
+    call_id: str
+    instance_id: str
+
+
+class SharedState(Protocol):
+    """Per-thread shared state; every method may raise SharedStateUnavailableError."""
+
+    @property
+    def distributed(self) -> bool:
+        """True when other routers may see this state (remote sessions are then published)."""
+        ...
+
+    async def ensure_thread(self, thread_id: str, generation: str) -> str:
+        """Create the thread if absent (with `generation`), refresh its TTL; its generation."""
+        ...
+
+    async def thread_generation(self, thread_id: str) -> str | None:
+        """The live thread's generation (refreshing its TTL), or None when it does not exist."""
+        ...
+
+    async def drop_thread(self, thread_id: str) -> tuple[list[SessionRecord], int]:
+        """Delete everything of the thread; its remote sessions and pending count."""
+        ...
+
+    async def approve(self, thread_id: str, digest: str) -> None:
+        """Record an "approved for session" approval key digest."""
+        ...
+
+    async def is_approved(self, thread_id: str, digest: str) -> bool:
+        """Whether the digest was approved for the session."""
+        ...
+
+    async def set_grant(self, thread_id: str, key: str, value: str) -> None:
+        """Store a sticky permission grant (opaque JSON text)."""
+        ...
+
+    async def grants(self, thread_id: str) -> dict[str, str]:
+        """All sticky grants of the thread."""
+        ...
+
+    async def put_pending(self, thread_id: str, record: PendingRecord, ttl_ms: int) -> None:
+        """Record a pending approval for `ttl_ms`."""
+        ...
+
+    async def get_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
+        """A live pending approval."""
+        ...
+
+    async def take_pending(self, thread_id: str, approval_id: str) -> bool:
+        """Delete a pending approval; False when it was already gone (expired or taken)."""
+        ...
+
+    async def reserve_session_id(self, thread_id: str, session_id: int) -> bool:
+        """Claim a session id for the thread; False when another router holds it."""
+        ...
+
+    async def release_session_id(self, thread_id: str, session_id: int) -> None:
+        """Give a session id back."""
+        ...
+
+    async def put_session(self, thread_id: str, record: SessionRecord) -> None:
+        """Store (or update) a remote session."""
+        ...
+
+    async def get_session(self, thread_id: str, session_id: int) -> SessionRecord | None:
+        """A remote session."""
+        ...
+
+    async def list_sessions(self, thread_id: str) -> list[SessionRecord]:
+        """The thread's remote sessions by id."""
+        ...
+
+    async def delete_session(self, thread_id: str, session_id: int) -> bool:
+        """Forget a remote session (and release its id); whether it existed."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close connections."""
+        ...
+
+
+@dataclass
+class _Thread:
+    generation: str
+    approved: set[str]
+    grants: dict[str, str]
+    pending: dict[str, tuple[PendingRecord, float]]
+    ids: set[int]
+    sessions: dict[int, SessionRecord]
+
+
+class InMemorySharedState:
+    """The default: this process's memory (one router); TTLs are the thread store's job."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._threads: dict[str, _Thread] = {}
+        self._clock = clock
+
+    @property
+    def distributed(self) -> bool:
+        """Never: a single router keeps its remote streams open."""
+        return False
+
+    def _t(self, thread_id: str) -> _Thread:
+        t = self._threads.get(thread_id)
+        if t is None:
+            t = _Thread("", set(), {}, {}, set(), {})
+            self._threads[thread_id] = t
+        return t
+
+    async def ensure_thread(self, thread_id: str, generation: str) -> str:
+        """Create if absent; the generation."""
+        t = self._t(thread_id)
+        if not t.generation:
+            t.generation = generation
+        return t.generation
+
+    async def thread_generation(self, thread_id: str) -> str | None:
+        """The generation, or None."""
+        t = self._threads.get(thread_id)
+        return t.generation if t is not None and t.generation else None
+
+    async def drop_thread(self, thread_id: str) -> tuple[list[SessionRecord], int]:
+        """Delete everything of the thread."""
+        t = self._threads.pop(thread_id, None)
+        if t is None:
+            return [], 0
+        now = self._clock()
+        live = sum(1 for _, exp in t.pending.values() if exp > now)
+        return sorted(t.sessions.values(), key=lambda r: r.session_id), live
+
+    async def approve(self, thread_id: str, digest: str) -> None:
+        """Record an approval."""
+        self._t(thread_id).approved.add(digest)
+
+    async def is_approved(self, thread_id: str, digest: str) -> bool:
+        """Whether approved."""
+        t = self._threads.get(thread_id)
+        return t is not None and digest in t.approved
+
+    async def set_grant(self, thread_id: str, key: str, value: str) -> None:
+        """Store a grant."""
+        self._t(thread_id).grants[key] = value
+
+    async def grants(self, thread_id: str) -> dict[str, str]:
+        """All grants."""
+        t = self._threads.get(thread_id)
+        return dict(t.grants) if t is not None else {}
+
+    async def put_pending(self, thread_id: str, record: PendingRecord, ttl_ms: int) -> None:
+        """Record a pending approval."""
+        self._t(thread_id).pending[record.approval_id] = (record, self._clock() + ttl_ms / 1000)
+
+    async def get_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
+        """A live pending approval."""
+        t = self._threads.get(thread_id)
+        entry = t.pending.get(approval_id) if t is not None else None
+        if entry is None or entry[1] <= self._clock():
+            return None
+        return entry[0]
+
+    async def take_pending(self, thread_id: str, approval_id: str) -> bool:
+        """Delete a pending approval."""
+        t = self._threads.get(thread_id)
+        entry = t.pending.pop(approval_id, None) if t is not None else None
+        return entry is not None and entry[1] > self._clock()
+
+    async def reserve_session_id(self, thread_id: str, session_id: int) -> bool:
+        """Claim an id."""
+        ids = self._t(thread_id).ids
+        if session_id in ids:
+            return False
+        ids.add(session_id)
+        return True
+
+    async def release_session_id(self, thread_id: str, session_id: int) -> None:
+        """Release an id."""
+        t = self._threads.get(thread_id)
+        if t is not None:
+            t.ids.discard(session_id)
+
+    async def put_session(self, thread_id: str, record: SessionRecord) -> None:
+        """Store a session."""
+        t = self._t(thread_id)
+        t.ids.add(record.session_id)
+        t.sessions[record.session_id] = record
+
+    async def get_session(self, thread_id: str, session_id: int) -> SessionRecord | None:
+        """A session."""
+        t = self._threads.get(thread_id)
+        return t.sessions.get(session_id) if t is not None else None
+
+    async def list_sessions(self, thread_id: str) -> list[SessionRecord]:
+        """Sessions by id."""
+        t = self._threads.get(thread_id)
+        return [] if t is None else [t.sessions[k] for k in sorted(t.sessions)]
+
+    async def delete_session(self, thread_id: str, session_id: int) -> bool:
+        """Forget a session."""
+        t = self._threads.get(thread_id)
+        if t is None:
+            return False
+        t.ids.discard(session_id)
+        return t.sessions.pop(session_id, None) is not None
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
