@@ -201,7 +201,8 @@ def test_start_stream_paces_the_process_instead_of_losing_output() -> None:
 
 def test_a_stalled_start_stream_gets_a_slow_consumer_gap() -> None:
     async def body(stub: Any) -> None:
-        call = stub.Start(start_request(["head", "-c", str(8 * 1024 * 1024), "/dev/zero"]))
+        # Far more than gRPC's flow-control windows can absorb while the client stalls.
+        call = stub.Start(start_request(["head", "-c", str(64 * 1024 * 1024), "/dev/zero"]))
         first = await call.read()
         await asyncio.sleep(1.5)  # stall well past slow_consumer_stall_ms
         gaps = []
@@ -240,3 +241,25 @@ def test_arg0_and_tty_take_the_supervised_path() -> None:
         assert missing[0].spawn_failed.errno == 2
 
     run(body)
+
+
+def test_output_queued_for_a_slow_live_consumer_is_not_cut_at_exit() -> None:
+    size = 16 * 1024 * 1024
+
+    async def body(stub: Any) -> None:
+        call = stub.Start(start_request(["head", "-c", str(size), "/dev/zero"]))
+        received, kinds_seen = 0, []
+        while True:
+            message = await call.read()
+            if message is grpc.aio.EOF:
+                break
+            kind = message.event.WhichOneof("event")
+            kinds_seen.append(kind)
+            if kind == "output":
+                received += len(message.event.output.data)
+                await asyncio.sleep(0.02)  # slow, but always making progress
+        summary = [k for i, k in enumerate(kinds_seen) if k != "output" or i == 0]
+        assert received == size and "gap" not in kinds_seen and kinds_seen[-1] == "closed", summary
+
+    # A generous stall bound: this test is about the drain, not about stalls on a busy box.
+    run(body, exit_drain_ms=200, slow_consumer_stall_ms=10_000)

@@ -74,6 +74,9 @@ class ServerConfig:
     # the pipes) before the streams are cut and `closed` is emitted; a non-detached
     # process's group is then killed (the classic 2 s drain, spec 05 §1.3).
     exit_drain_ms: int = 2_000
+    # Hard bound of that drain, even while a slow but live Start stream is still receiving
+    # output queued before the exit (time spent waiting for it does not count above).
+    exit_drain_cap_ms: int = 60_000
     # A Start stream holds its process back rather than lose output, but only while it makes
     # progress: after this long without any, retention evicts (SLOW_CONSUMER gap).
     slow_consumer_stall_ms: int = 2_000

@@ -49,6 +49,8 @@ class ManagedProcess:
     # How long a paced follower (the Start stream) may make no progress before the pump
     # stops waiting for it and lets retention evict what it has not delivered.
     stall_ms: int = 2_000
+    # Upper bound of the post-exit drain even while a paced consumer keeps it alive.
+    exit_drain_cap_ms: int = 60_000
     started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     last_activity: float = 0.0
     last_activity_ms: int = 0
@@ -65,6 +67,8 @@ class ManagedProcess:
     _pacers: dict[int, int] = field(default_factory=dict)
     _next_token: int = 0
     _progress: asyncio.Event | None = None
+    _pacing_since: float | None = None
+    _paced_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.touch()
@@ -104,6 +108,7 @@ class ManagedProcess:
             if ret.added_bytes + size - slowest <= ret.max_bytes:
                 return
             self._progress = asyncio.Event()
+            self._pacing_since = self.clock()
             try:
                 async with asyncio.timeout(self.stall_ms / 1000):
                     await self._progress.wait()
@@ -113,6 +118,31 @@ class ManagedProcess:
                         del self._pacers[token]
             finally:
                 self._progress = None
+                self._paced_s += self.clock() - self._pacing_since
+                self._pacing_since = None
+
+    def _paced_seconds(self) -> float:
+        """Total time the pump has waited for paced followers (including a current wait)."""
+        current = self.clock() - self._pacing_since if self._pacing_since is not None else 0.0
+        return self._paced_s + current
+
+    async def _drain_after_exit(self, reader: asyncio.Task[None]) -> bool:
+        """Wait for the output to end after the exit; True when it had to be cut off.
+
+        Only time the pump spends *not* waiting for a paced consumer counts towards
+        exit_drain_ms (output still queued for a slow but live Start stream is not cut),
+        and exit_drain_cap_ms bounds the whole wait.
+        """
+        start, paced_at_start = self.clock(), self._paced_seconds()
+        while not reader.done():
+            elapsed = self.clock() - start
+            unpaced = elapsed - (self._paced_seconds() - paced_at_start)
+            left = min(self.exit_drain_ms / 1000 - unpaced, self.exit_drain_cap_ms / 1000 - elapsed)
+            if left <= 0:
+                return True
+            await asyncio.wait({reader}, timeout=left)
+        await reader  # surfaces a reader failure
+        return False
 
     @property
     def sandbox_denied(self) -> bool:
@@ -181,10 +211,7 @@ class ManagedProcess:
             self.denied_at_exit = self.sandbox_denied
             self._notify()
             # A background grandchild may hold the pipes open: bounded drain, then cut.
-            done, _ = await asyncio.wait({reader}, timeout=self.exit_drain_ms / 1000)
-            cut = not done
-            if done:
-                await reader  # surfaces a reader failure
+            cut = await self._drain_after_exit(reader)
         finally:
             if not reader.done():
                 reader.cancel()

@@ -28,6 +28,7 @@ class TableLimits:
     owner_ttl_ms: int = 30 * 60_000
     idempotency_ttl_ms: int = 5 * 60_000
     exit_drain_ms: int = 2_000
+    exit_drain_cap_ms: int = 60_000
     slow_consumer_stall_ms: int = 2_000
 
 
@@ -119,6 +120,7 @@ class ProcessTable:
             sandboxed=spec.sandboxed,
             clock=self._clock,
             exit_drain_ms=self._limits.exit_drain_ms,
+            exit_drain_cap_ms=self._limits.exit_drain_cap_ms,
             stall_ms=self._limits.slow_consumer_stall_ms,
         )
         self._procs[proc.process_id] = proc

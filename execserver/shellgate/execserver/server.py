@@ -98,6 +98,7 @@ async def start_server(config: ServerConfig) -> RunningServer:
         owner_ttl_ms=config.owner_ttl_ms,
         idempotency_ttl_ms=config.idempotency_ttl_ms,
         exit_drain_ms=config.exit_drain_ms,
+        exit_drain_cap_ms=config.exit_drain_cap_ms,
         slow_consumer_stall_ms=config.slow_consumer_stall_ms,
     )
     table = ProcessTable(backend, limits)

@@ -185,7 +185,7 @@ class LocalBackend:
         # fork+exec runs on one long-lived thread so the loop keeps serving while the kernel
         # execs. It lives as long as this backend: PR_SET_PDEATHSIG fires when the *thread*
         # that forked a child exits, so it must not be a short-lived worker.
-        self._spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spawner")
+        self._spawner = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="spawner")
 
     @property
     def name(self) -> str:
