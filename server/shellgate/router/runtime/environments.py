@@ -177,6 +177,16 @@ class EnvironmentRegistry:
             raise EnvironmentNotFoundError(f"unknown environment {environment_id}")
         return env
 
+    def add(self, env: RemoteEnvironment) -> None:
+        """Add a discovered environment (ids are unique; an existing one is kept)."""
+        if env.environment_id in self._envs:
+            raise ValueError(f"duplicate environment id {env.environment_id}")
+        self._envs[env.environment_id] = env
+
+    def remotes(self) -> list[RemoteEnvironment]:
+        """The remote environments in order."""
+        return [e for e in self._envs.values() if isinstance(e, RemoteEnvironment)]
+
     def ids(self) -> list[str]:
         """Environment ids in configuration order."""
         return list(self._envs)
@@ -184,7 +194,8 @@ class EnvironmentRegistry:
     async def statuses(self, *, refresh: bool = False) -> list[EnvironmentStatus]:
         """Reachability, last error and info of every environment (probing when asked)."""
         out: list[EnvironmentStatus] = []
-        for env in self._envs.values():
+        # A copy: discovery may add environments while the probes await.
+        for env in list(self._envs.values()):
             if isinstance(env, LocalEnvironment):
                 out.append(EnvironmentStatus(env.environment_id, False, "", True, "", None))
                 continue
@@ -204,5 +215,5 @@ class EnvironmentRegistry:
 
     async def aclose(self) -> None:
         """Close every environment (kills local processes, closes channels)."""
-        for env in self._envs.values():
+        for env in list(self._envs.values()):
             await env.aclose()

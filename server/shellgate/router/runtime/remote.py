@@ -10,6 +10,7 @@ from typing import Any
 
 import grpc
 import grpc.aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.execserver.backends.base import (
     ExitStatus,
     OutputChunk,
@@ -311,6 +312,31 @@ class RemoteEnvironment:
             self.last_error = None
             self._stub = stub
             return stub
+
+    async def check_health(self) -> bool:
+        """gRPC health Check of the daemon (connecting when needed); updates reachability."""
+        try:
+            await self.stub()
+        except EnvironmentUnavailableError:
+            return False
+        assert self._channel is not None
+        health = health_pb2_grpc.HealthStub(self._channel)
+        try:
+            reply = await health.Check(
+                health_pb2.HealthCheckRequest(service=""),
+                timeout=self.config.call_timeout_ms / 1000,
+                metadata=self.metadata(),
+            )
+        except grpc.aio.AioRpcError as exc:
+            self.mark_unreachable(f"health check failed: {exc.code().name}: {exc.details()}")
+            return False
+        if reply.status != health_pb2.HealthCheckResponse.SERVING:
+            name = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+            self.mark_unreachable(f"health check: {name}")
+            return False
+        self.reachable = True
+        self.last_error = None
+        return True
 
     async def probe(self) -> bool:
         """Reconnect and refresh GetInfo now; returns reachability."""
