@@ -102,7 +102,7 @@ def daemon() -> Iterator[Daemon]:
     strict=True,
     reason="exec-server bug: undecodable request bytes surface as UNKNOWN with the protobuf "
     "DecodeError text (grpcio deserializes before the boundary); the router fixes this with "
-    "shellgate.router.decode_guard.DecodeGuardInterceptor — the daemon should install it too",
+    "shellgate.router.wire_guard.DecodeGuardInterceptor — the daemon should install it too",
 )
 @pytest.mark.parametrize(("method", "streaming"), EXEC_METHODS[:3])
 def test_daemon_answers_invalid_argument_to_non_protobuf_bytes(

@@ -14,7 +14,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from shellgate.router.app import RouterApp
 from shellgate.router.config import RouterConfig
-from shellgate.router.decode_guard import DecodeGuardInterceptor
+from shellgate.router.wire_guard import DecodeGuardInterceptor
 from shellgate.router.servicer import ToolRouterServicer
 from shellgate.v1 import router_pb2, router_pb2_grpc
 
