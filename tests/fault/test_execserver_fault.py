@@ -12,7 +12,13 @@ import pytest
 from shellgate.v1 import exec_pb2 as pb
 
 from tests.conftest import marked_pids
-from tests.execserver_harness import collect, daemon_subprocess, exec_stub, start_request
+from tests.execserver_harness import (
+    collect,
+    daemon_subprocess,
+    exec_stub,
+    in_process_daemon,
+    start_request,
+)
 
 
 def _rss_kib(pid: int) -> int:
@@ -112,3 +118,39 @@ def test_dropping_a_classic_start_stream_kills_its_group() -> None:
                 assert events[-1].WhichOneof("event") == "closed"
 
         asyncio.run(main())
+
+
+@pytest.mark.allow_orphans
+def test_kill_9_takes_down_a_grandchild_whose_group_leader_already_exited(
+    orphan_sweep: str,
+) -> None:
+    # The leader exits at once; only the group guardian knows the grandchild's group.
+    with daemon_subprocess() as d:
+
+        async def main() -> None:
+            async with exec_stub(d.target) as stub:
+                script = "(trap '' TERM HUP INT; exec sleep 60) >/dev/null 2>&1 & exit 0"
+                call = stub.Start(start_request(["sh", "-c", script], detach=True))
+                async for message in call:
+                    if message.event.WhichOneof("event") == "closed":
+                        break
+
+        asyncio.run(main())
+        time.sleep(0.3)
+        children = [p for p in marked_pids(orphan_sweep) if p != d.proc.pid]
+        assert len(children) == 1
+        os.kill(d.proc.pid, signal.SIGKILL)
+        d.proc.wait()
+        assert _wait_gone(orphan_sweep, 5.0) == []
+
+
+def test_the_group_guardian_ends_with_an_in_process_daemon() -> None:
+    async def main() -> int:
+        async with in_process_daemon() as daemon, exec_stub(f"127.0.0.1:{daemon.port}") as stub:
+            await collect(stub.Start(start_request(["true"])))
+            guardian = daemon.table._backend._guardian._proc  # type: ignore[attr-defined]
+            assert guardian is not None and guardian.poll() is None
+            return int(guardian.pid)
+
+    pid = asyncio.run(main())
+    assert not Path(f"/proc/{pid}").exists()
