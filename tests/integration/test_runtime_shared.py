@@ -86,7 +86,7 @@ def run(
     if name != "write_stdin":
         args = {"login": False, **args}
     request = router_pb2.ExecuteRequest(
-        thread_id=thread, turn=turn(environment_id=env), item=function_item(name, args, call_id)
+        thread_id=thread, turn=turn(environment_id=env), item=function_item(name, dict(args), call_id)
     )
     return list(router.stub.Execute(request, timeout=30))
 

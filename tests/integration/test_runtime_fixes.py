@@ -1,0 +1,122 @@
+"""Runtime fixes: turn env policy on remote spawns, secure channel defaults, the thread
+sweeper, and unified-exec wall times (spec 05 §3.3, §5.5; 06 §2)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from shellgate.execserver.env_policy import ShellEnvironmentPolicy
+from shellgate.router.environments import ReportedShell, TurnEnvironment
+from shellgate.router.runtime.remote import RemoteEnvironment
+from shellgate.router.runtime.remote_config import RemoteConfig, is_loopback_target
+from shellgate.router.runtime.sweeper import run_thread_sweeper
+from shellgate.router.runtime.threads import InMemoryThreadStore
+
+from tests.execserver_harness import daemon_subprocess
+from tests.integration.runtime_support import Harness, completed
+
+
+def _wall(text: str) -> float:
+    found = re.search(r"^Wall time: ([0-9.]+) seconds$", text, flags=re.M)
+    assert found, text
+    return float(found.group(1))
+
+
+def test_remote_spawn_carries_the_turn_env_policy(tmp_path: Path) -> None:
+    """The daemon applies the turn's policy to its own env; the overlay wins (05 §5.5)."""
+    env = {**os.environ, "SG_DAEMON_ONLY": "daemon", "SG_BOTH": "daemon"}
+    with daemon_subprocess(["--root", str(tmp_path)], env=env) as daemon:
+
+        async def main() -> None:
+            remote = RemoteEnvironment(
+                RemoteConfig("box", daemon.target), client_env={"SG_ROUTER_ONLY": "router"}
+            )
+            turn_env = TurnEnvironment(
+                "box", str(tmp_path), remote=True, shell=ReportedShell("bash", "/bin/bash")
+            )
+            async with Harness(tmp_path, extra_envs=[remote], turn_envs=[turn_env]) as h:
+                policy = ShellEnvironmentPolicy.build(
+                    inherit="core", set_vars={"SG_SET": "turn", "SG_BOTH": "turn"}
+                )
+                base = h.turn
+                h.turn = lambda: replace(base(), env_policy=policy)  # type: ignore[method-assign]
+                done = completed(await h.run("exec_command", {
+                    "cmd": "echo set=$SG_SET both=$SG_BOTH daemon=${SG_DAEMON_ONLY-unset} "
+                           "router=${SG_ROUTER_ONLY-unset} path=${PATH:+yes}"}))  # fmt: skip
+                assert done.output_text.endswith(
+                    "Output:\nset=turn both=turn daemon=unset router=unset path=yes\n"
+                ), done.output_text
+
+        asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("config", "plaintext"),
+    [
+        (RemoteConfig("a", "127.0.0.1:1"), True),
+        (RemoteConfig("a", "localhost:1"), True),
+        (RemoteConfig("a", "[::1]:1"), True),
+        (RemoteConfig("a", "unix:/run/x.sock"), True),
+        (RemoteConfig("a", "build-1.internal:50052"), False),
+        (RemoteConfig("a", "10.0.0.5:50052"), False),
+        (RemoteConfig("a", "dns:///build-1:50052"), False),
+        (RemoteConfig("a", "127.0.0.1:1", tls_ca_file="/x/ca.pem"), False),
+        (RemoteConfig("a", "10.0.0.5:50052", insecure=True), True),
+    ],
+)
+def test_remote_channels_are_tls_unless_loopback_or_insecure(
+    config: RemoteConfig, plaintext: bool
+) -> None:
+    assert not RemoteConfig("a", "x:1").insecure
+    assert config.plaintext is plaintext
+
+
+def test_loopback_targets() -> None:
+    assert is_loopback_target("127.0.0.2:5")
+    assert is_loopback_target("dns:///localhost:5")
+    assert not is_loopback_target("ipv4:10.1.2.3:5")
+
+
+def test_thread_sweeper_ends_idle_threads_and_expires_approvals() -> None:
+    async def main() -> None:
+        store = InMemoryThreadStore(approval_ttl_ms=100, idle_ttl_ms=400)
+        thread = await store.get_or_create("idle")
+        busy = await store.get_or_create("busy")
+        pending = await busy.add_pending("c1", object())
+        stop = asyncio.Event()
+        sweeper = asyncio.create_task(run_thread_sweeper(store, 50, stop))
+        for _ in range(6):
+            await asyncio.sleep(0.1)
+            await store.get_or_create("busy")
+        assert pending.approval_id not in busy.pending
+        assert len(store) == 1
+        with pytest.raises(Exception, match="unknown thread"):
+            await store.get("idle")
+        assert thread.sessions is not None
+        stop.set()
+        await asyncio.wait_for(sweeper, 2)
+        await store.aclose()
+
+    asyncio.run(main())
+
+
+def test_unified_wall_time_is_time_in_collection(tmp_path: Path) -> None:
+    """`sleep 0.2` → ≈0.05 s, early exit → ≈0, yield → clamped yield + ~1 ms (05 §3.3)."""
+
+    async def main() -> None:
+        async with Harness(tmp_path) as h:
+            sleep = _wall(completed(await h.run("exec_command", {"cmd": "sleep 0.2"})).output_text)
+            assert 0.01 <= sleep <= 0.2, sleep
+            early = _wall(completed(await h.run("exec_command", {"cmd": "true"}, "c2")).output_text)
+            assert early <= 0.03, early
+            yielded = completed(await h.run(
+                "exec_command", {"cmd": "sleep 5", "yield_time_ms": 500}, "c3"))  # fmt: skip
+            assert 0.5 <= _wall(yielded.output_text) <= 0.6
+            assert yielded.session_id is not None
+
+    asyncio.run(main())
