@@ -114,7 +114,9 @@ def test_shell_command_timeout_kills_group(router: Router) -> None:
     request = router_pb2.ExecuteRequest(
         thread_id="t2",
         turn=turn(shell_tool=SHELL_COMMAND),
-        item=function_item("shell_command", {"command": "echo start; sleep 30", "timeout_ms": 1000, "login": False}),
+        item=function_item(
+            "shell_command", {"command": "echo start; sleep 30", "timeout_ms": 1000, "login": False}
+        ),
     )
     done = completed(execute(router.stub, request))
     assert done.exit_code == 124
@@ -353,3 +355,31 @@ def test_serve_subprocess_sigterm_exits_zero() -> None:
             pass
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
+
+
+def test_metrics_endpoint_counts_calls_with_bounded_labels(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = router_config(local_cwd=str(tmp_path), metrics_listen=f"127.0.0.1:{port}")
+    with running_router(config) as router:
+        secret_cmd = "echo metrics-label-probe"
+        execute(
+            router.stub,
+            router_pb2.ExecuteRequest(
+                thread_id="m1",
+                turn=turn(),
+                item=function_item("exec_command", {"cmd": secret_cmd, "login": False}),
+            ),
+        )
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+            conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            body = b""
+            while chunk := conn.recv(65536):
+                body += chunk
+    text = body.decode()
+    assert text.startswith("HTTP/1.1 200 OK")
+    assert (
+        'shellgate_calls_total{tool="exec_command",outcome="exited",environment="local"} 1' in text
+    )
+    assert "metrics-label-probe" not in text and "m1" not in text

@@ -18,6 +18,7 @@ from shellgate.router.apply_patch import PatchFileSystem
 from shellgate.router.config import RouterConfig
 from shellgate.router.environments import ReportedShell
 from shellgate.router.errors import PermissionDenied, ResourceExhausted
+from shellgate.router.metrics import Metrics
 from shellgate.router.pipeline import HostContext, RouterTurn
 from shellgate.router.policy_store import PolicyStore
 from shellgate.router.redaction import Redactor, load_values
@@ -93,6 +94,7 @@ class RouterApp:
         )
         remotes = [RemoteEnvironment(r) for r in config.environments]
         self.environments = EnvironmentRegistry(local, remotes)
+        self.metrics = Metrics(self.environments.ids())
         self.threads: ThreadStore = InMemoryThreadStore(
             approval_ttl_ms=config.limits.approval_ttl_ms,
             idle_ttl_ms=config.limits.thread_idle_ttl_ms,

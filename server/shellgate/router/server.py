@@ -13,9 +13,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from shellgate.router.app import RouterApp
-from shellgate.router.config import RouterConfig
-from shellgate.router.wire_guard import DecodeGuardInterceptor
+from shellgate.router.config import ConfigError, RouterConfig, is_loopback_address
+from shellgate.router.metrics import start_metrics_server
 from shellgate.router.servicer import ToolRouterServicer
+from shellgate.router.wire_guard import DecodeGuardInterceptor
 from shellgate.v1 import router_pb2, router_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class RunningRouter:
     port: int
     app: RouterApp
     health: HealthServicer
+    metrics_server: asyncio.AbstractServer | None = None
 
     async def stop(self) -> None:
         """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
@@ -58,6 +60,9 @@ class RunningRouter:
         await asyncio.wait({stopping}, timeout=grace_s * KILL_AT_GRACE_FRACTION)
         await self.app.aclose()
         await stopping
+        if self.metrics_server is not None:
+            self.metrics_server.close()
+            await self.metrics_server.wait_closed()
 
 
 async def start_router(config: RouterConfig) -> RunningRouter:
@@ -87,8 +92,15 @@ async def start_router(config: RouterConfig) -> RunningRouter:
     await server.start()
     await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
     await health.set("", health_pb2.HealthCheckResponse.SERVING)
+    metrics_server = None
+    if config.metrics_listen:
+        if not (is_loopback_address(config.metrics_listen) or config.insecure):
+            raise ConfigError(
+                f"metrics_listen {config.metrics_listen} is not loopback; set insecure = true"
+            )
+        metrics_server = await start_metrics_server(config.metrics_listen, app.metrics.render)
     log.info("router listening on port %d (%d environments)", port, len(app.environments.ids()))
-    return RunningRouter(server, port, app, health)
+    return RunningRouter(server, port, app, health, metrics_server)
 
 
 async def serve_forever(router: RunningRouter, stop: asyncio.Event) -> None:

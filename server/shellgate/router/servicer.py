@@ -274,10 +274,16 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 events = execute_call(projected, turn, ctx)
             if self._app.redactor is not None:
                 events = self._app.redactor.events(events)
+            tool, environment = _labels(projected if which == "item" else None)
             async for event in events:
+                if isinstance(event, CompletedEvent):
+                    self._app.metrics.call_completed(
+                        tool, event.termination.value, environment, event.wall_time_ms
+                    )
                 yield event_pb(event)
 
     def _check_environments(self, caller: Caller, projected: ProjectedCall) -> None:
+        """PERMISSION_DENIED before anything runs on an environment the caller may not use."""
         if isinstance(projected.outcome, ShellCall):
             for element in projected.outcome.elements:
                 self._app.check_environment(caller, element.handler.environment_id)
@@ -379,6 +385,15 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 out.last_rules_error.message = store.last_error.splitlines()[0]
                 out.last_rules_error.rendered = store.last_error
         return out
+
+
+def _labels(projected: ProjectedCall | None) -> tuple[str | None, str | None]:
+    """Metric labels of a call: tool name and environment (bounded later by Metrics)."""
+    if projected is None or projected.tool_name is None:
+        return None, None
+    outcome = projected.outcome
+    env = outcome.elements[0].handler.environment_id if isinstance(outcome, ShellCall) else None
+    return projected.tool_name.name, env
 
 
 def _valid_thread(thread_id: str) -> str:
