@@ -46,6 +46,8 @@ from shellgate.router.runtime.unified_exec import write_stdin
 __all__ = ["execute_call", "resume_call"]
 
 _DONE = object()
+# Streamed output waiting for a slow client, per call (spec 06 §4 keeps the final text).
+MAX_QUEUED_OUTPUT_BYTES = 8 * 1024 * 1024
 _log = logging.getLogger(__name__)
 
 
@@ -83,10 +85,18 @@ async def _drive(
     state.interrupt = call.interrupt
 
     ended = False
+    queued_output = 0
 
     def emit(event: ExecuteEvent) -> None:
-        nonlocal ended
+        nonlocal ended, queued_output
         ended = ended or isinstance(event, CompletedEvent | ApprovalRequiredEvent)
+        if isinstance(event, OutputEvent):
+            # A client that does not read must not make the router buffer without bound:
+            # streamed chunks past the budget are dropped (seq gaps show it); the final
+            # output text is unaffected.
+            if queued_output + len(event.data) > MAX_QUEUED_OUTPUT_BYTES:
+                return
+            queued_output += len(event.data)
         queue.put_nowait(event)
 
     async def run() -> None:
@@ -110,6 +120,8 @@ async def _drive(
             item = await queue.get()
             if item is _DONE:
                 break
+            if isinstance(item, OutputEvent):
+                queued_output -= len(item.data)
             yield item  # type: ignore[misc]
     finally:
         # A cancelled stream cancels the call: a classic command's group is killed by its
