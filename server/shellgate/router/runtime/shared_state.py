@@ -4,7 +4,10 @@ What lives here: the approval cache ("approved for session" digests), sticky gra
 pending-approval records and the unified-exec session table of *remote* sessions. The
 in-memory implementation is the default (one router); `redis_state.RedisSharedState`
 lets routers behind a load balancer serve the same thread. Live objects (local processes,
-the parked call's continuation, in-flight calls) stay in the router that owns them.
+the parked call's continuation, in-flight calls) stay in the router that owns them: a
+session on the embedded `local` environment can only be polled through its own router (any
+other answers `write_stdin failed: Unknown process id {id}`), and a parked approval can only
+be resumed there (elsewhere: FAILED_PRECONDITION naming the instance), so route by thread.
 """
 
 from __future__ import annotations
