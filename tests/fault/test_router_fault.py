@@ -211,14 +211,6 @@ def test_slow_consumer_of_a_flood_still_gets_a_paired_timeout() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="runtime bug (runtime/execute.py _drive): output events go to an unbounded "
-    "asyncio.Queue that the gRPC writer drains, and classic.py caps them by count "
-    "(MAX_OUTPUT_EVENTS=10 000 chunks), not bytes; a client that does not read lets the "
-    "router buffer ~600 MiB per flooding call (measured 49 MiB → 658 MiB). Fix: a bounded "
-    "queue (bytes) with back-pressure on the pump, or drop streamed chunks past a byte budget",
-)
 def test_slow_consumer_of_a_flood_keeps_router_memory_bounded() -> None:
     baseline, peak, _, _ = _flood_slow_consumer(pause_s=4.0)
     assert peak - baseline < 96 * 1024, (baseline, peak)

@@ -29,12 +29,14 @@ from shellgate.router.runtime.environments import (
 )
 from shellgate.router.runtime.remote import RemoteEnvironment
 from shellgate.router.runtime.remote_fs import RemoteFileSystem
-from shellgate.router.runtime.threads import InMemoryThreadStore, ThreadStore, validate_thread_id
+from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
 from shellgate.router.shells import HostShellFacts
 from shellgate.router.wire_turn import EnvironmentView, TurnInputs, router_turn
 from shellgate.v1 import common_pb2
 
 VERSION = "0.1.0"
+# Shown for a remote environment whose daemon could not be reached (see environment_views).
+UNREACHABLE_SHELL = ReportedShell("sh", "/bin/sh")
 _SHELL_NAMES = {1: "zsh", 2: "bash", 3: "powershell", 4: "sh", 5: "cmd"}
 
 
@@ -92,12 +94,25 @@ class RouterApp:
             if config.local_environment
             else None
         )
-        remotes = [RemoteEnvironment(r) for r in config.environments]
+        remotes = [RemoteEnvironment(r, client_env=self.parent_env) for r in config.environments]
         self.environments = EnvironmentRegistry(local, remotes)
         self.metrics = Metrics(self.environments.ids())
-        self.threads: ThreadStore = InMemoryThreadStore(
+        shared = None
+        if config.redis_url:
+            # Imported only when configured: redis is an optional dependency.
+            from shellgate.router.runtime.redis_state import RedisSharedState
+
+            shared = RedisSharedState.from_url(
+                config.redis_url,
+                idle_ttl_ms=config.limits.thread_idle_ttl_ms,
+                prefix=config.redis_key_prefix,
+            )
+        self.threads = ThreadRegistry(
             approval_ttl_ms=config.limits.approval_ttl_ms,
             idle_ttl_ms=config.limits.thread_idle_ttl_ms,
+            shared=shared,
+            environments=self.environments,
+            instance_id=self.instance_id,
         )
         limits = config.limits
         self.execute_admission = Admission(
@@ -124,36 +139,57 @@ class RouterApp:
             raise PermissionDenied(f"environment {environment_id!r} is not allowed for this client")
 
     # --- environments and turns ----------------------------------------------------------
-    async def environment_views(self) -> dict[str, EnvironmentView]:
-        """What each environment reports (remote ones probed lazily, cached)."""
+    async def environment_views(self, wanted: set[str] | None = None) -> dict[str, EnvironmentView]:
+        """What each environment reports; remote ones in `wanted` are probed (cached).
+
+        A remote environment that cannot be reached keeps a placeholder POSIX shell so the
+        call still projects; running it then answers the spec's "unavailable" text
+        (spec 06 §5) — it is never replaced by another environment.
+        """
         views: dict[str, EnvironmentView] = {}
+        to_probe = []
+        for env_id in self.environments.ids():
+            env = self.environments.get(env_id)
+            if not isinstance(env, RemoteEnvironment) or env.info is not None:
+                continue
+            if wanted is None or env_id in wanted:
+                to_probe.append(env.probe())
+        if to_probe:
+            await asyncio.gather(*to_probe)
         for env_id in self.environments.ids():
             env = self.environments.get(env_id)
             if isinstance(env, LocalEnvironment):
                 views[env_id] = EnvironmentView(env_id, False, env.cwd, None)
                 continue
             info = env.info
-            if info is None:
-                # Connect lazily; an unreachable daemon is reported at call time.
-                await env.probe()
-                info = env.info
-            shell = None
+            shell: ReportedShell | None = UNREACHABLE_SHELL
             cwd = "/"
             if info is not None:
                 cwd = info.cwd or "/"
+                shell = None
                 if info.HasField("shell") and info.shell.path:
                     shell = ReportedShell(_SHELL_NAMES.get(info.shell.type, "sh"), info.shell.path)
             views[env_id] = EnvironmentView(env_id, True, cwd, shell)
         return views
+
+    def unreachable(self, environment_id: str) -> str | None:
+        """The last error of a remote environment that is currently unreachable."""
+        env = self.environments.get(environment_id)
+        if isinstance(env, RemoteEnvironment) and not env.reachable:
+            return env.last_error or "not connected"
+        return None
 
     async def turn(
         self, thread_id: str, turn: common_pb2.TurnContext, caller: Caller
     ) -> RouterTurn:
         """The domain turn of a request (defaults applied, environments checked)."""
         validate_thread_id(thread_id)
+        wanted = {e.environment_id for e in turn.environments}
+        if not wanted and self.environments.ids():
+            wanted = {self.environments.ids()[0]}
         inputs = TurnInputs(
             defaults=self.config.defaults,
-            environments=await self.environment_views(),
+            environments=await self.environment_views(wanted),
             host_shell=self.host_shell,
             allowed_environments=caller.environments,
         )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shellgate.router.runtime.discovery import DnsDiscoveryConfig
 from shellgate.router.runtime.remote import RemoteConfig
 
 MIB = 1024 * 1024
@@ -53,6 +54,8 @@ class Limits:
     approval_ttl_ms: int = 10 * 60 * 1000
     # How long a call waits for a concurrency slot before RESOURCE_EXHAUSTED.
     admission_wait_ms: int = 50
+    # How often idle threads and expired pending approvals are swept.
+    sweep_interval_ms: int = 30_000
     shutdown_grace_ms: int = 5_000
 
 
@@ -77,6 +80,11 @@ class RouterConfig:
     defaults: TurnDefaults = field(default_factory=TurnDefaults)
     limits: Limits = field(default_factory=Limits)
     metrics_listen: str = ""
+    # Shared thread state across router replicas; empty = in this process's memory.
+    redis_url: str = ""
+    redis_key_prefix: str = "shellgate:"
+    # Exec-server daemons discovered through DNS (one environment per resolved address).
+    discovery: tuple[DnsDiscoveryConfig, ...] = ()
     redact_values_files: tuple[str, ...] = ()
 
     @property
@@ -148,6 +156,9 @@ def parse_config(data: dict[str, Any]) -> RouterConfig:
         if "id" in entry:
             entry["environment_id"] = entry.pop("id")
         envs.append(_build(RemoteConfig, entry, "environments."))
+    discovery = tuple(
+        _build(DnsDiscoveryConfig, dict(entry), "discovery.") for entry in data.pop("discovery", [])
+    )
     config: RouterConfig = _build(RouterConfig, data, "")
     config = dataclasses.replace(
         config,
@@ -155,6 +166,7 @@ def parse_config(data: dict[str, Any]) -> RouterConfig:
         limits=limits,
         client_environments=client_envs,
         environments=tuple(envs),
+        discovery=discovery,
     )
     config.validate()
     return config

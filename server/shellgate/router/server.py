@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
@@ -15,6 +15,8 @@ from grpc_reflection.v1alpha import reflection
 from shellgate.router.app import RouterApp
 from shellgate.router.config import ConfigError, RouterConfig, is_loopback_address
 from shellgate.router.metrics import start_metrics_server
+from shellgate.router.runtime.discovery import DnsDiscovery
+from shellgate.router.runtime.sweeper import run_thread_sweeper
 from shellgate.router.servicer import ToolRouterServicer
 from shellgate.router.wire_guard import DecodeGuardInterceptor
 from shellgate.v1 import router_pb2, router_pb2_grpc
@@ -47,11 +49,17 @@ class RunningRouter:
     app: RouterApp
     health: HealthServicer
     metrics_server: asyncio.AbstractServer | None = None
+    background: list[asyncio.Task[None]] = field(default_factory=list)
+    stop_background: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def stop(self) -> None:
         """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.stop_background.set()
+        for task in self.background:
+            task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)
         grace_s = self.app.config.limits.shutdown_grace_ms / 1000
         # In-flight calls get most of the grace period to finish on their own. Processes
         # still running then are killed by aclose *before* the server cancels the RPCs at
@@ -99,8 +107,17 @@ async def start_router(config: RouterConfig) -> RunningRouter:
                 f"metrics_listen {config.metrics_listen} is not loopback; set insecure = true"
             )
         metrics_server = await start_metrics_server(config.metrics_listen, app.metrics.render)
+    running = RunningRouter(server, port, app, health, metrics_server)
+    # Owned background tasks: cancelled and awaited by stop().
+    stop = running.stop_background
+    running.background.append(
+        asyncio.create_task(run_thread_sweeper(app.threads, limits.sweep_interval_ms, stop))
+    )
+    for entry in config.discovery:
+        discovery = DnsDiscovery(entry, app.environments)
+        running.background.append(asyncio.create_task(discovery.run(stop)))
     log.info("router listening on port %d (%d environments)", port, len(app.environments.ids()))
-    return RunningRouter(server, port, app, health, metrics_server)
+    return running
 
 
 async def serve_forever(router: RunningRouter, stop: asyncio.Event) -> None:

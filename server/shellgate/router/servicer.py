@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -206,9 +207,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             filesystem=host.filesystem,
             # A session whose environment was lost still "exists": the runtime answers with
             # the environment-lost text instead of the unknown-process one (spec 06 §5).
-            session_exists=lambda sid: (
-                sessions.get(sid) is not None or sessions.lost_environment(sid) is not None
-            ),
+            session_exists=sessions.exists,
         )
 
     async def _project(
@@ -218,7 +217,23 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         item = item_of(request.item, self._app.config.limits.max_item_bytes)
         # Decode and tree-sitter work is CPU-bound; keep the event loop responsive.
         projected = await asyncio.to_thread(project, item, turn, self._host(thread))
-        return projected, turn
+        return self._with_reachability(projected), turn
+
+    def _with_reachability(self, projected: ProjectedCall) -> ProjectedCall:
+        """Warn in the projection when a selected remote environment is unreachable."""
+        if not isinstance(projected.outcome, ShellCall):
+            return projected
+        ids = dict.fromkeys(e.handler.environment_id for e in projected.outcome.elements)
+        notes = tuple(
+            f"environment `{env_id}` is unavailable: {reason}"
+            for env_id in ids
+            if (reason := self._app.unreachable(env_id)) is not None
+        )
+        return (
+            dataclasses.replace(projected, warnings=projected.warnings + notes)
+            if notes
+            else projected
+        )
 
     @unary
     async def ListTools(
@@ -322,7 +337,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                     started_at_ms=s.started_at_ms,
                     last_used_at_ms=s.last_used_at_ms,
                 )
-                for s in thread.sessions.sessions()
+                for s in await thread.sessions.list_sessions()
             ]
         )
 
@@ -333,10 +348,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         """Kill one unified-exec session (unknown → NOT_FOUND)."""
         self._caller(context)
         thread = await self._app.threads.get(_valid_thread(request.thread_id))
-        if thread.sessions.get(request.session_id) is None:
-            from shellgate.router.errors import NotFound
-
-            raise NotFound(f"unknown session {request.session_id}")
+        # An unknown session id is NOT_FOUND (UnknownSessionError) at the boundary.
         was_running = await thread.sessions.terminate(request.session_id)
         return router_pb2.TerminateSessionResponse(was_running=was_running)
 
