@@ -1,0 +1,76 @@
+"""Router configuration: defaults, every section, and refusals with the key named."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from shellgate.router.config import ConfigError, RouterConfig, parse_config
+
+FULL = """
+listen = "127.0.0.1:50051"
+token_file = "/etc/shellgate/tokens"
+rules_dirs = ["/etc/shellgate/rules"]
+redis_url = "redis://127.0.0.1:6379/0"
+metrics_listen = "127.0.0.1:9464"
+
+[client_environments]
+ci = ["local", "build1"]
+
+[defaults]
+approval_policy = "never"
+truncation_tokens = 5000
+[defaults.shell_environment_policy]
+inherit = "core"
+exclude = ["AWS_*"]
+set = { CI = "1" }
+
+[limits]
+max_concurrent_executes = 8
+sweep_interval_ms = 1000
+
+[[environments]]
+id = "build1"
+target = "build1.example:50052"
+tls_ca_file = "/etc/shellgate/ca.pem"
+
+[[discovery]]
+dns_name = "execserver.shellgate.svc"
+port = 50052
+id_prefix = "node"
+"""
+
+
+def test_no_file_means_loopback_with_one_local_environment() -> None:
+    config = parse_config({})
+    assert config == RouterConfig()
+    assert config.listen == "127.0.0.1:50051" and config.local_environment
+
+
+def test_every_section_parses() -> None:
+    config = parse_config(tomllib.loads(FULL))
+    assert config.client_environments == (("ci", ("local", "build1")),)
+    assert config.defaults.approval_policy == "never"
+    assert config.defaults.env_inherit == "core"
+    assert config.defaults.env_set == (("CI", "1"),)
+    assert config.limits.max_concurrent_executes == 8
+    assert config.environments[0].environment_id == "build1"
+    assert config.environments[0].insecure is False
+    assert config.discovery[0].dns_name == "execserver.shellgate.svc"
+    assert config.redis_url.startswith("redis://")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"bogus": 1}, "unknown key bogus"),
+        ({"limits": {"nope": 1}}, "unknown key limits.nope"),
+        ({"listen": "0.0.0.0:1"}, "not loopback"),
+        ({"tls_cert_file": "a.pem"}, "must be set together"),
+        ({"local_environment": False}, "no environments"),
+        ({"environments": [{"id": "local", "target": "x:1"}]}, "duplicate environment ids"),
+    ],
+)
+def test_bad_configs_are_refused_with_the_key_named(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(data)
