@@ -98,13 +98,7 @@ def daemon() -> Iterator[Daemon]:
         yield d
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="exec-server bug: undecodable request bytes surface as UNKNOWN with the protobuf "
-    "DecodeError text (grpcio deserializes before the boundary); the router fixes this with "
-    "shellgate.router.wire_guard.DecodeGuardInterceptor — the daemon should install it too",
-)
-@pytest.mark.parametrize(("method", "streaming"), EXEC_METHODS[:3])
+@pytest.mark.parametrize(("method", "streaming"), EXEC_METHODS)
 def test_daemon_answers_invalid_argument_to_non_protobuf_bytes(
     daemon: Daemon, method: str, streaming: bool
 ) -> None:
@@ -113,13 +107,33 @@ def test_daemon_answers_invalid_argument_to_non_protobuf_bytes(
     assert codes == {grpc.StatusCode.INVALID_ARGUMENT}, codes
 
 
+@settings(FUZZ, max_examples=150)
+@given(st.binary(max_size=512), st.sampled_from(EXEC_METHODS))
+def test_daemon_random_bytes_never_unknown_or_internal(
+    daemon: Daemon, payload: bytes, method: tuple[str, bool]
+) -> None:
+    with grpc.insecure_channel(daemon.target) as channel:
+        code = _call(channel, method[0], method[1], payload)
+    assert code not in NEVER, (payload, method, code)
+    COUNTS["raw"] += 1
+
+
+def test_daemon_never_echoes_the_parser_text(daemon: Daemon) -> None:
+    read = "/shellgate.v1.ExecService/Read"
+    with grpc.insecure_channel(daemon.target) as channel, pytest.raises(grpc.RpcError) as caught:
+        channel.unary_unary(read)(b"\x0a\x03\xff\xfe\xfd", timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details() == (
+        "request is not a valid message for /shellgate.v1.ExecService/Read"
+    )
+
+
 def test_daemon_still_serves_after_garbage(daemon: Daemon) -> None:
     with grpc.insecure_channel(daemon.target) as channel:
         for method, streaming in EXEC_METHODS:
             for payload in NOT_PROTOBUF:
                 code = _call(channel, method, streaming, payload)
-                # Whatever the code (see the xfail above), never INTERNAL and never a hang.
-                assert code not in {grpc.StatusCode.INTERNAL, grpc.StatusCode.DEADLINE_EXCEEDED}
+                assert code == grpc.StatusCode.INVALID_ARGUMENT, (method, payload, code)
                 COUNTS["raw"] += 1
         assert _serving(channel)
         assert daemon.proc.poll() is None

@@ -35,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="TOML configuration file")
     serve.add_argument("--listen", help="host:port (default 127.0.0.1:0)")
     serve.add_argument("--print-port", action="store_true", help="print the bound port")
+    serve.add_argument("--health-listen", dest="health_listen",
+                       help="plaintext host:port serving only grpc.health.v1 (default none)")
     serve.add_argument("--insecure", action="store_true", default=None,
                        help="allow a non-loopback listen address without TLS")
     serve.add_argument("--token-file", help="bearer tokens, one per line")
@@ -49,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
 async def _serve(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {
         "listen": args.listen,
+        "health_listen": args.health_listen,
         "insecure": args.insecure,
         "token_file": args.token_file,
         "tls_cert_file": args.tls_cert_file,

@@ -51,10 +51,20 @@ class SshConfig:
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """Daemon configuration: listener, credentials, table bounds, retention."""
+    """Daemon configuration: listener, credentials, table bounds, retention.
+
+    `listen` must be loopback unless TLS is configured or `insecure` is set. `health_listen`
+    (a second, plaintext port serving only grpc.health.v1) may be any address: it reveals
+    only whether the daemon is serving, so it needs neither TLS nor `insecure`.
+    """
 
     listen: str = "127.0.0.1:0"
     insecure: bool = False
+    # Plaintext listener serving only grpc.health.v1 (same statuses as the main port), for
+    # Kubernetes native `grpc:` probes, which cannot speak TLS; empty = none. Any host is
+    # allowed without TLS or `insecure` (unlike `listen`): it exposes nothing but
+    # SERVING / NOT_SERVING, no ExecService and no reflection.
+    health_listen: str = ""
     tls_cert_file: str = ""
     tls_key_file: str = ""
     # Client CA for mTLS; when set, clients must present a certificate it signed.

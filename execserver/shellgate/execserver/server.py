@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +16,15 @@ from shellgate.execserver.auth import Authenticator, load_tokens
 from shellgate.execserver.backends.base import Backend
 from shellgate.execserver.backends.local import LocalBackend
 from shellgate.execserver.config import ServerConfig
+from shellgate.execserver.health_listener import (
+    check_health_listen,
+    is_loopback_host,
+    start_health_listener,
+)
 from shellgate.execserver.info import HostInfo, local_host_info
 from shellgate.execserver.process_table import ProcessTable, TableLimits
 from shellgate.execserver.servicer import ExecServicer
+from shellgate.execserver.wire_guard import DecodeGuardInterceptor
 from shellgate.v1 import exec_pb2, exec_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -28,12 +33,7 @@ SERVICE_NAME = exec_pb2.DESCRIPTOR.services_by_name["ExecService"].full_name
 
 def is_loopback(host: str) -> bool:
     """True for localhost and loopback addresses."""
-    if host in ("localhost", ""):
-        return host == "localhost"
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(host)
 
 
 def _credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
@@ -67,6 +67,9 @@ class RunningServer:
     servicer: ExecServicer
     health: HealthServicer
     sweeper: asyncio.Task[None]
+    # The plaintext health-only listener (health_listen), when configured.
+    health_server: grpc.aio.Server | None = None
+    health_port: int | None = None
 
     async def stop(self, grace_ms: int = 5_000) -> None:
         """NOT_SERVING, stop accepting, kill every process group, then stop the server."""
@@ -79,6 +82,9 @@ class RunningServer:
         await self.table.shutdown()
         await self.servicer.drain_background()
         await self.server.stop(grace_ms / 1000)
+        # The health port goes last, so probes see NOT_SERVING for the whole shutdown.
+        if self.health_server is not None:
+            await self.health_server.stop(0)
 
 
 async def start_server(config: ServerConfig) -> RunningServer:
@@ -87,6 +93,7 @@ async def start_server(config: ServerConfig) -> RunningServer:
     creds = _credentials(config)
     if not is_loopback(host) and creds is None and not config.insecure:
         raise ValueError(f"refusing to listen on non-loopback {host} without TLS or --insecure")
+    check_health_listen(config.health_listen, config.listen)
     tokens = load_tokens(config.token_file) if config.token_file else ()
     auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))
     backend, host_info = await build_backend(config)
@@ -104,6 +111,7 @@ async def start_server(config: ServerConfig) -> RunningServer:
     table = ProcessTable(backend, limits)
     servicer = ExecServicer(config, table, host_info, auth)
     server = grpc.aio.server(
+        interceptors=[DecodeGuardInterceptor()],
         options=[
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
@@ -123,9 +131,22 @@ async def start_server(config: ServerConfig) -> RunningServer:
         if creds is not None
         else server.add_insecure_port(address)
     )
-    await server.start()
+    # Not SERVING until the main port is up (the servicer starts out SERVING for "").
+    await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    health_server, health_port = None, None
+    if config.health_listen:
+        health_server, health_port = await start_health_listener(config.health_listen, health)
+    try:
+        await server.start()
+    except BaseException:
+        if health_server is not None:
+            await health_server.stop(0)
+        raise
     await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
     await health.set("", health_pb2.HealthCheckResponse.SERVING)
     sweeper = asyncio.create_task(table.run_sweeper(config.sweep_interval_ms))
     log.info("exec-server listening on %s:%d (backend %s)", host, port, backend.name)
-    return RunningServer(server, port, table, servicer, health, sweeper)
+    if health_port is not None:
+        log.info("exec-server health listening on port %d (plaintext, health only)", health_port)
+    return RunningServer(server, port, table, servicer, health, sweeper, health_server, health_port)

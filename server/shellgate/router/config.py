@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shellgate.execserver.health_listener import check_health_listen
 from shellgate.router.runtime.discovery import DnsDiscoveryConfig
 from shellgate.router.runtime.remote import RemoteConfig
 
@@ -61,10 +62,18 @@ class Limits:
 
 @dataclass(frozen=True)
 class RouterConfig:
-    """The whole router configuration."""
+    """The whole router configuration.
+
+    `listen` must be loopback unless TLS is configured or `insecure` is set. `health_listen`
+    (a second, plaintext port serving only grpc.health.v1, for Kubernetes native `grpc:`
+    probes, which cannot speak TLS) may be any address without TLS or `insecure`: it reveals
+    only SERVING / NOT_SERVING, never the ToolRouterService or reflection.
+    """
 
     listen: str = DEFAULT_LISTEN
     insecure: bool = False
+    # Plaintext health-only listener (same statuses as the main port); empty = none.
+    health_listen: str = ""
     tls_cert_file: str = ""
     tls_key_file: str = ""
     tls_client_ca_file: str = ""
@@ -99,6 +108,10 @@ class RouterConfig:
                 f"listen address {self.listen} is not loopback: configure tls_cert_file and "
                 "tls_key_file, or set insecure = true explicitly"
             )
+        try:
+            check_health_listen(self.health_listen, self.listen)
+        except ValueError as exc:
+            raise ConfigError(f"health_listen: {exc}") from exc
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
             raise ConfigError("tls_cert_file and tls_key_file must be set together")
         ids = [env.environment_id for env in self.environments]

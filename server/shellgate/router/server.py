@@ -12,13 +12,14 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
+from shellgate.execserver.health_listener import start_health_listener
+from shellgate.execserver.wire_guard import DecodeGuardInterceptor
 from shellgate.router.app import RouterApp
 from shellgate.router.config import ConfigError, RouterConfig, is_loopback_address
 from shellgate.router.metrics import start_metrics_server
 from shellgate.router.runtime.discovery import DnsDiscovery
 from shellgate.router.runtime.sweeper import run_thread_sweeper
 from shellgate.router.servicer import ToolRouterServicer
-from shellgate.router.wire_guard import DecodeGuardInterceptor
 from shellgate.v1 import router_pb2, router_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,9 @@ class RunningRouter:
     app: RouterApp
     health: HealthServicer
     metrics_server: asyncio.AbstractServer | None = None
+    # The plaintext health-only listener (health_listen), when configured.
+    health_server: grpc.aio.Server | None = None
+    health_port: int | None = None
     background: list[asyncio.Task[None]] = field(default_factory=list)
     stop_background: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -71,6 +75,9 @@ class RunningRouter:
         if self.metrics_server is not None:
             self.metrics_server.close()
             await self.metrics_server.wait_closed()
+        # Last, so probes see NOT_SERVING for the whole shutdown.
+        if self.health_server is not None:
+            await self.health_server.stop(0)
 
 
 async def start_router(config: RouterConfig) -> RunningRouter:
@@ -97,17 +104,29 @@ async def start_router(config: RouterConfig) -> RunningRouter:
         if creds is not None
         else server.add_insecure_port(config.listen)
     )
-    await server.start()
+    if config.metrics_listen and not (is_loopback_address(config.metrics_listen) or config.insecure):
+        raise ConfigError(
+            f"metrics_listen {config.metrics_listen} is not loopback; set insecure = true"
+        )
+    # Not SERVING until the main port is up (the servicer starts out SERVING for "").
+    await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    health_server, health_port = None, None
+    if config.health_listen:
+        health_server, health_port = await start_health_listener(config.health_listen, health)
+    try:
+        await server.start()
+        metrics_server = None
+        if config.metrics_listen:
+            metrics_server = await start_metrics_server(config.metrics_listen, app.metrics.render)
+    except BaseException:
+        await server.stop(0)
+        if health_server is not None:
+            await health_server.stop(0)
+        raise
     await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
     await health.set("", health_pb2.HealthCheckResponse.SERVING)
-    metrics_server = None
-    if config.metrics_listen:
-        if not (is_loopback_address(config.metrics_listen) or config.insecure):
-            raise ConfigError(
-                f"metrics_listen {config.metrics_listen} is not loopback; set insecure = true"
-            )
-        metrics_server = await start_metrics_server(config.metrics_listen, app.metrics.render)
-    running = RunningRouter(server, port, app, health, metrics_server)
+    running = RunningRouter(server, port, app, health, metrics_server, health_server, health_port)
     # Owned background tasks: cancelled and awaited by stop().
     stop = running.stop_background
     running.background.append(

@@ -1,0 +1,84 @@
+"""A server interceptor that turns undecodable request bytes into INVALID_ARGUMENT.
+
+grpcio runs a method's request deserializer before any handler code, and a protobuf
+`DecodeError` there surfaces as UNKNOWN carrying the exception text. This interceptor moves
+deserialization inside the handler so bytes that are not the method's request message (or
+carry invalid UTF-8 in a string field) get INVALID_ARGUMENT with a fixed text instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import grpc.aio
+
+Deserializer = Callable[[bytes], Any]
+
+
+async def _decode(raw: bytes, deserialize: Deserializer, context: Any, method: str) -> Any:
+    try:
+        return deserialize(raw)
+    except Exception:
+        # Never echo the parser's text: it may quote caller bytes.
+        await context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT, f"request is not a valid message for {method}"
+        )
+
+
+def _guard(handler: Any, method: str) -> Any:
+    deserialize: Deserializer | None = handler.request_deserializer
+    if deserialize is None:
+        return handler
+    assert deserialize is not None
+
+    async def requests(raw_iter: AsyncIterator[bytes], context: Any) -> AsyncIterator[Any]:
+        async for raw in raw_iter:
+            yield await _decode(raw, deserialize, context, method)
+
+    if handler.unary_unary is not None:
+        inner_uu = handler.unary_unary
+
+        async def unary_unary(raw: bytes, context: Any) -> Any:
+            return await inner_uu(await _decode(raw, deserialize, context, method), context)
+
+        return handler._replace(request_deserializer=None, unary_unary=unary_unary)
+    if handler.unary_stream is not None:
+        inner_us = handler.unary_stream
+
+        async def unary_stream(raw: bytes, context: Any) -> AsyncIterator[Any]:
+            request = await _decode(raw, deserialize, context, method)
+            async for item in inner_us(request, context):
+                yield item
+
+        return handler._replace(request_deserializer=None, unary_stream=unary_stream)
+    if handler.stream_unary is not None:
+        inner_su = handler.stream_unary
+
+        async def stream_unary(raw_iter: AsyncIterator[bytes], context: Any) -> Any:
+            return await inner_su(requests(raw_iter, context), context)
+
+        return handler._replace(request_deserializer=None, stream_unary=stream_unary)
+    inner_ss = handler.stream_stream
+
+    async def stream_stream(raw_iter: AsyncIterator[bytes], context: Any) -> AsyncIterator[Any]:
+        async for item in inner_ss(requests(raw_iter, context), context):
+            yield item
+
+    return handler._replace(request_deserializer=None, stream_stream=stream_stream)
+
+
+class DecodeGuardInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """Deserialize requests inside the handler so bad bytes get INVALID_ARGUMENT."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        """Wrap the method's handler (unknown methods pass through as UNIMPLEMENTED)."""
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        return _guard(handler, str(handler_call_details.method))
