@@ -19,9 +19,6 @@ K8S = REPO / "deploy" / "kubernetes"
 MANIFESTS = sorted(p for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
 ROUTER = "shellgate-router"
 EXECSERVER = "shellgate-execserver"
-# Settings the manifests use that a daemon's config module may not know yet (see README.md):
-# tolerated only while the module still rejects them as unknown.
-PENDING_KEYS = ("health_listen",)
 
 
 def _docs() -> list[dict[str, Any]]:
@@ -210,32 +207,31 @@ def _configmap_toml(name: str, key: str) -> dict[str, Any]:
     return data
 
 
-def _load_with_pending(load: Any, data: dict[str, Any]) -> None:
-    """Load through a config module; a PENDING key is dropped only while it is unknown."""
-    try:
-        load(data)
-    except ValueError as exc:
-        pending = [k for k in PENDING_KEYS if k in data and k in str(exc)]
-        if not pending:
-            raise
-        load({k: v for k, v in data.items() if k not in pending})
+def _assert_health_port_matches(doc: dict[str, Any], data: dict[str, Any], loaded: Any) -> None:
+    """The config's plaintext health listener is the port the kubelet probes."""
+    assert loaded.health_listen == data["health_listen"]
+    container = _pod_spec(doc)["containers"][0]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert int(loaded.health_listen.rpartition(":")[2]) == ports["health"]
+    assert int(loaded.listen.rpartition(":")[2]) == ports["grpc"]
+    # The main port serves TLS; only the health port is plaintext.
+    assert loaded.tls_cert_file and loaded.tls_key_file and not loaded.insecure
 
 
 def test_router_configmap_loads_through_the_router_config(tmp_path: Path) -> None:
     config = pytest.importorskip("shellgate.router.config", reason="router config not landed")
     data = _configmap_toml(ROUTER + "-config", "router.toml")
-    _load_with_pending(config.parse_config, data)
+    # Every key, health_listen included, must be known to the config module.
+    loaded = config.parse_config(data)
+    _assert_health_port_matches(_find("Deployment", ROUTER), data, loaded)
     _assert_paths_mounted(_find("Deployment", ROUTER), data)
 
 
 def test_execserver_configmap_loads_through_the_execserver_config(tmp_path: Path) -> None:
     config = pytest.importorskip("shellgate.execserver.config", reason="exec-server config absent")
-
-    def load(data: dict[str, Any]) -> None:
-        config.load_config(None, data)
-
     data = _configmap_toml(EXECSERVER + "-config", "execserver.toml")
-    _load_with_pending(load, data)
+    loaded = config.load_config(None, data)
+    _assert_health_port_matches(_find("DaemonSet", EXECSERVER), data, loaded)
     _assert_paths_mounted(_find("DaemonSet", EXECSERVER), data)
 
 

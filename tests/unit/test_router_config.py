@@ -13,6 +13,7 @@ token_file = "/etc/shellgate/tokens"
 rules_dirs = ["/etc/shellgate/rules"]
 redis_url = "redis://127.0.0.1:6379/0"
 metrics_listen = "127.0.0.1:9464"
+health_listen = "0.0.0.0:50061"
 
 [client_environments]
 ci = ["local", "build1"]
@@ -45,6 +46,7 @@ def test_no_file_means_loopback_with_one_local_environment() -> None:
     config = parse_config({})
     assert config == RouterConfig()
     assert config.listen == "127.0.0.1:50051" and config.local_environment
+    assert config.health_listen == ""
 
 
 def test_every_section_parses() -> None:
@@ -58,6 +60,8 @@ def test_every_section_parses() -> None:
     assert config.environments[0].insecure is False
     assert config.discovery[0].dns_name == "execserver.shellgate.svc"
     assert config.redis_url.startswith("redis://")
+    # A non-loopback health port needs neither TLS nor insecure: it serves only health.
+    assert config.health_listen == "0.0.0.0:50061" and not config.insecure and not config.tls
 
 
 @pytest.mark.parametrize(
@@ -68,6 +72,8 @@ def test_every_section_parses() -> None:
         ({"listen": "0.0.0.0:1"}, "not loopback"),
         ({"tls_cert_file": "a.pem"}, "must be set together"),
         ({"local_environment": False}, "no environments"),
+        ({"health_listen": "50061"}, "health_listen"),
+        ({"health_listen": "127.0.0.1:50051"}, "health_listen.*main listener"),
         ({"environments": [{"id": "local", "target": "x:1"}]}, "duplicate environment ids"),
     ],
 )

@@ -1,5 +1,7 @@
 """A server interceptor that turns undecodable request bytes into INVALID_ARGUMENT.
 
+Installed on every listener of both daemons (the exec-server and the router).
+
 grpcio runs a method's request deserializer before any handler code, and a protobuf
 `DecodeError` there surfaces as UNKNOWN carrying the exception text. This interceptor moves
 deserialization inside the handler so bytes that are not the method's request message (or
@@ -8,6 +10,7 @@ carry invalid UTF-8 in a string field) get INVALID_ARGUMENT with a fixed text in
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -25,6 +28,21 @@ async def _decode(raw: bytes, deserialize: Deserializer, context: Any, method: s
         await context.abort(
             grpc.StatusCode.INVALID_ARGUMENT, f"request is not a valid message for {method}"
         )
+
+
+async def _stream_via_write(result: Any, context: Any) -> Any:
+    """Run a streaming handler that is not an async generator function.
+
+    Such a handler either writes through `context.write` and returns nothing (a coroutine),
+    or returns an async iterator; both are served the way grpc.aio serves them unwrapped.
+    """
+    if inspect.isawaitable(result):
+        result = await result
+    if result is not None and hasattr(result, "__aiter__"):
+        async for item in result:
+            await context.write(item)
+        return None
+    return result
 
 
 def _guard(handler: Any, method: str) -> Any:
@@ -46,13 +64,22 @@ def _guard(handler: Any, method: str) -> Any:
         return handler._replace(request_deserializer=None, unary_unary=unary_unary)
     if handler.unary_stream is not None:
         inner_us = handler.unary_stream
+        if inspect.isasyncgenfunction(inner_us):
 
-        async def unary_stream(raw: bytes, context: Any) -> AsyncIterator[Any]:
-            request = await _decode(raw, deserialize, context, method)
-            async for item in inner_us(request, context):
-                yield item
+            async def unary_stream(raw: bytes, context: Any) -> AsyncIterator[Any]:
+                request = await _decode(raw, deserialize, context, method)
+                async for item in inner_us(request, context):
+                    yield item
 
-        return handler._replace(request_deserializer=None, unary_stream=unary_stream)
+            return handler._replace(request_deserializer=None, unary_stream=unary_stream)
+
+        # A coroutine handler that streams through context.write (grpc's Health.Watch).
+        async def unary_stream_writer(raw: bytes, context: Any) -> Any:
+            return await _stream_via_write(
+                inner_us(await _decode(raw, deserialize, context, method), context), context
+            )
+
+        return handler._replace(request_deserializer=None, unary_stream=unary_stream_writer)
     if handler.stream_unary is not None:
         inner_su = handler.stream_unary
 
@@ -61,12 +88,20 @@ def _guard(handler: Any, method: str) -> Any:
 
         return handler._replace(request_deserializer=None, stream_unary=stream_unary)
     inner_ss = handler.stream_stream
+    if inspect.isasyncgenfunction(inner_ss):
 
-    async def stream_stream(raw_iter: AsyncIterator[bytes], context: Any) -> AsyncIterator[Any]:
-        async for item in inner_ss(requests(raw_iter, context), context):
-            yield item
+        async def stream_stream(
+            raw_iter: AsyncIterator[bytes], context: Any
+        ) -> AsyncIterator[Any]:
+            async for item in inner_ss(requests(raw_iter, context), context):
+                yield item
 
-    return handler._replace(request_deserializer=None, stream_stream=stream_stream)
+        return handler._replace(request_deserializer=None, stream_stream=stream_stream)
+
+    async def stream_stream_writer(raw_iter: AsyncIterator[bytes], context: Any) -> Any:
+        return await _stream_via_write(inner_ss(requests(raw_iter, context), context), context)
+
+    return handler._replace(request_deserializer=None, stream_stream=stream_stream_writer)
 
 
 class DecodeGuardInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]

@@ -48,13 +48,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--insecure", action="store_true", default=None,
         help="allow a non-loopback listen address without TLS",
     )  # fmt: skip
+    parser.add_argument(
+        "--health-listen", dest="health_listen",
+        help="plaintext host:port serving only grpc.health.v1 (default none)",
+    )  # fmt: skip
     parser.add_argument("--rules-dir", action="append", dest="rules_dirs", help=".rules folder")
     parser.add_argument("--print-port", action="store_true", help="print the bound port first")
     parser.add_argument("--log-level", default="INFO")
 
 
 async def _main(args: argparse.Namespace) -> int:
-    overrides = {"listen": args.listen, "insecure": args.insecure, "rules_dirs": args.rules_dirs}
+    overrides = {
+        "listen": args.listen,
+        "health_listen": args.health_listen,
+        "insecure": args.insecure,
+        "rules_dirs": args.rules_dirs,
+    }
     try:
         config = load_config(args.config, **overrides)
     except ConfigError as exc:
