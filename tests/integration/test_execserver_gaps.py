@@ -89,7 +89,7 @@ def _code(excinfo: pytest.ExceptionInfo[grpc.aio.AioRpcError]) -> grpc.StatusCod
     return excinfo.value.code()
 
 
-def test_file_operations_are_confined_to_the_writable_roots(tmp_path: Path) -> None:
+def test_mutating_file_operations_are_confined_to_the_writable_roots(tmp_path: Path) -> None:
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     ws.mkdir()
     outside.mkdir()
@@ -122,17 +122,30 @@ def test_file_operations_are_confined_to_the_writable_roots(tmp_path: Path) -> N
         await denied("WriteFile", pb.WriteFileRequest(path=dotdot, data=b"x", sandbox=sandbox))
         via_link = str(ws / "escape" / "new.txt")
         await denied("WriteFile", pb.WriteFileRequest(path=via_link, data=b"x", sandbox=sandbox))
-        await denied("ReadFile", pb.ReadFileRequest(path=str(ws / "final"), sandbox=sandbox))
-        await denied("ReadFile", pb.ReadFileRequest(path=str(outside / "secret"), sandbox=sandbox))
-        await denied("Stat", pb.StatRequest(
+        # Reads follow the process sandbox: the whole filesystem is readable.
+        for path in (str(ws / "final"), str(outside / "secret")):
+            reply = await stub.ReadFile(pb.ReadFileRequest(path=path, sandbox=sandbox))
+            assert reply.data == b"keep"
+        st = await stub.Stat(pb.StatRequest(
             path=str(ws / "final"), follow_symlinks=True, sandbox=sandbox))
+        assert st.exists and st.size == 4
         await denied("MakeDirectory", pb.MakeDirectoryRequest(
             path=str(ws / "escape" / "d"), sandbox=sandbox))
         await denied("Rename", pb.RenameRequest(
             from_path=str(ws / "b.txt"), to_path=target, sandbox=sandbox))
         await denied("Remove", pb.RemoveRequest(path=str(outside / "secret"), sandbox=sandbox))
+        # read-only: every mutation is refused, even inside the workspace; reads are not.
         await denied("WriteFile", pb.WriteFileRequest(
             path=str(ws / "c.txt"), data=b"x", sandbox=RO))
+        await denied("MakeDirectory", pb.MakeDirectoryRequest(path=str(ws / "ro"), sandbox=RO))
+        await denied("Remove", pb.RemoveRequest(path=str(ws / "b.txt"), sandbox=RO))
+        await denied("Rename", pb.RenameRequest(
+            from_path=str(ws / "b.txt"), to_path=str(ws / "c.txt"), sandbox=RO))
+        ro_read = await stub.ReadFile(pb.ReadFileRequest(path=str(ws / "b.txt"), sandbox=RO))
+        assert ro_read.data == b"ok"
+        assert (await stub.Stat(pb.StatRequest(path="/", sandbox=RO))).exists
+        missing = await stub.Stat(pb.StatRequest(path=str(outside / "none"), sandbox=RO))
+        assert not missing.exists
         # Writing onto a final symlink replaces the link atomically; its target is untouched.
         final = str(ws / "final")
         await stub.WriteFile(pb.WriteFileRequest(path=final, data=b"mine", sandbox=sandbox))

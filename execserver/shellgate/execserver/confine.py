@@ -1,4 +1,7 @@
-"""Confining file operations to a sandbox's writable roots (symlinks and `..` resolved)."""
+"""Confining mutating file operations to a sandbox's writable roots (symlinks, `..` resolved).
+
+Reads are not confined: read-only and workspace-write let a process read everything.
+"""
 
 from __future__ import annotations
 

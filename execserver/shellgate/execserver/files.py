@@ -1,4 +1,8 @@
-"""File operations the apply_patch runtime needs on the daemon's own filesystem."""
+"""File operations the apply_patch runtime needs on the daemon's own filesystem.
+
+Under a sandbox only the mutating operations (write, remove, rename, mkdir) are confined to
+the writable roots; reads and stats see what a sandboxed process sees: everything.
+"""
 
 from __future__ import annotations
 
@@ -44,11 +48,13 @@ def _absolute(path: str, field: str) -> str:
     return path
 
 
-def read_file(path: str, max_bytes: int, confine: Confinement | None = None) -> bytes:
-    """Read a whole file, refusing files over max_bytes."""
+def read_file(path: str, max_bytes: int) -> bytes:
+    """Read a whole file, refusing files over max_bytes.
+
+    Never confined: a sandboxed process may read the whole filesystem (read-only and
+    workspace-write restrict writes only), and file reads follow the same rule.
+    """
     _absolute(path, "path")
-    if confine is not None:
-        path = confine.resolve(path, "path", follow_final=True)
     try:
         with open(path, "rb") as handle:
             data = handle.read(max_bytes + 1)
@@ -189,11 +195,9 @@ def rename(
         raise _os_error(exc) from exc
 
 
-def stat_path(path: str, follow_symlinks: bool, confine: Confinement | None = None) -> FileStat:
-    """Metadata of path; a missing path is exists=False, not an error."""
+def stat_path(path: str, follow_symlinks: bool) -> FileStat:
+    """Metadata of path; a missing path is exists=False, not an error (never confined)."""
     _absolute(path, "path")
-    if confine is not None:
-        path = confine.resolve(path, "path", follow_final=follow_symlinks)
     try:
         st = os.stat(path, follow_symlinks=follow_symlinks)
     except FileNotFoundError:

@@ -58,7 +58,7 @@ def _event_pb(event: Event) -> pb.ProcessEvent:
 
 
 def _confinement(request: Any) -> Confinement | None:
-    """The file-operation confinement a request carries (None without a sandbox)."""
+    """The write confinement a mutating file request carries (None without a sandbox)."""
     if not request.HasField("sandbox"):
         return None
     return Confinement.from_spec(convert.sandbox_from_pb(request.sandbox))
@@ -320,10 +320,10 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
 
     @unary
     async def ReadFile(self, request: pb.ReadFileRequest, context: Ctx) -> pb.ReadFileResponse:
-        """Read a file."""
+        """Read a file (a sandbox does not confine reads: the whole filesystem is readable)."""
         self._caller(context)
         data = await asyncio.to_thread(
-            files.read_file, request.path, self._config.max_file_bytes, _confinement(request)
+            files.read_file, request.path, self._config.max_file_bytes
         )
         return pb.ReadFileResponse(data=data)
 
@@ -368,10 +368,10 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
 
     @unary
     async def Stat(self, request: pb.StatRequest, context: Ctx) -> pb.StatResponse:
-        """Path metadata."""
+        """Path metadata (not confined by a sandbox, like ReadFile)."""
         self._caller(context)
         st = await asyncio.to_thread(
-            files.stat_path, request.path, request.follow_symlinks, _confinement(request)
+            files.stat_path, request.path, request.follow_symlinks
         )
         return convert.stat_pb(st)
 
