@@ -17,6 +17,29 @@ fi
 
 python3 -m pip install -q -e '.[test]'
 
+# A dedicated unprivileged login for the SSH tests (tests/sshd.py uses it when it exists).
+# sshd runs commands through the target user's login shell, and Debian's bash sources
+# ~/.bashrc for ssh commands: the invoking user's profile (e.g. `pyenv init -`, whose rehash
+# waits up to a minute on a lock a killed shell can leave behind) must not run in the tests.
+SSH_TEST_USER=shellgate-ssh
+SSH_TEST_HOME=/var/lib/shellgate-ssh
+if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null 2>&1; then
+  if ! getent passwd "$SSH_TEST_USER" >/dev/null; then
+    useradd --system --user-group --no-create-home --home-dir "$SSH_TEST_HOME" \
+        --shell /bin/bash --comment "shellgate SSH tests" "$SSH_TEST_USER" || \
+      echo "setup-test: could not create $SSH_TEST_USER; SSH tests log in as $(id -un)" >&2
+  fi
+  if getent passwd "$SSH_TEST_USER" >/dev/null; then
+    # `*`: no password can match, but the account is not "locked" (sshd without PAM
+    # refuses locked accounts even for key logins).
+    usermod --password '*' "$SSH_TEST_USER"
+    install -d -m 0755 -o "$SSH_TEST_USER" -g "$SSH_TEST_USER" "$SSH_TEST_HOME"
+    for rc in .bashrc .bash_profile .profile .bash_logout; do
+      install -m 0644 -o root -g root /dev/null "$SSH_TEST_HOME/$rc"
+    done
+  fi
+fi
+
 # Optional peers for differential tests (skipped with a reason when absent).
 if command -v npm >/dev/null 2>&1; then
   mkdir -p .tools

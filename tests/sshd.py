@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -16,6 +17,23 @@ import pytest
 from shellgate.execserver.config import ProcessLimits, SshConfig
 
 SSHD = "/usr/sbin/sshd"
+# The dedicated login scripts/setup-test.sh creates (root only): an unprivileged user whose
+# shell profile is empty, so the invoking user's ~/.bashrc (which Debian's bash sources for
+# ssh commands; e.g. `pyenv init -` waiting on a stale lock) never runs in a test.
+TEST_USER = "shellgate-ssh"
+
+
+def login_user() -> str:
+    """The user SSH tests log in as: TEST_USER when it exists and sshd can switch to it."""
+    if os.geteuid() == 0:
+        try:
+            entry = pwd.getpwnam(TEST_USER)
+        except KeyError:
+            pass
+        else:
+            if entry.pw_shell and os.path.exists(entry.pw_shell):
+                return TEST_USER
+    return os.environ.get("USER") or pwd.getpwuid(os.getuid()).pw_name
 
 
 @dataclass(frozen=True)
@@ -56,6 +74,11 @@ def sshd_server() -> Iterator[Sshd]:
     _keygen(root / "host_key")
     _keygen(root / "user_key")
     shutil.copy(root / "user_key.pub", root / "authorized_keys")
+    user = login_user()
+    # sshd reads AuthorizedKeysFile with the target user's privileges: another user needs
+    # to reach it (only public material; the host and client private keys stay 0600).
+    root.chmod(0o755)
+    (root / "authorized_keys").chmod(0o644)
     port = _free_port()
     cfg = root / "sshd_config"
     cfg.write_text(
@@ -82,7 +105,6 @@ def sshd_server() -> Iterator[Sshd]:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 break
         time.sleep(0.05)
-    user = os.environ.get("USER") or __import__("pwd").getpwuid(os.getuid()).pw_name
     try:
         yield Sshd(port, user, str(root / "user_key"), str(root / "known_hosts"), proc.pid)
     finally:

@@ -29,7 +29,9 @@ from tests.execserver_harness import (
     start_request,
 )
 from tests.sshd import (
+    TEST_USER,
     Sshd,
+    login_user,
     sshd_server,  # noqa: F401  (session fixture)
 )
 
@@ -133,5 +135,27 @@ def test_ssh_backend_reports_and_applies_the_remote_sandbox(sshd_server: Sshd) -
                 await collect(stub.Start(start_request(["true"], sandbox=ro)))
             assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
             assert "bwrap not found" in (err.value.details() or "")
+
+    asyncio.run(main())
+
+
+def test_ssh_tests_log_in_as_the_dedicated_user(sshd_server: Sshd) -> None:  # noqa: F811
+    # Commands run through the login user's shell (and Debian's bash sources its ~/.bashrc
+    # for ssh commands): the tests use an unprivileged user with an empty profile when
+    # scripts/setup-test.sh could create one, not the invoking user.
+    assert sshd_server.user == login_user()
+    if os.geteuid() == 0 and login_user() != TEST_USER:
+        pytest.skip(f"{TEST_USER} does not exist (scripts/setup-test.sh creates it as root)")
+
+    async def main() -> None:
+        backend = SshBackend(sshd_server.config(), LIMITS)
+        try:
+            info = await backend.host_info()
+            assert info.user == sshd_server.user
+            proc = await backend.start(SpawnRequest(("sh", "-c", "id -un"), "/tmp", dict(os.environ)))
+            assert b"".join([c.data async for c in proc.output()]) == f"{info.user}\n".encode()
+            await proc.terminate()
+        finally:
+            await backend.aclose()
 
     asyncio.run(main())
