@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from shellgate.router.environments import ReportedShell
 from shellgate.router.errors import PermissionDenied, ResourceExhausted
 from shellgate.router.metrics import Metrics
 from shellgate.router.pipeline import HostContext, RouterTurn
+from shellgate.router.policy import Policy
 from shellgate.router.policy_store import PolicyStore
 from shellgate.router.redaction import Redactor, load_values
 from shellgate.router.runtime.environments import (
@@ -38,6 +40,10 @@ VERSION = "0.1.0"
 # Shown for a remote environment whose daemon could not be reached (see environment_views).
 UNREACHABLE_SHELL = ReportedShell("sh", "/bin/sh")
 _SHELL_NAMES = {1: "zsh", 2: "bash", 3: "powershell", 4: "sh", 5: "cmd"}
+# Converted turns kept per (thread, wire turn, environment views, caller's environments):
+# a client sends the same TurnContext with every call of a turn, and the conversion is pure.
+TURN_CACHE_SIZE = 256
+_NO_RULES = Policy()
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,10 @@ class Admission:
         self._wait_s = wait_ms / 1000
 
     async def __aenter__(self) -> None:
+        # Fast path: a free slot needs no timer (wait_for would create a task per call).
+        if not self._sem.locked():
+            await self._sem.acquire()
+            return
         try:
             await asyncio.wait_for(self._sem.acquire(), self._wait_s)
         except TimeoutError:
@@ -121,6 +131,8 @@ class RouterApp:
         self.project_admission = Admission(
             "Project", limits.max_concurrent_projects, limits.admission_wait_ms
         )
+        self._turns: OrderedDict[tuple[object, ...], RouterTurn] = OrderedDict()
+        self._host: tuple[object, asyncio.AbstractEventLoop, HostContext] | None = None
 
     # --- callers -------------------------------------------------------------------------
     def caller(
@@ -187,22 +199,38 @@ class RouterApp:
         wanted = {e.environment_id for e in turn.environments}
         if not wanted and self.environments.ids():
             wanted = {self.environments.ids()[0]}
+        views = await self.environment_views(wanted)
+        key = (
+            thread_id,
+            turn.SerializeToString(deterministic=True),
+            tuple(views.items()),
+            caller.environments,
+        )
+        cached = self._turns.get(key)
+        if cached is not None:
+            self._turns.move_to_end(key)
+            return cached
         inputs = TurnInputs(
             defaults=self.config.defaults,
-            environments=await self.environment_views(wanted),
+            environments=views,
             host_shell=self.host_shell,
             allowed_environments=caller.environments,
         )
-        return router_turn(thread_id, turn, inputs)
+        converted = router_turn(thread_id, turn, inputs)
+        self._turns[key] = converted
+        if len(self._turns) > TURN_CACHE_SIZE:
+            self._turns.popitem(last=False)
+        return converted
 
     def host(self, session_exists: object = None) -> HostContext:
         """Host facts for the pure pipeline (current policy, parent env, filesystems)."""
-        from shellgate.router.policy import Policy
-
-        policy = self.policy_store.policy if self.policy_store is not None else Policy()
+        policy = self.policy_store.policy if self.policy_store is not None else _NO_RULES
         # Captured here, on the event loop: the pipeline runs in a worker thread, where a
         # remote filesystem cannot look the loop up for its blocking RPC bridge.
         loop = asyncio.get_running_loop()
+        # The same rules object and loop give the same context: build it once per reload.
+        if self._host is not None and self._host[0] is policy and self._host[1] is loop:
+            return self._host[2]
 
         def filesystem(environment_id: str) -> PatchFileSystem:
             env = self.environments.get(environment_id)
@@ -210,7 +238,9 @@ class RouterApp:
                 return RemoteFileSystem(env, loop)
             return env.filesystem()
 
-        return HostContext(policy=policy, parent_env=self.parent_env, filesystem=filesystem)
+        host = HostContext(policy=policy, parent_env=self.parent_env, filesystem=filesystem)
+        self._host = (policy, loop, host)
+        return host
 
     async def aclose(self) -> None:
         """Kill every process, end every thread, close every connection."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
 from shellgate.router.json_decode import (
@@ -237,6 +238,12 @@ def _opt(decoder: Decoder) -> Decoder:
 
 
 # --- struct layouts ----------------------------------------------------------------------
+# Layouts are immutable and depend only on the base cwd (the permission-path anchor):
+# build each once instead of twice per call (a few dozen frozen records each time).
+SPEC_CACHE_SIZE = 64
+
+
+@lru_cache(maxsize=SPEC_CACHE_SIZE)
 def shell_command_spec(base_cwd: str | None) -> StructSpec:
     """`ShellCommandToolCallParams` (8 fields)."""
     return StructSpec(
@@ -263,6 +270,7 @@ TOOL_ENVIRONMENT_SPEC: Final = StructSpec(
 WORKDIR_SPEC: Final = StructSpec("ExecWorkdirArgs", (Field("workdir", _opt(de_string)),))
 
 
+@lru_cache(maxsize=SPEC_CACHE_SIZE)
 def exec_command_spec(base_cwd: str | None) -> StructSpec:
     """`ExecCommandArgs` (11 fields; `environment_id` belongs to the first pass)."""
     return StructSpec(

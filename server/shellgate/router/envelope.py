@@ -6,6 +6,7 @@ import enum
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from shellgate.execserver.env_policy import (
     ShellEnvironmentPolicy,
@@ -105,6 +106,10 @@ class ExecutionEnvelope:
         return dict(self.env)
 
 
+# Distinct (parent env, policy, thread, profile) combinations whose environment is kept.
+ENV_CACHE_SIZE = 256
+
+
 def _base_env(
     parent_env: Mapping[str, str],
     policy: ShellEnvironmentPolicy,
@@ -114,7 +119,22 @@ def _base_env(
     unified: bool,
     active_profile: str | None,
 ) -> tuple[tuple[str, str], ...]:
-    env = create_env(parent_env, policy, thread_id, platform)
+    # The parent environment (the router's own) and the turn's policy rarely change, and
+    # the policy pass matches every variable against every glob: memoise on the values.
+    parent = tuple(parent_env.items())
+    return _cached_env(parent, policy, thread_id, platform, unified, active_profile)
+
+
+@lru_cache(maxsize=ENV_CACHE_SIZE)
+def _cached_env(
+    parent: tuple[tuple[str, str], ...],
+    policy: ShellEnvironmentPolicy,
+    thread_id: str | None,
+    platform: str,
+    unified: bool,
+    active_profile: str | None,
+) -> tuple[tuple[str, str], ...]:
+    env = create_env(dict(parent), policy, thread_id, platform)
     if unified:
         # After §A.2 and before the permission-profile injection (spec 03 §A.3).
         env = apply_unified_exec_env(env)

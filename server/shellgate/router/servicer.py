@@ -14,7 +14,7 @@ from shellgate.execserver.boundary import streaming, unary
 from shellgate.router.app import VERSION, Caller, RouterApp
 from shellgate.router.decode import PayloadKind, ToolCall, ToolName
 from shellgate.router.errors import InvalidArgument
-from shellgate.router.pipeline import HostContext, project
+from shellgate.router.pipeline import HostContext, RouterTurn, project
 from shellgate.router.projection import ProjectedCall, ShellCall
 from shellgate.router.runtime.environments import EnvironmentStatus
 from shellgate.router.runtime.events import (
@@ -37,6 +37,10 @@ from shellgate.v1 import common_pb2, exec_pb2, router_pb2, router_pb2_grpc
 Ctx = grpc.aio.ServicerContext[Any, Any]
 MAX_CALL_ID_CHARS = 512
 MAX_NAME_CHARS = 256
+# Items up to this many characters are projected on the event loop: the pipeline takes well
+# under a millisecond for them, less than a worker-thread hop costs on a busy core (hand-off,
+# self-pipe wake-up and GIL switches). Larger items still go to a thread.
+INLINE_PROJECT_MAX_CHARS = 8 * 1024
 
 _DECISIONS = {
     router_pb2.APPROVAL_DECISION_APPROVED: ApprovalDecision.APPROVED,
@@ -215,8 +219,12 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
     ) -> tuple[ProjectedCall, Any]:
         turn = await self._app.turn(request.thread_id, request.turn, caller)
         item = item_of(request.item, self._app.config.limits.max_item_bytes)
-        # Decode and tree-sitter work is CPU-bound; keep the event loop responsive.
-        projected = await asyncio.to_thread(project, item, turn, self._host(thread))
+        host = self._host(thread)
+        if _inline(item, turn):
+            projected = project(item, turn, host)
+        else:
+            # Decode and tree-sitter work is CPU-bound; keep the event loop responsive.
+            projected = await asyncio.to_thread(project, item, turn, host)
         return self._with_reachability(projected), turn
 
     def _with_reachability(self, projected: ProjectedCall) -> ProjectedCall:
@@ -397,6 +405,21 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 out.last_rules_error.message = store.last_error.splitlines()[0]
                 out.last_rules_error.rendered = store.last_error
         return out
+
+
+def _inline(item: str | ToolCall, turn: RouterTurn) -> bool:
+    """Whether projecting `item` is cheap and never blocks, so it may run on the loop."""
+    # A remote environment's filesystem (apply_patch verification) blocks on an RPC that
+    # needs this very loop; apply_patch reads local files. Both stay off the loop.
+    if any(env.remote for env in turn.handler.environments):
+        return False
+    if isinstance(item, str):
+        text = item
+    else:
+        text = item.tool_name.name + item.arguments + item.input + item.query
+    if len(text) > INLINE_PROJECT_MAX_CHARS:
+        return False
+    return "apply_patch" not in text and "applypatch" not in text
 
 
 def _labels(projected: ProjectedCall | None) -> tuple[str | None, str | None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 __all__ = [
@@ -21,6 +22,9 @@ NUL_JOIN_PLACEHOLDER = "<command included NUL byte>"
 _BLANKS = frozenset(" \t\n")
 _DQ_ESCAPABLE = frozenset('$`"\\')
 _UNQUOTED_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-./:@]_")
+
+# A word made only of _UNQUOTED_SAFE characters is its own quoting (one unquoted chunk).
+_ALL_SAFE = re.compile(r"[A-Za-z0-9+\-./:@\]_]+")
 
 _UNQUOTED = 1
 _SINGLE = 2
@@ -146,6 +150,8 @@ def try_quote(word: str) -> str | None:
     """Quote one word like Rust `shlex::try_quote`; None when it contains NUL."""
     if not word:
         return "''"
+    if _ALL_SAFE.fullmatch(word):
+        return word
     if "\0" in word:
         return None
     parts: list[str] = []

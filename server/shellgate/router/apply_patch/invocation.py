@@ -6,9 +6,15 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shellgate.router.apply_patch.parser import ParsedPatch, PatchParseError, parse_patch
+from shellgate.router.apply_patch.parser import (
+    BEGIN_PATCH,
+    ParsedPatch,
+    PatchParseError,
+    parse_patch,
+)
 from shellgate.router.apply_patch.paths import cwd_path, file_stem, is_windows_path
-from shellgate.router.bash_parse import Node, node_text, parse_bash
+from shellgate.router.bash_parse import MAX_SCRIPT_BYTES, Node, node_text
+from shellgate.router.script_cache import parsed
 
 APPLY_PATCH_COMMANDS = frozenset({"apply_patch", "applypatch"})
 
@@ -95,6 +101,9 @@ def is_implicit_invocation(argv: Sequence[str], cwd: str) -> bool:
 
 
 def _parses(text: str) -> bool:
+    # A patch's first line is the begin marker: without it parsing fails, so skip the try.
+    if BEGIN_PATCH not in text:
+        return False
     try:
         parse_patch(text)
     except PatchParseError:
@@ -111,7 +120,13 @@ def _parsed(body: str, workdir: str | None) -> PatchInvocation | InvocationParse
 
 def extract_heredoc(script: str) -> tuple[str, str | None] | NotRecognised:
     """`(body, cd path)` when the script is exactly one recognised heredoc statement."""
-    tree = parse_bash(script)
+    if "<<" not in script:
+        # No heredoc operator, no heredoc statement: spare the parse (an unparsable script
+        # is still reported as such, exactly when parse_bash would refuse it).
+        too_large = len(script.encode("utf-8", "surrogatepass")) > MAX_SCRIPT_BYTES
+        return NotRecognised(shell_parse_error=too_large)
+    # The same script is parsed for projection B; share that tree (read-only).
+    tree = parsed(script)
     if tree is None:
         return NotRecognised(shell_parse_error=True)
     top = _named(tree.root_node)

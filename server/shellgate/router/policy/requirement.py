@@ -247,7 +247,10 @@ def create_exec_approval_requirement(
     scanned = scan_matches(policy, argv, literal_commands)
     matches: tuple[RuleMatch, ...] = segment.matched_rules + scanned
     evaluation = Evaluation(strictest([m.decision for m in matches]), matches)
-    cmd_text = join_for_display(argv)
+
+    def cmd_text() -> str:
+        # Only reason texts show the command; quoting it costs more than the rest here.
+        return join_for_display(argv)
 
     requested: tuple[str, ...] | None = None
     if auto:
@@ -265,12 +268,12 @@ def create_exec_approval_requirement(
     if evaluation.decision is Decision.FORBIDDEN:
         best = _most_specific(matches, Decision.FORBIDDEN)
         if best is None:
-            reason = f"`{cmd_text}` rejected: blocked by policy"
+            reason = f"`{cmd_text()}` rejected: blocked by policy"
         elif best.justification is not None:
-            reason = f"`{cmd_text}` rejected: {best.justification}"
+            reason = f"`{cmd_text()}` rejected: {best.justification}"
         else:
             prefix = " ".join(best.matched_prefix)
-            reason = f"`{cmd_text}` rejected: policy forbids commands starting with `{prefix}`"
+            reason = f"`{cmd_text()}` rejected: policy forbids commands starting with `{prefix}`"
         requirement = Forbidden(reason)
     elif evaluation.decision is Decision.PROMPT:
         prompt_is_rule = any(
@@ -284,9 +287,9 @@ def create_exec_approval_requirement(
             prompt_reason: str | None = None
             if best is not None:
                 prompt_reason = (
-                    f"`{cmd_text}` requires approval: {best.justification}"
+                    f"`{cmd_text()}` requires approval: {best.justification}"
                     if best.justification is not None
-                    else f"`{cmd_text}` requires approval by policy"
+                    else f"`{cmd_text()}` requires approval by policy"
                 )
             amendment = requested
             if amendment is None and auto and not prompt_is_rule:

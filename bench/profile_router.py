@@ -1,0 +1,95 @@
+"""Profile the router under one bench's load: `python -m bench.profile_router project`.
+
+Starts the router exactly as the bench does (pinned to CPU 0), drives the named load from
+this process for `--seconds`, and records the server with `py-spy record` (pip-installable)
+into `--output` (SVG flame graph; `--format raw` gives collapsed stacks for grep/sort).
+Loads: project, execute, concurrent (64 × `sleep 0.2`), bytes (64 MiB of `yes`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import shutil
+import subprocess
+import sys
+import time
+
+from bench.clients import router
+from bench.corpus import corpus
+from bench.peers import Peers
+from bench.procs import scratch_home
+from bench.suites.router_benches import _router_channel
+
+LOADS = ("project", "execute", "concurrent", "bytes")
+
+
+async def _drive(peers: Peers, load: str, seconds: float) -> int:
+    stub, _ = router.stubs(await _router_channel(peers))
+    turn_pb = router.turn(peers.home)
+    done = 0
+    deadline = time.perf_counter() + seconds
+    if load == "project":
+        requests = [router.project_request(i, turn_pb) for i in corpus(1000)]
+        counter = itertools.count()
+
+        async def worker() -> None:
+            nonlocal done
+            while time.perf_counter() < deadline:
+                await stub.Project(requests[next(counter) % len(requests)])
+                done += 1
+
+        await asyncio.gather(*(worker() for _ in range(16)))
+        return done
+    command = {
+        "execute": "echo hi",
+        "concurrent": "sleep 0.2",
+        "bytes": "yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c 67108864",
+    }[load]
+    item = router.shell_item(command)
+    width = 64 if load == "concurrent" else 1
+    while time.perf_counter() < deadline:
+        await asyncio.gather(*(router.execute(stub, item, turn_pb) for _ in range(width)))
+        done += width
+    return done
+
+
+async def _main(args: argparse.Namespace) -> None:
+    with scratch_home() as home:
+        peers = Peers(home)
+        try:
+            pid = peers.router().pid
+            await _drive(peers, args.load, 1.0)  # warm-up: imports, caches, first parse
+            spy = subprocess.Popen(
+                ["py-spy", "record", "--pid", str(pid), "-r", str(args.rate), "-d",
+                 str(int(args.seconds) + 1), "-f", args.format, "-o", args.output,
+                 *(["--threads"] if args.threads else []), *(["--gil"] if args.gil else [])],
+                stdout=subprocess.DEVNULL,
+            )  # fmt: skip
+            await asyncio.sleep(0.5)
+            n = await _drive(peers, args.load, args.seconds)
+            print(f"{args.load}: {n} calls in {args.seconds:.0f} s ({n / args.seconds:.0f}/s)")
+            spy.wait()
+        finally:
+            await peers.aclose()
+
+
+def main() -> None:
+    """Parse arguments and profile."""
+    p = argparse.ArgumentParser(prog="python -m bench.profile_router", description=__doc__)
+    p.add_argument("load", choices=LOADS)
+    p.add_argument("--seconds", type=float, default=8.0)
+    p.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
+    p.add_argument("--format", default="flamegraph", choices=("flamegraph", "raw", "speedscope"))
+    p.add_argument("--output", default="prof.svg")
+    p.add_argument("--threads", action="store_true", help="one stack root per thread")
+    p.add_argument("--gil", action="store_true", help="sample only the thread holding the GIL")
+    args = p.parse_args()
+    if shutil.which("py-spy") is None:
+        sys.exit("py-spy not found: pip install py-spy")
+    asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    main()
