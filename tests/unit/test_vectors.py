@@ -1,29 +1,47 @@
-"""Every public vector in spec/vectors/ through `shellgate eval` (one process for all)."""
+"""Vector files through `shellgate eval` (one process for all of them).
+
+Three sets share one shape (`{"fn", "input", "expected"}`, spec/README.md "Shapes per
+function") and one comparison: the spec's public vectors, and the audit vectors written
+from the spec text (`audit_vectors/`: decode, handler, output; `audit_vectors_policy/`:
+projections, policy, apply_patch).
+"""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.paths import SPEC_DIR
 
-VECTOR_DIR = SPEC_DIR / "vectors"
+HERE = Path(__file__).resolve().parent
+VECTOR_SETS = {
+    "spec": SPEC_DIR / "vectors",
+    "audit": HERE / "audit_vectors",
+    "audit-policy": HERE / "audit_vectors_policy",
+}
 
 
 def _load() -> list[tuple[str, dict[str, Any]]]:
     cases: list[tuple[str, dict[str, Any]]] = []
-    for path in sorted(VECTOR_DIR.glob("*.jsonl")):
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if line.strip():
-                cases.append((f"{path.stem}:{n}", json.loads(line)))
+    for name, folder in VECTOR_SETS.items():
+        for path in sorted(folder.glob("*.jsonl")):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if line.strip():
+                    cases.append((f"{name}/{path.stem}:{n}", json.loads(line)))
     return cases
 
 
 CASES = _load()
+
+
+def test_every_set_is_present() -> None:
+    for name, folder in VECTOR_SETS.items():
+        assert any(folder.glob("*.jsonl")), f"no vectors in {name} ({folder})"
 
 
 @pytest.fixture(scope="module")
