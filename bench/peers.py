@@ -148,7 +148,7 @@ class Peers:
         return self._servers["swerex"], self._clients["swerex-token"]
 
     def router(self) -> procs.Server:
-        """`shellgate serve --listen 127.0.0.1:0 --print-port`, pinned to CPU 0."""
+        """`shellgate serve --listen 127.0.0.1:0 --print-port` (pinned only by the Project bench)."""
         if "router" not in self._servers:
             argv = [
                 procs.python(),
@@ -161,7 +161,7 @@ class Peers:
             ]
             env = {**os.environ, "HOME": self.home}
             self._servers["router"] = self._stack.enter_context(
-                procs.serve(argv, env=env, cpu=0, cwd=self.home)
+                procs.serve(argv, env=env, cwd=self.home)
             )
         return self._servers["router"]
 

@@ -64,7 +64,8 @@ async def _main(args: argparse.Namespace) -> None:
             spy = subprocess.Popen(
                 ["py-spy", "record", "--pid", str(pid), "-r", str(args.rate), "-d",
                  str(int(args.seconds) + 1), "-f", args.format, "-o", args.output,
-                 *(["--threads"] if args.threads else []), *(["--gil"] if args.gil else [])],
+                 *(["--threads"] if args.threads else []), *(["--gil"] if args.gil else []),
+                 *(["--native"] if args.native else [])],
                 stdout=subprocess.DEVNULL,
             )  # fmt: skip
             await asyncio.sleep(0.5)
@@ -85,6 +86,7 @@ def main() -> None:
     p.add_argument("--output", default="prof.svg")
     p.add_argument("--threads", action="store_true", help="one stack root per thread")
     p.add_argument("--gil", action="store_true", help="sample only the thread holding the GIL")
+    p.add_argument("--native", action="store_true", help="include C frames (grpc core, …)")
     args = p.parse_args()
     if shutil.which("py-spy") is None:
         sys.exit("py-spy not found: pip install py-spy")

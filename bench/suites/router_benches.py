@@ -12,6 +12,7 @@ from typing import Any
 
 import grpc
 
+from bench import procs
 from bench.clients import raw, router, sg_exec, swerex_http
 from bench.clients.common import RunTimes
 from bench.core import MIB, Mode, Result, alternate, ratio, summarize
@@ -120,7 +121,7 @@ async def bench_project(peers: Peers, mode: Mode) -> Result:
         core(item)
         return time.perf_counter() - t0
 
-    with _pinned_client(1):
+    with procs.pinned(peers.router().pid, 0), _pinned_client(1):
         samples = await alternate({"shellgate": project_rpc, "empty_rpc": empty_rpc,
                                    "core": in_process}, mode,
                                   max_iterations=len(items))  # fmt: skip
@@ -143,7 +144,7 @@ async def bench_project(peers: Peers, mode: Mode) -> Result:
     res.judge(vs_empty <= 1.5 and project_rps >= 2000)
     res.note = (
         f"latency: one request at a time, corpus items in order; req/s: {RPS_WORKERS} "
-        "concurrent callers, router pinned to CPU 0 (taskset), client on CPU 1"
+        "concurrent callers, router pinned to CPU 0 (all threads), client on CPU 1"
     )
     return res
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -195,6 +196,9 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
 
     def __init__(self, app: RouterApp) -> None:
         self._app = app
+        # One generator for every call's chunk ids: seeding one per call reads the OS
+        # entropy pool each time (calls all run on the event loop, so sharing is safe).
+        self._rng = random.Random()
 
     def _caller(self, context: Ctx) -> Caller:
         identity = {k: list(v) for k, v in (context.auth_context() or {}).items()}
@@ -285,6 +289,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 environments=self._app.environments,
                 policy_store=self._app.policy_store,
                 instance_id=self._app.instance_id,
+                rng=self._rng,
             )
             if which == "resume":
                 decision = _DECISIONS.get(request.resume.decision)

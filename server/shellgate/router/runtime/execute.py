@@ -55,9 +55,10 @@ async def execute_call(
     projected: ProjectedCall, turn: RouterTurn, ctx: RuntimeContext
 ) -> AsyncIterator[ExecuteEvent]:
     """Run a new call: `projection`, then its events, ending in completed/approval_required."""
-    yield ProjectionEvent(projected)
     state = CallState(projected, turn, started_at=time.monotonic())
-    async for event in _drive(state, ctx, None):
+    # The call starts before the projection is sent: sending it is a write the client must
+    # acknowledge, and the spawn need not wait for that (the projection still comes first).
+    async for event in _drive(state, ctx, None, first=ProjectionEvent(projected)):
         yield event
 
 
@@ -78,7 +79,10 @@ async def resume_call(
 
 
 async def _drive(
-    state: CallState, ctx: RuntimeContext, decision: ApprovalDecision | None
+    state: CallState,
+    ctx: RuntimeContext,
+    decision: ApprovalDecision | None,
+    first: ExecuteEvent | None = None,
 ) -> AsyncIterator[ExecuteEvent]:
     queue: asyncio.Queue[object] = asyncio.Queue()
     call = ctx.thread.begin_call(state.projected.call_id)
@@ -116,6 +120,11 @@ async def _drive(
 
     task = asyncio.create_task(run(), name=f"execute-{state.projected.call_id}")
     try:
+        if first is not None:
+            # Let the call reach its first real wait (the spawn) before the first event is
+            # converted and written: the process then starts while the projection goes out.
+            await asyncio.sleep(0)
+            yield first
         while True:
             item = await queue.get()
             if item is _DONE:
