@@ -23,7 +23,7 @@ from shellgate.router.config import ConfigError, RouterConfig
 from shellgate.router.server import start_router
 
 from tests.certs import TlsFiles, make_tls
-from tests.execserver_harness import daemon_config, daemon_subprocess
+from tests.execserver_harness import daemon_config, daemon_subprocess, exec_stub, start_request
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -58,7 +58,7 @@ async def _only_health(port: int, main_service: str) -> None:
 
 
 async def _watch_through_stop(
-    port: int, main_service: str, stop: Callable[[], Awaitable[None]]
+    port: int, main_service: str, stop: Callable[[], Awaitable[None]], check_during: bool
 ) -> list[int]:
     """Statuses a Watch on the health port sees while the daemon shuts down."""
     seen: list[int] = []
@@ -72,8 +72,9 @@ async def _watch_through_stop(
         stopping = asyncio.ensure_future(stop())
         try:
             seen.append(int((await asyncio.wait_for(iterator.__anext__(), 10)).status))
-            # Still answering Check, with NOT_SERVING, while the shutdown goes on.
-            if not stopping.done():
+            if check_during:
+                # Still answering Check, with NOT_SERVING, while the shutdown goes on.
+                assert not stopping.done()
                 assert await _check(port) == NOT_SERVING
         finally:
             await stopping
@@ -99,11 +100,21 @@ def test_execserver_health_port_is_plaintext_health_only(tmp_path: Path) -> None
             # The main port really is TLS: a plaintext health check there fails.
             with pytest.raises(grpc.aio.AioRpcError):
                 await _check(running.port)
+            # A process that ignores SIGTERM holds the shutdown for its kill grace (500 ms),
+            # a window in which the health port must answer NOT_SERVING.
+            creds = grpc.ssl_channel_credentials(root_certificates=tls.read("ca_cert"))
+            async with exec_stub(f"127.0.0.1:{running.port}", creds) as stub:
+                script = "trap '' TERM; echo ready; sleep 30"
+                call = stub.Start(start_request(["sh", "-c", script], detach=True))
+                async for message in call:
+                    if message.event.WhichOneof("event") == "output":
+                        break
+                call.cancel()
 
             async def stop() -> None:
                 await running.stop(2_000)
 
-            seen = await _watch_through_stop(running.health_port, EXEC, stop)
+            seen = await _watch_through_stop(running.health_port, EXEC, stop, check_during=True)
             stopped = True
             assert seen == [SERVING, NOT_SERVING]
             with pytest.raises(grpc.aio.AioRpcError):
@@ -130,7 +141,9 @@ def test_router_health_port_is_plaintext_health_only(tmp_path: Path) -> None:
         try:
             assert running.health_port and running.health_port != running.port
             await _only_health(running.health_port, ROUTER)
-            seen = await _watch_through_stop(running.health_port, ROUTER, running.stop)
+            seen = await _watch_through_stop(
+                running.health_port, ROUTER, running.stop, check_during=False
+            )
             stopped = True
             assert seen == [SERVING, NOT_SERVING]
         finally:

@@ -56,6 +56,9 @@ class ProcessTable:
         self._limits = limits
         self._clock = clock
         self._procs: dict[str, ManagedProcess] = {}
+        # Entries of _procs per caller, kept in step so a Start's limit check is O(1)
+        # (retained exited processes can number thousands).
+        self._by_caller: dict[str, int] = {}
         self._idempotent: dict[tuple[str, str], tuple[asyncio.Future[str], float]] = {}
         self._pending = 0
         self._pending_by_caller: dict[str, int] = {}
@@ -64,8 +67,21 @@ class ProcessTable:
         self._draining = False
 
     def _count(self, caller: str) -> int:
-        live = sum(1 for p in self._procs.values() if p.caller == caller)
-        return live + self._pending_by_caller.get(caller, 0)
+        return self._by_caller.get(caller, 0) + self._pending_by_caller.get(caller, 0)
+
+    def _add(self, proc: ManagedProcess) -> None:
+        self._procs[proc.process_id] = proc
+        self._by_caller[proc.caller] = self._by_caller.get(proc.caller, 0) + 1
+
+    def _pop(self, process_id: str) -> ManagedProcess | None:
+        proc = self._procs.pop(process_id, None)
+        if proc is not None:
+            left = self._by_caller[proc.caller] - 1
+            if left:
+                self._by_caller[proc.caller] = left
+            else:
+                del self._by_caller[proc.caller]
+        return proc
 
     async def start(self, spec: StartSpec) -> tuple[ManagedProcess, bool]:
         """Spawn (or, for a known request_id, return the existing process and True)."""
@@ -123,7 +139,7 @@ class ProcessTable:
             exit_drain_cap_ms=self._limits.exit_drain_cap_ms,
             stall_ms=self._limits.slow_consumer_stall_ms,
         )
-        self._procs[proc.process_id] = proc
+        self._add(proc)
         proc.start_tasks(spec.timeout_ms)
         future.set_result(proc.process_id)
         return proc, False
@@ -137,7 +153,7 @@ class ProcessTable:
             key=lambda p: p.closed_at or 0.0,
         )
         for proc in closed[:count]:
-            del self._procs[proc.process_id]
+            self._pop(proc.process_id)
             task = asyncio.get_running_loop().create_task(proc.dispose())
             self._disposing.add(task)
             task.add_done_callback(self._disposing.discard)
@@ -159,7 +175,7 @@ class ProcessTable:
 
     async def remove(self, process_id: str) -> None:
         """Kill what remains of a process and forget it."""
-        proc = self._procs.pop(process_id, None)
+        proc = self._pop(process_id)
         if proc is not None:
             await proc.dispose()
 
@@ -194,6 +210,7 @@ class ProcessTable:
         """Refuse new starts and kill every process group."""
         self._draining = True
         procs, self._procs = list(self._procs.values()), {}
+        self._by_caller.clear()
         await asyncio.gather(*(p.dispose() for p in procs), *self._disposing,
                              return_exceptions=True)
         await self._backend.aclose()

@@ -114,7 +114,8 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
             if request.HasField("env_policy")
             else None
         )
-        env = exec_server_child_env(dict(os.environ), policy, dict(request.env))
+        # os.environ is read (copied) only when a policy asks for the daemon's env.
+        env = exec_server_child_env(os.environ, policy, dict(request.env))
         argv: tuple[str, ...] = tuple(request.argv)
         sandboxed = False
         if request.HasField("sandbox"):

@@ -36,6 +36,22 @@ def _helpers() -> tuple[str | None, str | None]:
     return shutil.which("setpriv"), shutil.which("setsid")
 
 
+def _runnable(candidate: str) -> bool | None:
+    """True: an executable regular file; False: exists but cannot run; None: missing."""
+    try:
+        st = os.stat(candidate)
+    except OSError:
+        return None
+    return stat.S_ISREG(st.st_mode) and os.access(candidate, os.X_OK)
+
+
+# (cwd, PATH, program) -> the candidate that last proved runnable. Re-checked on every use:
+# while it is still runnable the full search would succeed too (on it or an earlier entry),
+# so one stat replaces a stat per PATH entry; otherwise the full search runs again.
+_FOUND: dict[tuple[str, str, str], str] = {}
+_FOUND_MAX = 1_024
+
+
 def check_spawnable(request: SpawnRequest) -> None:
     """Raise SpawnError (the errno and text execvp would give) when argv[0] cannot run.
 
@@ -46,20 +62,24 @@ def check_spawnable(request: SpawnRequest) -> None:
         code = errno.ENOTDIR if os.path.exists(request.cwd) else errno.ENOENT
         raise SpawnError(f"{os.strerror(code)}: {request.cwd!r}", code)
     program = request.argv[0]
+    path = request.env.get("PATH", _DEFAULT_PATH)
+    key = (request.cwd, path if "/" not in program else "", program)
+    known = _FOUND.get(key)
+    if known is not None and _runnable(known):
+        return
     if "/" in program:
         candidates = [os.path.join(request.cwd, program)]
     else:
-        path = request.env.get("PATH", _DEFAULT_PATH)
         candidates = [os.path.join(request.cwd, d or ".", program) for d in path.split(":")]
     denied = False
     for candidate in candidates:
-        try:
-            st = os.stat(candidate)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and os.access(candidate, os.X_OK):
+        runnable = _runnable(candidate)
+        if runnable:
+            if len(_FOUND) >= _FOUND_MAX:
+                _FOUND.clear()
+            _FOUND[key] = candidate
             return
-        denied = True
+        denied = denied or runnable is False
     code = errno.EACCES if denied else errno.ENOENT
     raise SpawnError(f"{os.strerror(code)}: {program!r}", code)
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import fcntl
 import os
-import signal
 import struct
 import subprocess
 import termios
@@ -182,10 +180,6 @@ class LocalBackend:
         self._limits = limits or ProcessLimits()
         self._live: set[LocalProcess] = set()
         self._guardian = GroupGuardian()
-        # fork+exec runs on one long-lived thread so the loop keeps serving while the kernel
-        # execs. It lives as long as this backend: PR_SET_PDEATHSIG fires when the *thread*
-        # that forked a child exits, so it must not be a short-lived worker.
-        self._spawner = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="spawner")
 
     @property
     def name(self) -> str:
@@ -226,7 +220,7 @@ class LocalBackend:
                 fds_to_close += [out_w, err_w]
                 out += [(out_r, Stream.STDOUT), (err_r, Stream.STDERR)]
                 stdio = (stdin_child, out_w, err_w)
-            popen = await self._spawn(launch, stdio, request, status_w)
+            popen = self._spawn(launch, stdio, request, status_w)
         except BaseException:
             for fd, _ in out:
                 os.close(fd)
@@ -279,25 +273,20 @@ class LocalBackend:
         self._guardian.register(popen.pid)
         return popen
 
-    async def _spawn(
+    def _spawn(
         self, launch: Launch, stdio: tuple[int, int, int], request: SpawnRequest, status_w: int
     ) -> subprocess.Popen[bytes]:
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._spawner, self._popen, launch, stdio, request, status_w)
+        # Spawned right here on the loop thread, not on a worker: CPython holds the GIL
+        # through vfork until the child has exec'd, so a worker never let the loop run
+        # meanwhile, and under load each of its GIL hand-offs cost up to a switch interval
+        # (5 ms) — 64 concurrent Starts queued behind one another. The loop thread also
+        # lives as long as the daemon, which PR_SET_PDEATHSIG (tied to the forking
+        # *thread*) needs. Synchronous, so a cancelled Start cannot leave a child
+        # half-registered.
         try:
-            return await asyncio.shield(future)
+            return self._popen(launch, stdio, request, status_w)
         except OSError as exc:
             raise SpawnError(f"{exc.strerror}: {request.cwd!r}", exc.errno or 0) from exc
-        except asyncio.CancelledError:
-            # The fork may still be under way on the spawner thread, using fds the caller
-            # closes once we re-raise: wait for it, and kill whatever it started.
-            with contextlib.suppress(BaseException):
-                started = await asyncio.wait_for(asyncio.shield(future), 30)
-                signal_group(started.pid, signal.SIGKILL)
-                started.kill()
-                await asyncio.to_thread(started.wait)
-                self._guardian.unregister(started.pid)
-            raise
 
     async def _read_status(self, fd: int, popen: subprocess.Popen[bytes]) -> bytes:
         data = b""
@@ -317,7 +306,6 @@ class LocalBackend:
         live, self._live = list(self._live), set()
         await asyncio.gather(*(p.terminate() for p in live), return_exceptions=True)
         await asyncio.to_thread(self._guardian.close)
-        self._spawner.shutdown(wait=False)
 
 
 __all__ = ["LocalBackend", "LocalProcess", "group_members"]
