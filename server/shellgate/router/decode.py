@@ -313,17 +313,27 @@ def _build(values: Mapping[str, Any], factory: Callable[..., P], **extra: Any) -
 
 
 def decode_shell_command(
-    arguments: str, base_cwd: str | None = None
+    arguments: str, base_cwd: str | None = None, *, first_pass_done: bool = False
 ) -> Decoded[ShellCommandParams] | ToolError:
-    """Both shell_command passes (spec 01 §5.2); `base_cwd` anchors permission paths."""
-    first = shell_command_workdir(arguments)
-    if isinstance(first, ToolError):
-        return first
+    """Both shell_command passes (spec 01 §5.2); `base_cwd` anchors permission paths.
+
+    `first_pass_done`: the caller already ran `shell_command_workdir` on these arguments
+    and it succeeded (the pass is pure, so running it again would only repeat the parse).
+    """
+    if not first_pass_done:
+        first = shell_command_workdir(arguments)
+        if isinstance(first, ToolError):
+            return first
     result = _run(arguments, shell_command_spec(base_cwd))
     if isinstance(result, ToolError):
         return result
-    known = {"timeout"} | {f.name for f in shell_command_spec(None).fields}
-    return Decoded(_build(result.values, ShellCommandParams), _warnings(result.unknown_keys, known))
+    params = _build(result.values, ShellCommandParams)
+    return Decoded(params, _warnings(result.unknown_keys, _SHELL_KNOWN_KEYS))
+
+
+_SHELL_KNOWN_KEYS: Final = frozenset(
+    {"timeout"} | {f.name for f in shell_command_spec(None).fields}
+)
 
 
 def decode_exec_environment_id(arguments: str) -> str | ToolError | None:

@@ -184,7 +184,7 @@ def plan_shell_command(arguments: str, turn: Turn) -> ShellCommandPlan | ToolErr
     if isinstance(env, ToolError):
         return env
     cwd = resolve_workdir(env.cwd, workdir)
-    decoded = decode_shell_command(arguments, cwd)
+    decoded = decode_shell_command(arguments, cwd, first_pass_done=True)
     if isinstance(decoded, ToolError):
         return decoded
     params = decoded.params

@@ -169,14 +169,16 @@ def requirement_pb(req: ExecApprovalRequirement) -> projection_pb2.ApprovalRequi
 
 def approval_pb(key: ApprovalKey) -> projection_pb2.ApprovalIdentity:
     """An approval identity (key fields, canonical JSON, digest) on the wire."""
+    # The digest is the SHA-256 of exactly this text (ApprovalKey.digest): encode it once.
+    canonical = canonical_json(key.to_json())
     out = projection_pb2.ApprovalIdentity(
         namespace=_NAMESPACES.get(key.namespace, projection_pb2.APPROVAL_NAMESPACE_UNSPECIFIED),
         canonical_command=list(key.command),
         environment_id=key.environment_id,
         cwd=key.cwd,
         permissions=_permissions(key.sandbox_permissions, key.additional_permissions),
-        canonical_json=canonical_json(key.to_json()).decode(),
-        digest=key.digest(),
+        canonical_json=canonical.decode(),
+        digest=hashlib.sha256(canonical).hexdigest(),
     )
     if key.tty is not None:
         out.tty = key.tty

@@ -227,11 +227,15 @@ def create_exec_approval_requirement(
     `projection` is `commands_for_exec_policy(argv)` and `literal_commands` the literal-command
     scan of `argv` (None when it is not a bash/zsh/sh wrapper or does not parse).
     """
-    ctx = replace(
-        ctx,
-        used_complex_parsing=projection.used_complex_parsing,
-        command_origin=projection.command_origin,
-    )
+    if (
+        ctx.used_complex_parsing != projection.used_complex_parsing
+        or ctx.command_origin is not projection.command_origin
+    ):
+        ctx = replace(
+            ctx,
+            used_complex_parsing=projection.used_complex_parsing,
+            command_origin=projection.command_origin,
+        )
     auto = not projection.used_complex_parsing
     commands = projection.commands
 
