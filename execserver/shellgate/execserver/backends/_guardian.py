@@ -9,6 +9,12 @@ outlives a crashed daemon.
 import contextlib
 import os
 import signal
+import time
+
+# After each read the guardian naps this long, so a burst of spawns queues its lines in the
+# pipe instead of waking (and scheduling) the guardian once per line; EOF is still seen
+# within this bound, and everything written before it is read first.
+_BATCH_S = 0.05
 
 
 def main() -> None:
@@ -32,6 +38,7 @@ def main() -> None:
                 groups.add(int(line[1:]))
             elif line[:1] == b"-" and line[1:].isdigit():
                 groups.discard(int(line[1:]))
+        time.sleep(_BATCH_S)
     for pgid in groups:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
