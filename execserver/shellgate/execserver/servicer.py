@@ -41,6 +41,11 @@ def _event_pb(event: Event) -> pb.ProcessEvent:
     if isinstance(event, SeqChunk):
         return pb.ProcessEvent(output=convert.chunk_pb(event))
     if isinstance(event, Exited):
+        if event.status.environment_lost is not None:
+            # The backend lost the process (e.g. its SSH connection dropped): its fate is
+            # unknown, so the caller gets `lost`, never a made-up exit code.
+            lost = pb.ProcessLost(reason=event.status.environment_lost, last_seq=event.seq - 1)
+            return pb.ProcessEvent(lost=lost)
         status = convert.exit_status_pb(event.status, event.timed_out)
         exited = pb.ProcessExited(
             seq=event.seq, status=status, sandbox_denied=event.sandbox_denied
