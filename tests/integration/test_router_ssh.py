@@ -53,7 +53,7 @@ def _request(cmd: str, call_id: str) -> router_pb2.ExecuteRequest:
 
 def test_command_runs_on_the_ssh_host_through_router_and_daemon(ssh_router: Router) -> None:
     envs = ssh_router.stub.ListEnvironments(router_pb2.ListEnvironmentsRequest(refresh=True))
-    box = [e for e in envs.environments if e.environment_id == "sshbox"][0]
+    box = next(e for e in envs.environments if e.environment_id == "sshbox")
     assert box.reachable and box.remote and os.path.isabs(box.info.shell.path)
     done = completed(execute(ssh_router.stub, _request("echo via-ssh; exit 3", "s1")))
     assert done.exit_code == 3
