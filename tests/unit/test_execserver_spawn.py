@@ -1,0 +1,89 @@
+"""The spawn fast paths keep their answers: cached PATH lookups, O(1) per-caller counts."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+from pathlib import Path
+
+import pytest
+from shellgate.execserver.backends.base import SpawnRequest
+from shellgate.execserver.backends.launch import check_spawnable
+from shellgate.execserver.backends.local import LocalBackend
+from shellgate.execserver.config import ProcessLimits
+from shellgate.execserver.errors import LimitExceededError, SpawnError
+from shellgate.execserver.process_table import ProcessTable, StartSpec, TableLimits
+
+
+def _request(program: str, path: str, cwd: str = "/") -> SpawnRequest:
+    return SpawnRequest((program,), cwd, {"PATH": path})
+
+
+def _errno(request: SpawnRequest) -> int:
+    with pytest.raises(SpawnError) as err:
+        check_spawnable(request)
+    return err.value.errno
+
+
+def test_a_cached_path_hit_is_checked_again_on_every_use(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    path = f"{first}:{second}"
+    tool = second / "sg-tool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    check_spawnable(_request("sg-tool", path))  # found (and remembered) in the second entry
+    check_spawnable(_request("sg-tool", path))
+    tool.chmod(0o644)
+    assert _errno(_request("sg-tool", path)) == errno.EACCES
+    tool.unlink()
+    assert _errno(_request("sg-tool", path)) == errno.ENOENT
+    # Appearing in an earlier entry later is found too.
+    (first / "sg-tool").write_text("#!/bin/sh\n")
+    (first / "sg-tool").chmod(0o755)
+    check_spawnable(_request("sg-tool", path))
+    # A different PATH or cwd is a different lookup, not the cached one.
+    assert _errno(_request("sg-tool", str(second))) == errno.ENOENT
+    assert _errno(_request("./sg-tool", path, cwd=str(second))) == errno.ENOENT
+    check_spawnable(_request("./sg-tool", path, cwd=str(first)))
+
+
+def test_per_caller_counts_follow_starts_evictions_and_removals() -> None:
+    env = dict(os.environ)
+
+    def spec(caller: str) -> StartSpec:
+        return StartSpec(caller, "o", SpawnRequest(("true",), "/tmp", env), False, None, None,
+                         None, False)  # fmt: skip
+
+    async def main() -> None:
+        limits = TableLimits(max_processes_per_caller=2, max_processes_total=5)
+        table = ProcessTable(LocalBackend(ProcessLimits(kill_grace_ms=200)), limits)
+        try:
+            procs = [(await table.start(spec(c)))[0] for c in ("a", "a", "b")]
+            for proc in procs:
+                await proc.handle.wait()
+            while not all(p.closed for p in procs):
+                await asyncio.sleep(0.01)
+            # "a" is at its cap with two closed processes: the oldest makes room.
+            third, _ = await table.start(spec("a"))
+            assert [p.process_id for p in table.list("a")] == [procs[1].process_id,
+                                                                third.process_id]
+            assert table._count("a") == 2 and table._count("b") == 1
+            await table.remove(third.process_id)
+            assert table._count("a") == 1
+            await table.remove(procs[2].process_id)
+            assert table._count("b") == 0 and "b" not in table._by_caller
+            # Running processes still count: the cap holds.
+            running = [(await table.start(StartSpec(
+                "c", "o", SpawnRequest(("sleep", "5"), "/tmp", env), False, None, None, None,
+                False)))[0] for _ in range(2)]  # fmt: skip
+            with pytest.raises(LimitExceededError):
+                await table.start(spec("c"))
+            assert len(running) == 2
+        finally:
+            await table.shutdown()
+        assert table._by_caller == {}
+
+    asyncio.run(main())
