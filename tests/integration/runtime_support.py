@@ -34,7 +34,7 @@ from shellgate.router.runtime.sessions import SessionManager
 from shellgate.router.runtime.state import RuntimeContext
 from shellgate.router.runtime.threads import InMemoryThreadStore, ThreadState
 from shellgate.router.tools import ConfigShellToolType, Features, ToolsConfig
-from shellgate.router.wire_turn import approval_policies
+from shellgate.router.wire_turn import approval_policy
 
 _FACTS = gather_host_shell_facts()
 DEFAULT_TRUNCATION = TruncationPolicy.tokens(10_000)
@@ -50,14 +50,12 @@ def make_turn(
     environments: Sequence[TurnEnvironment] | None = None,
 ) -> RouterTurn:
     """A turn on the local environment (or the given ones) with both shell tools."""
-    policy_view, handler_view = approval_policies(approval, None)
     envs = tuple(environments) if environments else (TurnEnvironment("local", cwd),)
     return RouterTurn(
         thread_id=thread_id,
-        handler=Turn(environments=envs, approval_policy=handler_view, features=Features(),
+        handler=Turn(environments=envs, approval_policy=approval_policy(approval, None), features=Features(),
                      host=_FACTS),
         tools=ToolsConfig(model_shell_type=ConfigShellToolType.DEFAULT),
-        approval_policy=policy_view,
         permission_profile=profile,
         env_policy=ShellEnvironmentPolicy(),
         truncation=truncation,

@@ -7,6 +7,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shellgate.router.approval_policy import SandboxPermissions
 from shellgate.router.decode import (
     Decoded,
     NoToolCall,
@@ -22,7 +23,7 @@ from shellgate.router.decode import (
     exec_post_decode_check,
     parse_response_item,
 )
-from shellgate.router.decode_params import ExecCommandParams, SandboxPermissions
+from shellgate.router.decode_params import ExecCommandParams
 
 P = "failed to parse function arguments: "
 

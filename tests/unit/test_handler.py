@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from shellgate.router.approval_policy import ApprovalMode, ApprovalPolicy
 from shellgate.router.decode import PayloadKind, ToolCall, ToolError, ToolName
 from shellgate.router.environments import ReportedShell, TurnEnvironment
 from shellgate.router.handler import (
@@ -16,7 +17,7 @@ from shellgate.router.handler import (
     plan_tool_call,
     plan_write_stdin,
 )
-from shellgate.router.permissions import ApprovalKind, ApprovalPolicy, Grants, PermissionProfile
+from shellgate.router.permissions import Grants, PermissionProfile
 from shellgate.router.shells import HostShellFacts, ShellType, shell_by_model_provided_path
 from shellgate.router.tools import (
     EnvironmentRef,
@@ -104,7 +105,7 @@ def test_zsh_fork_rejects_shell() -> None:
 
 
 def test_approval_guard_texts() -> None:
-    never = Turn((LOCAL,), host=HOST, approval_policy=ApprovalPolicy(ApprovalKind.NEVER))
+    never = Turn((LOCAL,), host=HOST, approval_policy=ApprovalPolicy(ApprovalMode.NEVER))
     escalate = '{"%s":"ls","sandbox_permissions":"require_escalated"}'
     assert plan_exec_command(escalate % "cmd", never) == ToolError(
         "approval policy is Never; reject command — you cannot ask for escalated permissions if "
@@ -122,7 +123,7 @@ def test_additional_permissions_disabled_then_preapproved_by_grant() -> None:
     granted = Turn(
         (LOCAL,), host=HOST,
         features=Features(request_permissions_tool=True),
-        approval_policy=ApprovalPolicy(ApprovalKind.GRANULAR),
+        approval_policy=ApprovalPolicy(ApprovalMode.GRANULAR),
         grants=Grants(session=PermissionProfile(network_enabled=True)),
     )  # fmt: skip
     plan = plan_exec_command(text, granted)

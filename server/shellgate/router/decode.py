@@ -27,6 +27,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
+from shellgate.router.approval_policy import SandboxPermissions
 from shellgate.router.decode_params import (
     EXEC_KNOWN_KEYS,
     TERMINAL_SESSION_SPEC,
@@ -35,7 +36,6 @@ from shellgate.router.decode_params import (
     WRITE_STDIN_SPEC,
     AdditionalPermissions,
     ExecCommandParams,
-    SandboxPermissions,
     ShellCommandParams,
     WriteStdinParams,
     exec_command_spec,

@@ -8,11 +8,11 @@ so the permission decoders are built per call by `additional_permissions_field(b
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
+from shellgate.router.approval_policy import SandboxPermissions
 from shellgate.router.json_decode import (
     MISSING,
     Decoder,
@@ -34,19 +34,6 @@ from shellgate.router.json_decode import (
     peek_value,
 )
 from shellgate.router.workdir import join_path
-
-
-class SandboxPermissions(enum.StrEnum):
-    """The `sandbox_permissions` values, in Codex's declaration order."""
-
-    USE_DEFAULT = "use_default"
-    REQUIRE_ESCALATED = "require_escalated"
-    WITH_ADDITIONAL_PERMISSIONS = "with_additional_permissions"
-
-    @property
-    def requests_override(self) -> bool:
-        """Anything but `use_default` asks for a sandbox override."""
-        return self is not SandboxPermissions.USE_DEFAULT
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Final
 
+from shellgate.router.approval_policy import ApprovalPolicy, SandboxPermissions
 from shellgate.router.decode import (
     Decoded,
     ExecCommandParams,
@@ -40,7 +41,6 @@ from shellgate.router.decode import (
     exec_post_decode_check,
     shell_command_workdir,
 )
-from shellgate.router.decode_params import SandboxPermissions
 from shellgate.router.environments import (
     TurnEnvironment,
     base_shell,
@@ -50,7 +50,6 @@ from shellgate.router.environments import (
     zsh_fork_command,
 )
 from shellgate.router.permissions import (
-    ApprovalPolicy,
     Grants,
     PermissionOutcome,
     PermissionRequest,

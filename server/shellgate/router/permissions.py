@@ -7,51 +7,14 @@ that keeps the requested **and** the effective values, or a `ToolError` with the
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from shellgate.router.approval_policy import ApprovalMode, ApprovalPolicy, SandboxPermissions
 from shellgate.router.decode import ToolError
-from shellgate.router.decode_params import (
-    AdditionalPermissions,
-    FileSystemRequest,
-    SandboxPermissions,
-)
+from shellgate.router.decode_params import AdditionalPermissions, FileSystemRequest
 from shellgate.router.workdir import join_path
-
-
-class ApprovalKind(enum.StrEnum):
-    """Approval policy kinds."""
-
-    NEVER = "never"
-    ON_FAILURE = "on_failure"
-    ON_REQUEST = "on_request"
-    UNLESS_TRUSTED = "unless_trusted"
-    GRANULAR = "granular"
-
-
-@dataclass(frozen=True)
-class ApprovalPolicy:
-    """An approval policy; `granular` carries its five booleans."""
-
-    kind: ApprovalKind = ApprovalKind.ON_REQUEST
-    sandbox_approval: bool = True
-    rules: bool = True
-    skill_approval: bool = True
-    request_permissions: bool = True
-    mcp_elicitations: bool = True
-
-    def debug(self) -> str:
-        """Rust's `{:?}` rendering of the policy."""
-        if self.kind is not ApprovalKind.GRANULAR:
-            return "".join(part.capitalize() for part in self.kind.value.split("_"))
-        flags = ", ".join(
-            f"{name}: {'true' if getattr(self, name) else 'false'}"
-            for name in ("sandbox_approval", "rules", "skill_approval", "request_permissions",
-                         "mcp_elicitations")
-        )  # fmt: skip
-        return f"Granular(GranularApprovalConfig {{ {flags} }})"
 
 
 @dataclass(frozen=True)
@@ -176,7 +139,7 @@ def resolve_permissions(req: PermissionRequest) -> PermissionOutcome | ToolError
         if effective is not None and sandbox is not SandboxPermissions.WITH_ADDITIONAL_PERMISSIONS:
             sandbox = SandboxPermissions.WITH_ADDITIONAL_PERMISSIONS
     allowed = req.exec_permission_approvals or (req.request_permissions_tool and preapproved)
-    on_request = req.approval_policy.kind is ApprovalKind.ON_REQUEST
+    on_request = req.approval_policy.mode is ApprovalMode.ON_REQUEST
     if sandbox.requests_override and not preapproved and not on_request:
         return ToolError(guard_text(req.tool, req.approval_policy))
     outcome = PermissionOutcome(req.sandbox_permissions, requested, sandbox, effective, preapproved)

@@ -23,6 +23,7 @@ from shellgate.router.approval_identity import (
     exec_command_approval_key,
     shell_command_approval_key,
 )
+from shellgate.router.approval_policy import ApprovalPolicy
 from shellgate.router.decode import (
     NoToolCall,
     ToolCall,
@@ -48,15 +49,12 @@ from shellgate.router.handler import (
 )
 from shellgate.router.output import TruncationPolicy
 from shellgate.router.permissions import PermissionOutcome, PermissionProfile
+from shellgate.router.policy import PermissionProfile as PolicyProfile
 from shellgate.router.policy import (
-    ApprovalMode,
-    ApprovalPolicy,
     Policy,
-    SandboxPermissions,
     UnmatchedContext,
     create_exec_approval_requirement,
 )
-from shellgate.router.policy import PermissionProfile as PolicyProfile
 from shellgate.router.policy_projection import commands_for_exec_policy, literal_commands_for_argv
 from shellgate.router.projection import (
     ApplyPatchToolCall,
@@ -79,7 +77,6 @@ from shellgate.router.tools import (
 from shellgate.router.unified import clamp_write_stdin_yield_time_ms, unified_max_output_tokens
 
 DEFAULT_TRUNCATION = TruncationPolicy.tokens(10_000)
-ON_REQUEST = ApprovalPolicy(ApprovalMode.ON_REQUEST)
 DEFAULT_ENV_POLICY = ShellEnvironmentPolicy()
 
 
@@ -90,11 +87,15 @@ class RouterTurn:
     thread_id: str
     handler: Turn
     tools: ToolsConfig
-    approval_policy: ApprovalPolicy = ON_REQUEST
     permission_profile: PolicyProfile = PolicyProfile.WORKSPACE_WRITE
     active_profile_id: str | None = None
     env_policy: ShellEnvironmentPolicy = DEFAULT_ENV_POLICY
     truncation: TruncationPolicy = DEFAULT_TRUNCATION
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        """The turn's one approval policy (the handler's turn carries it)."""
+        return self.handler.approval_policy
 
 
 @dataclass(frozen=True)
@@ -241,7 +242,7 @@ def _element(
     ctx = UnmatchedContext(
         approval_policy=turn.approval_policy,
         permission_profile=turn.permission_profile,
-        sandbox_permissions=SandboxPermissions(permissions.policy_sandbox.value),
+        sandbox_permissions=permissions.policy_sandbox,
         used_complex_parsing=policy_projection.used_complex_parsing,
         command_origin=policy_projection.command_origin,
     )

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from shellgate.execserver.env_policy import ShellEnvironmentPolicy
+from shellgate.router.approval_policy import ApprovalMode, ApprovalPolicy, GranularApproval
 from shellgate.router.config import TurnDefaults
 from shellgate.router.environments import ReportedShell, TurnEnvironment
 from shellgate.router.errors import InvalidArgument, NotFound, PermissionDenied
 from shellgate.router.handler import Turn
 from shellgate.router.output import TruncationPolicy
-from shellgate.router.permissions import ApprovalKind, Grants, PermissionProfile
-from shellgate.router.permissions import ApprovalPolicy as HandlerApprovalPolicy
+from shellgate.router.permissions import Grants, PermissionProfile
 from shellgate.router.pipeline import RouterTurn
-from shellgate.router.policy import ApprovalMode, ApprovalPolicy, GranularApproval
 from shellgate.router.policy import PermissionProfile as PolicyProfile
 from shellgate.router.shells import HostShellFacts
 from shellgate.router.tools import ConfigShellToolType, EnvironmentRef, Features, ToolsConfig
@@ -83,25 +81,21 @@ class TurnInputs:
     allowed_environments: frozenset[str] | None = None
 
 
-def approval_policies(
-    name: str, granular: GranularApproval | None
-) -> tuple[ApprovalPolicy, HandlerApprovalPolicy]:
-    """The policy engine's and the handler's views of one approval policy name."""
-    if name == "granular":
-        g = granular or GranularApproval()
-        handler = HandlerApprovalPolicy(ApprovalKind.GRANULAR, **dataclasses.asdict(g))
-        return ApprovalPolicy(ApprovalMode.GRANULAR, g), handler
-    modes = {
-        "never": (ApprovalMode.NEVER, ApprovalKind.NEVER),
-        # The policy engine treats on-failure as never (spec 04 §4); the handler keeps it.
-        "on-failure": (ApprovalMode.NEVER, ApprovalKind.ON_FAILURE),
-        "on-request": (ApprovalMode.ON_REQUEST, ApprovalKind.ON_REQUEST),
-        "untrusted": (ApprovalMode.UNLESS_TRUSTED, ApprovalKind.UNLESS_TRUSTED),
-    }
-    if name not in modes:
+_APPROVAL_MODES = {
+    "never": ApprovalMode.NEVER,
+    "on-failure": ApprovalMode.ON_FAILURE,
+    "on-request": ApprovalMode.ON_REQUEST,
+    "untrusted": ApprovalMode.UNLESS_TRUSTED,
+    "granular": ApprovalMode.GRANULAR,
+}
+
+
+def approval_policy(name: str, granular: GranularApproval | None) -> ApprovalPolicy:
+    """The approval policy of a configured name (`granular` switches only for `granular`)."""
+    mode = _APPROVAL_MODES.get(name)
+    if mode is None:
         raise InvalidArgument(f"turn.approval_policy: unknown policy {name!r}")
-    mode, kind = modes[name]
-    return ApprovalPolicy(mode), HandlerApprovalPolicy(kind)
+    return ApprovalPolicy(mode, granular)
 
 
 def _env_policy(turn: common_pb2.TurnContext, d: TurnDefaults) -> ShellEnvironmentPolicy:
@@ -203,7 +197,7 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
             g.sandbox_approval, g.rules, g.skill_approval, g.request_permissions,
             g.mcp_elicitations,
         )  # fmt: skip
-    policy_view, handler_view = approval_policies(name, granular)
+    policy = approval_policy(name, granular)
     profile_name = _PROFILE_NAMES.get(turn.permission_profile.kind, d.permission_profile)
     if profile_name not in _POLICY_PROFILES:
         raise InvalidArgument(f"turn.permission_profile: unknown profile {profile_name!r}")
@@ -233,7 +227,7 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
     )
     handler = Turn(
         environments=environments,
-        approval_policy=handler_view,
+        approval_policy=policy,
         features=features,
         host=inputs.host_shell,
         grants=_grants(turn),
@@ -242,7 +236,6 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
         thread_id=thread_id,
         handler=handler,
         tools=tools,
-        approval_policy=policy_view,
         permission_profile=_POLICY_PROFILES[profile_name],
         active_profile_id=active,
         env_policy=_env_policy(turn, d),

@@ -6,8 +6,9 @@ from dataclasses import asdict
 from typing import Any
 
 from shellgate.router import decode, environments, handler, shells, tools, workdir
+from shellgate.router.approval_policy import SandboxPermissions
 from shellgate.router.conformance import EvalFn
-from shellgate.router.decode_params import AdditionalPermissions, SandboxPermissions
+from shellgate.router.decode_params import AdditionalPermissions
 from shellgate.router.tool_schemas import SchemaSwitches
 
 

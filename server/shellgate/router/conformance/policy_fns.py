@@ -129,7 +129,7 @@ def approval_policy_from_json(raw: Any) -> ApprovalPolicy:
             GranularApproval(**{k: bool(v) for k, v in g.items()}),
         )
     name = str(raw).replace("-", "_")
-    aliases = {"on_failure": "never", "untrusted": "unless_trusted"}
+    aliases = {"untrusted": "unless_trusted"}
     return ApprovalPolicy(ApprovalMode(aliases.get(name, name)))
 
 

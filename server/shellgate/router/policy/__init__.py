@@ -14,6 +14,7 @@ from shellgate.router.policy.context import (
     SandboxPermissions,
     UnmatchedContext,
     WindowsSandboxLevel,
+    engine_mode,
 )
 from shellgate.router.policy.dangerous import command_might_be_dangerous, forced_rm
 from shellgate.router.policy.evaluate import (
@@ -84,6 +85,7 @@ __all__ = [
     "create_exec_approval_requirement",
     "create_exec_approval_requirement_for_argv",
     "derive_requested_execpolicy_amendment",
+    "engine_mode",
     "evaluation_to_json",
     "forced_rm",
     "is_known_safe_command",

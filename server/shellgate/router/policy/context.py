@@ -5,35 +5,29 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from shellgate.router.approval_policy import (
+    ApprovalMode,
+    ApprovalPolicy,
+    GranularApproval,
+    SandboxPermissions,
+)
 from shellgate.router.policy_projection import CommandOrigin
 
-
-class ApprovalMode(enum.StrEnum):
-    """`AskForApproval` variants (`on-failure` is treated as `never`)."""
-
-    NEVER = "never"
-    ON_REQUEST = "on_request"
-    UNLESS_TRUSTED = "unless_trusted"
-    GRANULAR = "granular"
-
-
-@dataclass(frozen=True)
-class GranularApproval:
-    """The five switches of `AskForApproval::Granular`."""
-
-    sandbox_approval: bool = True
-    rules: bool = True
-    skill_approval: bool = True
-    request_permissions: bool = True
-    mcp_elicitations: bool = True
+__all__ = [
+    "ApprovalMode",
+    "ApprovalPolicy",
+    "GranularApproval",
+    "PermissionProfile",
+    "SandboxPermissions",
+    "UnmatchedContext",
+    "WindowsSandboxLevel",
+    "engine_mode",
+]
 
 
-@dataclass(frozen=True)
-class ApprovalPolicy:
-    """The turn's approval policy; `granular` is set only for mode GRANULAR."""
-
-    mode: ApprovalMode
-    granular: GranularApproval | None = None
+def engine_mode(policy: ApprovalPolicy) -> ApprovalMode:
+    """The mode the exec policy acts on: the legacy `on-failure` counts as `never` (04 §4)."""
+    return ApprovalMode.NEVER if policy.mode is ApprovalMode.ON_FAILURE else policy.mode
 
 
 class PermissionProfile(enum.StrEnum):
@@ -56,19 +50,6 @@ class WindowsSandboxLevel(enum.StrEnum):
     DISABLED = "disabled"
     RESTRICTED_TOKEN = "restricted_token"
     ELEVATED = "elevated"
-
-
-class SandboxPermissions(enum.StrEnum):
-    """Effective `sandbox_permissions` of the call."""
-
-    USE_DEFAULT = "use_default"
-    REQUIRE_ESCALATED = "require_escalated"
-    WITH_ADDITIONAL_PERMISSIONS = "with_additional_permissions"
-
-    @property
-    def requests_override(self) -> bool:
-        """Anything but `use_default` asks to leave or widen the sandbox."""
-        return self is not SandboxPermissions.USE_DEFAULT
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from shellgate.router.policy.context import ApprovalMode, ApprovalPolicy, UnmatchedContext
+from shellgate.router.policy.context import (
+    ApprovalMode,
+    ApprovalPolicy,
+    UnmatchedContext,
+    engine_mode,
+)
 from shellgate.router.policy.dangerous import command_might_be_dangerous
 from shellgate.router.policy.evaluate import check_multiple, matches_for_command
 from shellgate.router.policy.model import (
@@ -131,7 +136,7 @@ def render_decision_for_unmatched_command(
     literal_commands: Sequence[Sequence[str]] | None = None,
 ) -> Decision:
     """The heuristics decision for a command no prefix rule matched (spec 04 §4)."""
-    policy = ctx.approval_policy
+    mode = engine_mode(ctx.approval_policy)
     # W: Windows host without a sandbox backend but with a managed, restricted profile.
     w = (
         ctx.windows_host
@@ -140,7 +145,7 @@ def render_decision_for_unmatched_command(
     )
     if (
         not ctx.used_complex_parsing
-        and (policy.mode is ApprovalMode.UNLESS_TRUSTED or w)
+        and (mode is ApprovalMode.UNLESS_TRUSTED or w)
         and ctx.command_origin is CommandOrigin.GENERIC
         and is_known_safe_command(command)
     ):
@@ -149,10 +154,10 @@ def render_decision_for_unmatched_command(
         command, literal_commands
     )
     if dangerous or w:
-        return Decision.FORBIDDEN if policy.mode is ApprovalMode.NEVER else Decision.PROMPT
-    if policy.mode is ApprovalMode.NEVER:
+        return Decision.FORBIDDEN if mode is ApprovalMode.NEVER else Decision.PROMPT
+    if mode is ApprovalMode.NEVER:
         return Decision.ALLOW
-    if policy.mode is ApprovalMode.UNLESS_TRUSTED:
+    if mode is ApprovalMode.UNLESS_TRUSTED:
         return Decision.PROMPT
     if ctx.permission_profile.restricted and ctx.sandbox_permissions.requests_override:
         return Decision.PROMPT
@@ -201,12 +206,11 @@ def _most_specific(matches: Sequence[RuleMatch], decision: Decision) -> PrefixRu
 
 
 def _prompt_rejection(policy: ApprovalPolicy, prompt_is_rule: bool) -> str | None:
-    if policy.mode is ApprovalMode.NEVER:
+    mode = engine_mode(policy)
+    if mode is ApprovalMode.NEVER:
         return NEVER_REASON
-    if policy.mode is ApprovalMode.GRANULAR:
-        granular = policy.granular
-        if granular is None:
-            return None
+    granular = policy.granular
+    if granular is not None:
         if prompt_is_rule and not granular.rules:
             return GRANULAR_RULES_REASON
         if not prompt_is_rule and not granular.sandbox_approval:

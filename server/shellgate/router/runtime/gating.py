@@ -10,9 +10,7 @@ from shellgate.execserver.sandbox import SandboxMode, SandboxSpec
 from shellgate.router.apply_patch import ApplyPatchAction
 from shellgate.router.apply_patch.paths import is_within
 from shellgate.router.envelope import ExecutionEnvelope
-from shellgate.router.permissions import ApprovalKind
-from shellgate.router.permissions import ApprovalPolicy as HandlerApprovalPolicy
-from shellgate.router.policy import ApprovalMode, ApprovalPolicy, PermissionProfile
+from shellgate.router.policy import ApprovalMode, ApprovalPolicy, PermissionProfile, engine_mode
 from shellgate.router.runtime.events import ApprovalDecision
 from shellgate.router.runtime.spawn import NO_SANDBOX
 
@@ -69,14 +67,14 @@ def choose_sandbox(
     return NO_SANDBOX
 
 
-def sandbox_retry_allowed(policy: HandlerApprovalPolicy) -> bool:
+def sandbox_retry_allowed(policy: ApprovalPolicy) -> bool:
     """Whether a sandbox denial may be offered an unsandboxed retry (on-request / on-failure).
 
-    Reads the handler's view: the policy engine folds on-failure into never.
+    Reads the policy as given: unlike the exec policy, this offer tells on-failure from never.
     """
-    if policy.kind in (ApprovalKind.ON_REQUEST, ApprovalKind.ON_FAILURE):
+    if policy.mode in (ApprovalMode.ON_REQUEST, ApprovalMode.ON_FAILURE):
         return True
-    return policy.kind is ApprovalKind.GRANULAR and policy.sandbox_approval
+    return policy.granular is not None and policy.granular.sandbox_approval
 
 
 def patch_gate(
@@ -86,7 +84,9 @@ def patch_gate(
     roots: Sequence[str],
 ) -> str | None:
     """`apply`, `ask`, or the rejection text of a verified non-empty patch (spec 02 §6.4)."""
-    if policy.mode is ApprovalMode.UNLESS_TRUSTED:
+    # The exec policy's reading of the mode: on-failure rejects like never.
+    mode = engine_mode(policy)
+    if mode is ApprovalMode.UNLESS_TRUSTED:
         return "ask"
     if profile is PermissionProfile.READ_ONLY:
         inside = False
@@ -98,7 +98,7 @@ def patch_gate(
         return "apply"
     if inside:
         return "apply"
-    return rejection if policy.mode is ApprovalMode.NEVER else "ask"
+    return rejection if mode is ApprovalMode.NEVER else "ask"
 
 
 def patch_approval_digest(environment_id: str, patch: str, cwd: str) -> str:
