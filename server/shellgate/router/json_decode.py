@@ -23,7 +23,7 @@ from typing import Any
 
 from shellgate.router.json_cursor import JsonError
 from shellgate.router.json_reader import Reader
-from shellgate.router.json_render import debug_str, format_float
+from shellgate.router.json_render import format_float
 from shellgate.router.json_values import (
     MISSING,
     Decoder,
@@ -44,6 +44,7 @@ from shellgate.router.json_values import (
     peek_invalid_type,
     peek_value,
 )
+from shellgate.router.rust_text import debug_str
 
 __all__ = [
     "MISSING",

@@ -1,10 +1,8 @@
-"""Rendering of serde `Unexpected` values: floats (`{}` of f64) and Rust `{:?}` strings."""
+"""Rendering of serde `Unexpected` floats (`{}` of f64); strings use `rust_text.debug_str`."""
 
 from __future__ import annotations
 
-import unicodedata
 from decimal import Decimal
-from typing import Final
 
 
 def format_float(value: float) -> str:
@@ -28,36 +26,3 @@ def format_float(value: float) -> str:
         return sign + text
     mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
     return f"{sign}{mantissa}e{'+' if exp10 >= 0 else '-'}{abs(exp10)}"
-
-
-_DEBUG_ESCAPES: Final = {
-    "\t": "\\t",
-    "\r": "\\r",
-    "\n": "\\n",
-    "\\": "\\\\",
-    '"': '\\"',
-    "\0": "\\0",
-}
-
-
-def _needs_unicode_escape(ch: str) -> bool:
-    # Rust escapes non-printable chars (categories C*/Z* except space) and grapheme extenders.
-    if ch == " ":
-        return False
-    category = unicodedata.category(ch)
-    return category[0] in "CZ" or category in ("Mn", "Me")
-
-
-def debug_str(text: str) -> str:
-    """Rust's `{:?}` rendering of a str."""
-    out = ['"']
-    for ch in text:
-        esc = _DEBUG_ESCAPES.get(ch)
-        if esc is not None:
-            out.append(esc)
-        elif _needs_unicode_escape(ch):
-            out.append(f"\\u{{{ord(ch):x}}}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)

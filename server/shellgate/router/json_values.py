@@ -28,7 +28,8 @@ from shellgate.router.json_cursor import (
     Number,
 )
 from shellgate.router.json_reader import Reader
-from shellgate.router.json_render import debug_str, format_float
+from shellgate.router.json_render import format_float
+from shellgate.router.rust_text import debug_str
 
 Decoder = Callable[[Reader], Any]
 

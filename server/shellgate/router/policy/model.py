@@ -6,6 +6,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from shellgate.router.rust_text import debug_str
+
 
 class Decision(enum.StrEnum):
     """A rule's verdict; ordered allow < prompt < forbidden (strictest wins)."""
@@ -54,13 +56,13 @@ class PrefixRule:
     def debug(self) -> str:
         """Rust-Debug-like rendering used in example-validation errors."""
         rest = ", ".join(
-            f"Single({_rs(t[0])})" if len(t) == 1 else f"Alts([{', '.join(_rs(a) for a in t)}])"
+            f"Single({debug_str(t[0])})" if len(t) == 1 else f"Alts([{', '.join(debug_str(a) for a in t)}])"
             for t in self.rest
         )
-        just = "None" if self.justification is None else f"Some({_rs(self.justification)})"
+        just = "None" if self.justification is None else f"Some({debug_str(self.justification)})"
         return (
             "PrefixRule { pattern: PrefixPattern { canonical_matching: false, "
-            f"first: {_rs(self.first)}, rest: [{rest}] }}, decision: {_title(self.decision)}, "
+            f"first: {debug_str(self.first)}, rest: [{rest}] }}, decision: {_title(self.decision)}, "
             f"justification: {just} }}"
         )
 
@@ -95,11 +97,11 @@ class PrefixRuleMatch:
 
     def debug(self) -> str:
         """Rust-Debug-like rendering used in example-validation errors."""
-        prefix = ", ".join(_rs(t) for t in self.matched_prefix)
+        prefix = ", ".join(debug_str(t) for t in self.matched_prefix)
         resolved = (
-            "None" if self.resolved_program is None else f"Some({_rs(self.resolved_program)})"
+            "None" if self.resolved_program is None else f"Some({debug_str(self.resolved_program)})"
         )
-        just = "None" if self.justification is None else f"Some({_rs(self.justification)})"
+        just = "None" if self.justification is None else f"Some({debug_str(self.justification)})"
         return (
             f"PrefixRuleMatch {{ matched_prefix: [{prefix}], decision: {_title(self.decision)}, "
             f"resolved_program: {resolved}, justification: {just} }}"
@@ -177,26 +179,6 @@ class Policy:
         allowed = tuple(h for h, d in last.items() if d is Decision.ALLOW)
         denied = tuple(h for h, d in last.items() if d is Decision.FORBIDDEN)
         return allowed, denied
-
-
-def _rs(value: str) -> str:
-    """A Rust Debug string literal."""
-    out = ['"']
-    for ch in value:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{{{ord(ch):x}}}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 def _title(decision: Decision) -> str:

@@ -34,6 +34,7 @@ from shellgate.router.runtime.spawn import (
     SpawnFailure,
 )
 from shellgate.router.runtime.unified_process import OutputListener, ProcessMeta, UnifiedProcess
+from shellgate.router.rust_text import debug_str
 from shellgate.router.unified import (
     EARLY_EXIT_CHECK_MS,
     POST_EXIT_STREAM_CLOSE_WAIT_MS,
@@ -46,37 +47,16 @@ __all__ = [
     "collect",
     "environment_lost_note",
     "exec_command_start",
-    "rust_debug_str",
     "write_stdin",
 ]
 
 CTRL_C = "\u0003"
 
 
-def rust_debug_str(text: str) -> str:
-    """Rust's `{:?}` of a str: quoted, `"` and `\\` escaped, controls as escapes."""
-    out = ['"']
-    for ch in text:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{{{ord(ch):x}}}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
 def rejected_text(message: str) -> str:
     """`exec_command failed: CreateProcess { message: "Rejected(\\"…\\")" }`."""
-    inner = f"Rejected({rust_debug_str(message)})"
-    return exec_command_failed(f"CreateProcess {{ message: {rust_debug_str(inner)} }}")
+    inner = f"Rejected({debug_str(message)})"
+    return exec_command_failed(f"CreateProcess {{ message: {debug_str(inner)} }}")
 
 
 def environment_lost_note(environment_id: str, reason: str) -> str:
