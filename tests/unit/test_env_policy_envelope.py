@@ -8,6 +8,7 @@ import pytest
 from shellgate.execserver.env_policy import ShellEnvironmentPolicy
 from shellgate.router.envelope import (
     POWERSHELL_UTF8_PREFIX,
+    CommandSite,
     EnvelopeTool,
     Permissions,
     build_exec_command_envelope,
@@ -23,16 +24,18 @@ POLICY = ShellEnvironmentPolicy.build(set_vars={"EXTRA": "1"})
 
 def test_shell_command_envelope() -> None:
     env = build_shell_command_envelope(
-        argv=["/bin/bash", "-lc", "ls"],
-        shell_type="bash",
-        environment_id="local",
-        remote=False,
-        cwd="/w/sub",
-        sandbox_cwd="/w",
-        parent_env=PARENT,
-        env_policy=POLICY,
-        thread_id="th",
-        active_profile="dev",
+        CommandSite(
+            argv=["/bin/bash", "-lc", "ls"],
+            shell_type="bash",
+            environment_id="local",
+            remote=False,
+            cwd="/w/sub",
+            sandbox_cwd="/w",
+            parent_env=PARENT,
+            env_policy=POLICY,
+            thread_id="th",
+            active_profile="dev",
+        )
     )
     assert env.tool is EnvelopeTool.SHELL_COMMAND
     assert env.timeout_ms == 10_000 and env.default_timeout
@@ -53,10 +56,9 @@ def test_shell_command_envelope() -> None:
 def test_exec_command_envelope_keeps_requested_and_effective() -> None:
     requested = Permissions.of("use_default")
     effective = Permissions.of("with_additional_permissions", {"network": {"enabled": True}})
-    env = build_exec_command_envelope(
+    site = CommandSite(
         argv=["/bin/bash", "-lc", "ls"],
         shell_type="bash",
-        shell_mode="direct",
         environment_id="local",
         remote=False,
         cwd="/w",
@@ -64,14 +66,18 @@ def test_exec_command_envelope_keeps_requested_and_effective() -> None:
         parent_env=PARENT,
         env_policy=POLICY,
         thread_id="th",
+        requested=requested,
+        effective=effective,
+        preapproved=True,
+    )
+    env = build_exec_command_envelope(
+        site,
+        shell_mode="direct",
         turn_policy=TruncationPolicy.tokens(10_000),
         tty=True,
         yield_time_ms=1,
         max_output_tokens=50,
         process_id=1000,
-        requested=requested,
-        effective=effective,
-        preapproved=True,
     )
     assert env.timeout_ms is None and not env.default_timeout
     assert env.yield_time_ms == 250 and env.tty is True

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_SHELL_TIMEOUT_MS",
     "POWERSHELL_UTF8_PREFIX",
     "SANDBOX_NETWORK_DISABLED_ENV_VAR",
+    "CommandSite",
     "EnvelopeTool",
     "ExecutionEnvelope",
     "Permissions",
@@ -141,45 +142,83 @@ def _cached_env(
     return tuple(inject_permission_profile_env(env, active_profile).items())
 
 
-def build_shell_command_envelope(
+@dataclass(frozen=True)
+class CommandSite:
+    """What both envelope builders share: the command, where it runs, its env and permissions."""
+
+    argv: Sequence[str]
+    shell_type: str | None
+    environment_id: str
+    remote: bool
+    cwd: str
+    sandbox_cwd: str
+    parent_env: Mapping[str, str]
+    env_policy: ShellEnvironmentPolicy
+    thread_id: str | None
+    platform: str = "unix"
+    active_profile: str | None = None
+    requested: Permissions = Permissions()
+    effective: Permissions | None = None
+    preapproved: bool = False
+    justification: str | None = None
+    prefix_rule: Sequence[str] | None = None
+
+
+def _envelope(
+    site: CommandSite,
+    tool: EnvelopeTool,
     *,
-    argv: Sequence[str],
-    shell_type: str | None,
-    environment_id: str,
-    remote: bool,
-    cwd: str,
-    sandbox_cwd: str,
-    parent_env: Mapping[str, str],
-    env_policy: ShellEnvironmentPolicy,
-    thread_id: str | None,
-    platform: str = "unix",
-    active_profile: str | None = None,
-    timeout_ms: int | None = None,
-    requested: Permissions = Permissions(),
-    effective: Permissions | None = None,
-    preapproved: bool = False,
-    justification: str | None = None,
-    prefix_rule: Sequence[str] | None = None,
+    shell_mode: str | None,
+    timeout_ms: int | None,
+    default_timeout: bool,
+    tty: bool | None,
+    yield_time_ms: int | None,
+    max_output_tokens: int | None,
+    output_policy: TruncationPolicy | None,
+    process_id: int | None,
+) -> ExecutionEnvelope:
+    unified = tool is EnvelopeTool.EXEC_COMMAND
+    return ExecutionEnvelope(
+        tool=tool,
+        argv=tuple(site.argv),
+        shell_type=site.shell_type,
+        shell_mode=shell_mode,
+        environment_id=site.environment_id,
+        remote=site.remote,
+        cwd=site.cwd,
+        sandbox_cwd=site.sandbox_cwd,
+        env=_base_env(
+            site.parent_env,
+            site.env_policy,
+            site.thread_id,
+            site.platform,
+            unified=unified,
+            active_profile=site.active_profile,
+        ),
+        explicit_env_overrides=site.env_policy.set_pairs,
+        timeout_ms=timeout_ms,
+        default_timeout=default_timeout,
+        tty=tty,
+        yield_time_ms=yield_time_ms,
+        max_output_tokens=max_output_tokens,
+        output_policy=output_policy,
+        process_id=process_id,
+        requested_permissions=site.requested,
+        effective_permissions=site.requested if site.effective is None else site.effective,
+        preapproved=site.preapproved,
+        justification=site.justification,
+        prefix_rule=None if site.prefix_rule is None else tuple(site.prefix_rule),
+    )
+
+
+def build_shell_command_envelope(
+    site: CommandSite, *, timeout_ms: int | None = None
 ) -> ExecutionEnvelope:
     """The envelope of a shell_command element: timeout, no tty, no fixed env values."""
-    return ExecutionEnvelope(
-        tool=EnvelopeTool.SHELL_COMMAND,
-        argv=tuple(argv),
-        shell_type=shell_type,
+    return _envelope(
+        site,
+        EnvelopeTool.SHELL_COMMAND,
         shell_mode=None,
-        environment_id=environment_id,
-        remote=remote,
-        cwd=cwd,
-        sandbox_cwd=sandbox_cwd,
-        env=_base_env(
-            parent_env,
-            env_policy,
-            thread_id,
-            platform,
-            unified=False,
-            active_profile=active_profile,
-        ),
-        explicit_env_overrides=env_policy.set_pairs,
         timeout_ms=DEFAULT_SHELL_TIMEOUT_MS if timeout_ms is None else timeout_ms,
         default_timeout=timeout_ms is None,
         tty=None,
@@ -187,59 +226,25 @@ def build_shell_command_envelope(
         max_output_tokens=None,
         output_policy=None,
         process_id=None,
-        requested_permissions=requested,
-        effective_permissions=requested if effective is None else effective,
-        preapproved=preapproved,
-        justification=justification,
-        prefix_rule=None if prefix_rule is None else tuple(prefix_rule),
     )
 
 
 def build_exec_command_envelope(
+    site: CommandSite,
     *,
-    argv: Sequence[str],
-    shell_type: str | None,
     shell_mode: str,
-    environment_id: str,
-    remote: bool,
-    cwd: str,
-    sandbox_cwd: str,
-    parent_env: Mapping[str, str],
-    env_policy: ShellEnvironmentPolicy,
-    thread_id: str | None,
     turn_policy: TruncationPolicy,
-    platform: str = "unix",
     windows_host: bool = False,
-    active_profile: str | None = None,
     tty: bool = False,
     yield_time_ms: int | None = None,
     max_output_tokens: int | None = None,
     process_id: int | None = None,
-    requested: Permissions = Permissions(),
-    effective: Permissions | None = None,
-    preapproved: bool = False,
-    justification: str | None = None,
-    prefix_rule: Sequence[str] | None = None,
 ) -> ExecutionEnvelope:
     """The envelope of an exec_command call: tty, clamped yield, output budget, no timeout."""
-    return ExecutionEnvelope(
-        tool=EnvelopeTool.EXEC_COMMAND,
-        argv=tuple(argv),
-        shell_type=shell_type,
+    return _envelope(
+        site,
+        EnvelopeTool.EXEC_COMMAND,
         shell_mode=shell_mode,
-        environment_id=environment_id,
-        remote=remote,
-        cwd=cwd,
-        sandbox_cwd=sandbox_cwd,
-        env=_base_env(
-            parent_env,
-            env_policy,
-            thread_id,
-            platform,
-            unified=True,
-            active_profile=active_profile,
-        ),
-        explicit_env_overrides=env_policy.set_pairs,
         # Unified processes have no kill timeout (spec 05 §3.2).
         timeout_ms=None,
         default_timeout=False,
@@ -248,11 +253,6 @@ def build_exec_command_envelope(
         max_output_tokens=max_output_tokens,
         output_policy=unified_max_output_tokens(max_output_tokens, turn_policy),
         process_id=process_id,
-        requested_permissions=requested,
-        effective_permissions=requested if effective is None else effective,
-        preapproved=preapproved,
-        justification=justification,
-        prefix_rule=None if prefix_rule is None else tuple(prefix_rule),
     )
 
 

@@ -33,6 +33,7 @@ from shellgate.router.decode import (
 )
 from shellgate.router.display import parse_command
 from shellgate.router.envelope import (
+    CommandSite,
     ExecutionEnvelope,
     Permissions,
     build_exec_command_envelope,
@@ -287,7 +288,7 @@ def _envelope(
     # A remote daemon applies the env policy to its own environment; the projection shows
     # what the policy alone yields there (no inherited variables are known here).
     parent_env: Mapping[str, str] = {} if cmd.remote else host.parent_env
-    common: dict[str, Any] = dict(
+    site = CommandSite(
         argv=cmd.argv, shell_type=cmd.shell_type.value, environment_id=cmd.environment_id,
         remote=cmd.remote, cwd=cmd.cwd, sandbox_cwd=cmd.sandbox_cwd, parent_env=parent_env,
         env_policy=turn.env_policy, thread_id=turn.thread_id, platform=host.platform,
@@ -297,8 +298,8 @@ def _envelope(
     )  # fmt: skip
     if cmd.tool == "exec_command":
         return build_exec_command_envelope(
-            shell_mode=(cmd.mode.value if cmd.mode is not None else "direct"),
+            site, shell_mode=(cmd.mode.value if cmd.mode is not None else "direct"),
             turn_policy=turn.truncation, tty=tty, yield_time_ms=yield_time_ms,
-            max_output_tokens=max_output_tokens, **common,
+            max_output_tokens=max_output_tokens,
         )  # fmt: skip
-    return build_shell_command_envelope(timeout_ms=timeout_ms, **common)
+    return build_shell_command_envelope(site, timeout_ms=timeout_ms)
