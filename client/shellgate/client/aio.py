@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
+from typing import TypeVar
 
 import grpc
+from shellgate.client import calls
+from shellgate.client.calls import RunLoop, UnaryCall, stream_event
 from shellgate.client.errors import from_rpc_error
-from shellgate.client.events import (
-    ApprovalRequired,
-    Completed,
-    Decision,
-    Event,
-    event_from_response,
-)
+from shellgate.client.events import ApprovalRequired, Completed, Decision, Event
 from shellgate.client.items import ItemLike
 from shellgate.client.options import ClientOptions, TlsOptions, aio_channel, merge_options
 from shellgate.client.records import (
@@ -22,19 +19,12 @@ from shellgate.client.records import (
     ServerInfo,
     SessionInfo,
     ToolSpec,
-    environment_from_message,
-    server_info_from_message,
-    session_from_message,
-    tool_from_message,
 )
-from shellgate.client.requests import (
-    ThreadBook,
-    execute_request,
-    project_request,
-    resume_request,
-)
-from shellgate.client.turn import TurnLike, to_turn_context
+from shellgate.client.requests import ThreadBook, execute_request, resume_request
+from shellgate.client.turn import TurnLike
 from shellgate.v1 import projection_pb2, router_pb2, router_pb2_grpc
+
+R = TypeVar("R")
 
 __all__ = ["Approver", "AsyncClient"]
 
@@ -96,25 +86,20 @@ class AsyncClient:
         except grpc.aio.AioRpcError as error:
             raise from_rpc_error(error) from None
 
+    async def _call(self, call: UnaryCall[R]) -> R:
+        return call.read(await self._unary(call.method, call.request))
+
     async def list_tools(
         self, turn: TurnLike = None, thread_id: str | None = None
     ) -> list[ToolSpec]:
         """The tool specs the turn configuration exposes, in registration order."""
-        request = router_pb2.ListToolsRequest(
-            thread_id=self._threads.pick(thread_id), turn=to_turn_context(turn)
-        )
-        response = await self._unary("ListTools", request)
-        assert isinstance(response, router_pb2.ListToolsResponse)
-        return [tool_from_message(tool) for tool in response.tools]
+        return await self._call(calls.list_tools(self._threads.pick(thread_id), turn))
 
     async def project(
         self, item: ItemLike, turn: TurnLike = None, thread_id: str | None = None
     ) -> projection_pb2.Projection:
         """The dry-run projection of one output item."""
-        request = project_request(item, turn, self._threads.pick(thread_id))
-        response = await self._unary("Project", request)
-        assert isinstance(response, router_pb2.ProjectResponse)
-        return response.projection
+        return await self._call(calls.project(item, turn, self._threads.pick(thread_id)))
 
     async def _stream(
         self, request: router_pb2.ExecuteRequest, timeout_s: float | None
@@ -126,9 +111,7 @@ class AsyncClient:
         )
         try:
             async for response in call:
-                event = event_from_response(response)
-                if isinstance(event, ApprovalRequired):
-                    self._threads.remember(event.approval_id, request.thread_id)
+                event = stream_event(response, self._threads, request.thread_id)
                 if event is not None:
                     yield event
         except grpc.aio.AioRpcError as error:
@@ -178,60 +161,37 @@ class AsyncClient:
         """
         thread = self._threads.pick(thread_id)
         events = self.execute(item, turn, thread)
+        loop = RunLoop(on_event)
         while True:
-            pending: ApprovalRequired | None = None
             async for event in events:
-                if on_event is not None:
-                    on_event(event)
-                if isinstance(event, Completed):
-                    return event
-                if isinstance(event, ApprovalRequired):
-                    pending = event
-            if pending is None:
-                raise RuntimeError("Execute stream ended without completed or approval_required")
+                completed = loop.feed(event)
+                if completed is not None:
+                    return completed
+            pending = loop.take_pending()
             decision = await approver(pending) if approver is not None else Decision.DENIED
             events = self.resume(pending.approval_id, decision, thread)
 
     async def interrupt(self, call_id: str, thread_id: str | None = None) -> None:
         """Interrupt the in-flight Execute of a call (NotFoundError when none)."""
-        request = router_pb2.InterruptRequest(
-            thread_id=self._threads.pick(thread_id), call_id=call_id
-        )
-        await self._unary("Interrupt", request)
+        await self._call(calls.interrupt(self._threads.pick(thread_id), call_id))
 
     async def end_thread(self, thread_id: str | None = None) -> EndThreadResult:
         """End a thread: kill its sessions, drop its approvals and pending calls."""
-        request = router_pb2.EndThreadRequest(thread_id=self._threads.pick(thread_id))
-        response = await self._unary("EndThread", request)
-        assert isinstance(response, router_pb2.EndThreadResponse)
-        return EndThreadResult(response.terminated_sessions, response.dropped_pending_approvals)
+        return await self._call(calls.end_thread(self._threads.pick(thread_id)))
 
     async def list_environments(self, refresh: bool = False) -> list[EnvironmentInfo]:
         """The configured environments (probing remote ones first when `refresh`)."""
-        response = await self._unary(
-            "ListEnvironments", router_pb2.ListEnvironmentsRequest(refresh=refresh)
-        )
-        assert isinstance(response, router_pb2.ListEnvironmentsResponse)
-        return [environment_from_message(env) for env in response.environments]
+        return await self._call(calls.list_environments(refresh))
 
     async def list_sessions(self, thread_id: str | None = None) -> list[SessionInfo]:
         """The unified-exec sessions of a thread."""
-        request = router_pb2.ListSessionsRequest(thread_id=self._threads.pick(thread_id))
-        response = await self._unary("ListSessions", request)
-        assert isinstance(response, router_pb2.ListSessionsResponse)
-        return [session_from_message(s) for s in response.sessions]
+        return await self._call(calls.list_sessions(self._threads.pick(thread_id)))
 
     async def terminate_session(self, session_id: int, thread_id: str | None = None) -> bool:
         """Kill one session; True when it was running (NotFoundError when unknown)."""
-        request = router_pb2.TerminateSessionRequest(
-            thread_id=self._threads.pick(thread_id), session_id=session_id
-        )
-        response = await self._unary("TerminateSession", request)
-        assert isinstance(response, router_pb2.TerminateSessionResponse)
-        return response.was_running
+        thread = self._threads.pick(thread_id)
+        return await self._call(calls.terminate_session(thread, session_id))
 
     async def server_info(self) -> ServerInfo:
         """Version, instance id, environments, rules files and the last rules error."""
-        response = await self._unary("GetServerInfo", router_pb2.GetServerInfoRequest())
-        assert isinstance(response, router_pb2.GetServerInfoResponse)
-        return server_info_from_message(response)
+        return await self._call(calls.server_info())
