@@ -216,6 +216,27 @@ def test_unknown_approval_is_not_found(router: Router) -> None:
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+def test_end_thread_is_idempotent(router: Router) -> None:
+    never_used = router.stub.EndThread(router_pb2.EndThreadRequest(thread_id="t-none"), timeout=10)
+    assert (never_used.terminated_sessions, never_used.dropped_pending_approvals) == (0, 0)
+    start = router_pb2.ExecuteRequest(
+        thread_id="t-twice",
+        turn=turn(),
+        item=function_item(
+            "exec_command", {"cmd": "cat", "tty": True, "login": False, "yield_time_ms": 250}
+        ),
+    )
+    assert completed(execute(router.stub, start)).HasField("session_id")
+    counts = []
+    for _ in range(2):
+        ended = router.stub.EndThread(router_pb2.EndThreadRequest(thread_id="t-twice"), timeout=10)
+        counts.append((ended.terminated_sessions, ended.dropped_pending_approvals))
+    assert counts == [(1, 0), (0, 0)]
+    with pytest.raises(grpc.RpcError) as err:
+        router.stub.EndThread(router_pb2.EndThreadRequest(thread_id="bad id!"), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
 def test_pty_session_write_stdin_round_trip(router: Router) -> None:
     start = router_pb2.ExecuteRequest(
         thread_id="t8",

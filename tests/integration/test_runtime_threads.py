@@ -12,7 +12,7 @@ from shellgate.router.runtime.errors import (
     UnknownCallError,
     UnknownThreadError,
 )
-from shellgate.router.runtime.threads import InMemoryThreadStore, validate_thread_id
+from shellgate.router.runtime.threads import EndedThread, InMemoryThreadStore, validate_thread_id
 
 
 class FakeClock:
@@ -64,7 +64,10 @@ def test_pending_approval_ttl_and_idle_sweep() -> None:
         assert not await fresh.is_approved_for_session("d" * 64)
         ended = await store.end("t1")
         assert ended.terminated_sessions == 0
+        # Ending is idempotent: again, or a thread never used, reports zero counts.
+        assert await store.end("t1") == EndedThread(0, 0)
+        assert await store.end("never-used") == EndedThread(0, 0)
         with pytest.raises(UnknownThreadError):
-            await store.end("t1")
+            await store.get("never-used")
 
     asyncio.run(main())

@@ -379,8 +379,9 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
     async def EndThread(
         self, request: router_pb2.EndThreadRequest, context: Ctx
     ) -> router_pb2.EndThreadResponse:
-        """Kill a thread's sessions and drop its approvals and pending calls."""
+        """Kill a thread's sessions and drop its approvals and pending calls (idempotent)."""
         self._caller(context)
+        # An unknown or already ended thread answers zero counts, not NOT_FOUND.
         ended = await self._app.threads.end(_valid_thread(request.thread_id))
         return router_pb2.EndThreadResponse(
             terminated_sessions=ended.terminated_sessions,

@@ -234,7 +234,7 @@ class ThreadStore(Protocol):
         ...
 
     async def end(self, thread_id: str) -> EndedThread:
-        """End a thread; unknown → NOT_FOUND."""
+        """End a thread; idempotent: an unknown or already ended thread ends with zero counts."""
         ...
 
     async def sweep_idle(self) -> list[str]:
@@ -325,12 +325,16 @@ class ThreadRegistry:
         return state
 
     async def end(self, thread_id: str) -> EndedThread:
-        """End a thread everywhere: sessions killed, approvals and pending calls dropped."""
+        """End a thread everywhere: sessions killed, approvals and pending calls dropped.
+
+        Idempotent: a thread no router holds state for (never used, already ended, expired)
+        ends with zero counts, so a harness may end a conversation without tracking it.
+        """
         validate_thread_id(thread_id)
         generation = await self.shared.thread_generation(thread_id)
         state = self._threads.pop(thread_id, None)
         if generation is None and state is None:
-            raise UnknownThreadError(f"unknown thread {thread_id}")
+            return EndedThread(0, 0)
         local = await state.close_local() if state is not None else EndedThread(0, 0)
         records, pending = await self.shared.drop_thread(thread_id)
         remote = await terminate_records(records, self._environments)
