@@ -93,6 +93,13 @@ def chunk_pb(chunk: SeqChunk) -> pb.OutputChunk:
     return pb.OutputChunk(seq=chunk.seq, stream=STREAMS[chunk.stream], data=chunk.data)
 
 
+def fill_chunk_pb(target: pb.OutputChunk, chunk: SeqChunk) -> None:
+    """Set a (sub)message's fields from a chunk, so the data is copied once, not per level."""
+    target.seq = chunk.seq
+    target.stream = STREAMS[chunk.stream]
+    target.data = chunk.data
+
+
 def host_info_pb(info: HostInfo, config: ServerConfig, caller: str) -> pb.GetInfoResponse:
     """GetInfo answer from host facts and configured limits."""
     reply = pb.GetInfoResponse(
