@@ -174,6 +174,32 @@ def _permissions(
     )
 
 
+def _handler_command(
+    tool: str,
+    shell: Shell,
+    script: str,
+    login: bool,
+    env: TurnEnvironment,
+    cwd: str,
+    mode: UnifiedExecShellMode | None,
+    index: int = 0,
+) -> HandlerCommand:
+    """The full shell invocation of one script in `env`, shared by both shell tools."""
+    return HandlerCommand(
+        argv=tuple(derive_exec_args(shell.type, shell.path, script, login)),
+        shell_type=shell.type,
+        shell_path=shell.path,
+        login=login,
+        environment_id=env.id,
+        remote=env.remote,
+        cwd=cwd,
+        sandbox_cwd=env.cwd,
+        mode=mode,
+        tool=tool,
+        index=index,
+    )
+
+
 def plan_shell_command(arguments: str, turn: Turn) -> ShellCommandPlan | ToolError:
     """shell_command steps 2–8.2 (spec 02 §3.1, §3.2)."""
     workdir = shell_command_workdir(arguments)
@@ -198,19 +224,7 @@ def plan_shell_command(arguments: str, turn: Turn) -> ShellCommandPlan | ToolErr
         return perms
     scripts = (params.command,) if isinstance(params.command, str) else params.command
     commands = tuple(
-        HandlerCommand(
-            argv=tuple(derive_exec_args(shell.type, shell.path, script, use_login)),
-            shell_type=shell.type,
-            shell_path=shell.path,
-            login=use_login,
-            environment_id=env.id,
-            remote=env.remote,
-            cwd=cwd,
-            sandbox_cwd=env.cwd,
-            mode=None,
-            tool="shell_command",
-            index=i,
-        )
+        _handler_command("shell_command", shell, script, use_login, env, cwd, None, index=i)
         for i, script in enumerate(scripts)
     )
     timeout = params.timeout_ms if params.timeout_ms is not None else DEFAULT_SHELL_TIMEOUT_MS
@@ -264,22 +278,10 @@ def plan_exec_command(arguments: str, turn: Turn) -> ExecCommandPlan | ToolError
         shell = derived.shell
     elif params.shell is not None and not env.remote:
         shell = shell_by_model_provided_path(params.shell, turn.host)
-    argv = tuple(derive_exec_args(shell.type, shell.path, params.cmd, use_login))
     perms = _permissions("exec_command", params.sandbox_permissions, params, env, cwd, turn)
     if isinstance(perms, ToolError):
         return perms
-    command = HandlerCommand(
-        argv=argv,
-        shell_type=shell.type,
-        shell_path=shell.path,
-        login=use_login,
-        environment_id=env.id,
-        remote=env.remote,
-        cwd=cwd,
-        sandbox_cwd=env.cwd,
-        mode=mode,
-        tool="exec_command",
-    )
+    command = _handler_command("exec_command", shell, params.cmd, use_login, env, cwd, mode)
     return ExecCommandPlan(params, command, perms, decoded.warnings)
 
 

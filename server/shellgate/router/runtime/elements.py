@@ -261,17 +261,9 @@ async def _run_unified(
             "", True, Termination.CANCELLED, session_id=resp.session_id, aborted=True,
             warnings=resp.warnings,
         )  # fmt: skip
-    if resp.lost is not None:
-        termination = Termination.ENVIRONMENT_LOST
-    elif resp.exit_code is None:
-        termination = Termination.YIELDED
-    elif resp.signal is not None:
-        termination = Termination.SIGNALED
-    else:
-        termination = Termination.EXITED
     # Unified responses are successful tool results even for non-zero exits (spec 05 §3.6).
     return ElementResult(
-        resp.text, resp.exit_code not in (None, 0), termination, success=True,
+        resp.text, resp.exit_code not in (None, 0), resp.termination, success=True,
         exit_code=resp.exit_code, session_id=resp.session_id,
         original_token_count=resp.original_token_count, truncated=resp.truncated,
         warnings=resp.warnings,

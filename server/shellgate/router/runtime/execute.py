@@ -282,16 +282,8 @@ async def _write_stdin(
         _abort(state, emit, "write_stdin", ElementResult("", True, Termination.CANCELLED,
                                                          session_id=resp.session_id))
         return
-    if resp.lost is not None:
-        termination = Termination.ENVIRONMENT_LOST
-    elif resp.exit_code is None:
-        termination = Termination.YIELDED
-    elif resp.signal is not None:
-        termination = Termination.SIGNALED
-    else:
-        termination = Termination.EXITED
     result = ElementResult(
-        resp.text, False, termination, success=True, exit_code=resp.exit_code,
+        resp.text, False, resp.termination, success=True, exit_code=resp.exit_code,
         session_id=resp.session_id, original_token_count=resp.original_token_count,
         truncated=resp.truncated,
     )  # fmt: skip

@@ -162,13 +162,8 @@ class RemoteProcess:
             yield item[0]
 
     async def _unary(self, method: str, request: Any) -> Any:
-        stub = await self._env.stub()
         try:
-            return await getattr(stub, method)(
-                request,
-                timeout=self._env.config.call_timeout_ms / 1000,
-                metadata=self._env.metadata(),
-            )
+            return await self._env.call(method, request)
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 text = exc.details() or ""
@@ -313,6 +308,13 @@ class RemoteEnvironment:
             self._stub = stub
             return stub
 
+    async def call(self, method: str, request: Any) -> Any:
+        """One unary ExecService RPC, connecting first, with the call timeout and token."""
+        stub = await self.stub()
+        return await getattr(stub, method)(
+            request, timeout=self.config.call_timeout_ms / 1000, metadata=self.metadata()
+        )
+
     async def check_health(self) -> bool:
         """gRPC health Check of the daemon (connecting when needed); updates reachability."""
         try:
@@ -420,13 +422,8 @@ class RemoteEnvironment:
 
     async def terminate_process(self, process_id: str) -> bool:
         """Kill a daemon process by id; False when the daemon no longer knows it."""
-        stub = await self.stub()
         try:
-            reply = await stub.Terminate(
-                exec_pb2.TerminateRequest(process_id=process_id),
-                timeout=self.config.call_timeout_ms / 1000,
-                metadata=self.metadata(),
-            )
+            reply = await self.call("Terminate", exec_pb2.TerminateRequest(process_id=process_id))
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 return False

@@ -42,13 +42,8 @@ class RemoteFileSystem:
 
     def _run(self, method: str, request: Any) -> Any:
         async def call() -> Any:
-            stub = await self._env.stub()
             try:
-                return await getattr(stub, method)(
-                    request,
-                    timeout=self._env.config.call_timeout_ms / 1000,
-                    metadata=self._env.metadata(),
-                )
+                return await self._env.call(method, request)
             except grpc.aio.AioRpcError as exc:
                 raise _io_error(exc) from exc
 

@@ -26,6 +26,7 @@ from shellgate.router.output_format import (
     unified_overflow_body,
     write_stdin_failed,
 )
+from shellgate.router.runtime.events import Termination
 from shellgate.router.runtime.sessions import SessionManager
 from shellgate.router.runtime.spawn import (
     EnvironmentUnavailableError,
@@ -81,6 +82,17 @@ class UnifiedResponse:
     error: bool = False
     spawn_failed: bool = False
     signal: int | None = None
+
+    @property
+    def termination(self) -> Termination:
+        """How a finished answer left the process: lost, still running, signalled or exited."""
+        if self.lost is not None:
+            return Termination.ENVIRONMENT_LOST
+        if self.exit_code is None:
+            return Termination.YIELDED
+        if self.signal is not None:
+            return Termination.SIGNALED
+        return Termination.EXITED
 
 
 def _chunk_id(rng: random.Random) -> str:
