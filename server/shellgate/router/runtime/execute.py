@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 
 from shellgate.execserver.backends.base import OutputChunk
@@ -48,6 +49,8 @@ __all__ = ["execute_call", "resume_call"]
 _DONE = object()
 # Streamed output waiting for a slow client, per call (spec 06 §4 keeps the final text).
 MAX_QUEUED_OUTPUT_BYTES = 8 * 1024 * 1024
+# Largest message a backlog of output is merged into (well under gRPC's 4 MiB default).
+COALESCED_OUTPUT_BYTES = 1024 * 1024
 _log = logging.getLogger(__name__)
 
 
@@ -78,30 +81,88 @@ async def resume_call(
         yield event
 
 
+class _PendingOutput:
+    """Output chunks of one element and stream, queued but not sent yet: sent as one."""
+
+    __slots__ = ("element_index", "parts", "seq", "size", "stream")
+
+    def __init__(self, event: OutputEvent, seq: int) -> None:
+        self.element_index = event.element_index
+        self.stream = event.stream
+        self.seq = seq
+        self.parts = [event.data]
+        self.size = len(event.data)
+
+    def event(self) -> OutputEvent:
+        data = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+        return OutputEvent(self.element_index, self.stream, self.seq, data)
+
+
+def _coalesces(projected: ProjectedCall) -> bool:
+    # Only classic commands: their seqs are per call, so a merged chunk can take one seq
+    # and later ones shift down. A unified session's seqs continue across calls, where a
+    # shift would read as lost output.
+    outcome = projected.outcome
+    return isinstance(outcome, ShellCall) and outcome.tool != "exec_command"
+
+
 async def _drive(
     state: CallState,
     ctx: RuntimeContext,
     decision: ApprovalDecision | None,
     first: ExecuteEvent | None = None,
 ) -> AsyncIterator[ExecuteEvent]:
-    queue: asyncio.Queue[object] = asyncio.Queue()
+    # A plain deque with one wakeup future: output arriving while the client is behind is
+    # appended to the newest queued chunk (up to COALESCED_OUTPUT_BYTES), so a fast
+    # producer costs one message per backlog instead of one per pipe read.
+    queue: deque[object] = deque()
+    wakeup: list[asyncio.Future[None]] = []
+    loop = asyncio.get_running_loop()
     call = ctx.thread.begin_call(state.projected.call_id)
     state.interrupt = call.interrupt
+    coalesce = _coalesces(state.projected)
+    # Per element: chunks merged into an earlier one, so later seqs stay contiguous.
+    absorbed: dict[int, int] = {}
 
     ended = False
     queued_output = 0
 
+    def put(item: object) -> None:
+        queue.append(item)
+        if wakeup and not wakeup[0].done():
+            wakeup[0].set_result(None)
+
     def emit(event: ExecuteEvent) -> None:
         nonlocal ended, queued_output
         ended = ended or isinstance(event, CompletedEvent | ApprovalRequiredEvent)
-        if isinstance(event, OutputEvent):
-            # A client that does not read must not make the router buffer without bound:
-            # streamed chunks past the budget are dropped (seq gaps show it); the final
-            # output text is unaffected.
-            if queued_output + len(event.data) > MAX_QUEUED_OUTPUT_BYTES:
-                return
-            queued_output += len(event.data)
-        queue.put_nowait(event)
+        if not isinstance(event, OutputEvent):
+            put(event)
+            return
+        # A client that does not read must not make the router buffer without bound:
+        # streamed chunks past the budget are dropped (seq gaps show it); the final
+        # output text is unaffected.
+        size = len(event.data)
+        if queued_output + size > MAX_QUEUED_OUTPUT_BYTES:
+            return
+        queued_output += size
+        if not coalesce:
+            put(event)
+            return
+        index = event.element_index
+        skipped = absorbed.get(index, 0)
+        tail = queue[-1] if queue else None
+        if (
+            isinstance(tail, _PendingOutput)
+            and tail.element_index == index
+            and tail.stream is event.stream
+            and tail.seq + skipped + 1 == event.seq
+            and tail.size + size <= COALESCED_OUTPUT_BYTES
+        ):
+            tail.parts.append(event.data)
+            tail.size += size
+            absorbed[index] = skipped + 1
+            return
+        put(_PendingOutput(event, event.seq - skipped))
 
     async def run() -> None:
         try:
@@ -116,7 +177,7 @@ async def _drive(
                 failure = ElementResult(text, True, Termination.TOOL_ERROR, success=False)
                 _complete(state, emit, failure, text)
         finally:
-            queue.put_nowait(_DONE)
+            put(_DONE)
 
     task = asyncio.create_task(run(), name=f"execute-{state.projected.call_id}")
     try:
@@ -126,10 +187,21 @@ async def _drive(
             await asyncio.sleep(0)
             yield first
         while True:
-            item = await queue.get()
+            if not queue:
+                waiter = loop.create_future()
+                wakeup.append(waiter)
+                try:
+                    await waiter
+                finally:
+                    wakeup.clear()
+                continue
+            item = queue.popleft()
             if item is _DONE:
                 break
-            if isinstance(item, OutputEvent):
+            if isinstance(item, _PendingOutput):
+                queued_output -= item.size
+                item = item.event()
+            elif isinstance(item, OutputEvent):
                 queued_output -= len(item.data)
             yield item  # type: ignore[misc]
     finally:
