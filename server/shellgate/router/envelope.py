@@ -111,21 +111,6 @@ class ExecutionEnvelope:
 ENV_CACHE_SIZE = 256
 
 
-def _base_env(
-    parent_env: Mapping[str, str],
-    policy: ShellEnvironmentPolicy,
-    thread_id: str | None,
-    platform: str,
-    *,
-    unified: bool,
-    active_profile: str | None,
-) -> tuple[tuple[str, str], ...]:
-    # The parent environment (the router's own) and the turn's policy rarely change, and
-    # the policy pass matches every variable against every glob: memoise on the values.
-    parent = tuple(parent_env.items())
-    return _cached_env(parent, policy, thread_id, platform, unified, active_profile)
-
-
 @lru_cache(maxsize=ENV_CACHE_SIZE)
 def _cached_env(
     parent: tuple[tuple[str, str], ...],
@@ -187,13 +172,15 @@ def _envelope(
         remote=site.remote,
         cwd=site.cwd,
         sandbox_cwd=site.sandbox_cwd,
-        env=_base_env(
-            site.parent_env,
+        # The parent environment (the router's own) and the turn's policy rarely change, and
+        # the policy pass matches every variable against every glob: memoise on the values.
+        env=_cached_env(
+            tuple(site.parent_env.items()),
             site.env_policy,
             site.thread_id,
             site.platform,
-            unified=unified,
-            active_profile=site.active_profile,
+            unified,
+            site.active_profile,
         ),
         explicit_env_overrides=site.env_policy.set_pairs,
         timeout_ms=timeout_ms,
