@@ -60,8 +60,9 @@ def test_quick_command_exits_in_first_response(tmp_path: Path) -> None:
                 "Original token count: 3\nOutput:\nno newline"
             )
             done = completed(await h.run("exec_command", {"cmd": "exit 3"}, "c2"))
-            assert done.output_text.endswith("Process exited with code 3\n"
-                                              "Original token count: 0\nOutput:\n")
+            assert done.output_text.endswith(
+                "Process exited with code 3\nOriginal token count: 0\nOutput:\n"
+            )
             assert done.success  # unified results are successful even for non-zero exits
             assert len(h.thread.sessions) == 0
 
@@ -101,19 +102,21 @@ def test_tty_cat_echo_then_ctrl_d_exits(tmp_path: Path) -> None:
 def test_pipe_ctrl_c_is_sigint_exit_130(tmp_path: Path) -> None:
     async def main() -> None:
         async with Harness(tmp_path) as h:
-            done = completed(
-                await h.run("exec_command", {"cmd": "sleep 30", "yield_time_ms": 250})
-            )
+            done = completed(await h.run("exec_command", {"cmd": "sleep 30", "yield_time_ms": 250}))
             sid = done.session_id
-            closed = completed(
-                await h.run("write_stdin", {"session_id": sid, "chars": "x"}, "c2")
-            )
+            closed = completed(await h.run("write_stdin", {"session_id": sid, "chars": "x"}, "c2"))
             assert closed.output_text == (
                 "write_stdin failed: stdin is closed for this session; rerun exec_command "
                 "with tty=true to keep stdin open"
             )
             done = completed(
-                await h.run("write_stdin", {"session_id": sid, "chars": "\u0003"}, "c3")
+                # A generous yield: collection stops as soon as the process exits, and a
+                # loaded box may need more than the default 250 ms to deliver the signal.
+                await h.run(
+                    "write_stdin",
+                    {"session_id": sid, "chars": "\u0003", "yield_time_ms": 5_000},
+                    "c3",
+                )
             )
             assert "Process exited with code 130\n" in done.output_text
             assert done.exit_code == 130 and done.termination is Termination.SIGNALED
