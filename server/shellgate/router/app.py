@@ -34,12 +34,18 @@ from shellgate.router.runtime.remote_fs import RemoteFileSystem
 from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
 from shellgate.router.shells import HostShellFacts
 from shellgate.router.wire_turn import EnvironmentView, TurnInputs, router_turn
-from shellgate.v1 import common_pb2
+from shellgate.v1 import common_pb2, shell_pb2
 
 VERSION = "0.1.0"
 # Shown for a remote environment whose daemon could not be reached (see environment_views).
 UNREACHABLE_SHELL = ReportedShell("sh", "/bin/sh")
-_SHELL_NAMES = {1: "zsh", 2: "bash", 3: "powershell", 4: "sh", 5: "cmd"}
+_SHELL_NAMES = {
+    shell_pb2.SHELL_TYPE_ZSH: "zsh",
+    shell_pb2.SHELL_TYPE_BASH: "bash",
+    shell_pb2.SHELL_TYPE_POWERSHELL: "powershell",
+    shell_pb2.SHELL_TYPE_SH: "sh",
+    shell_pb2.SHELL_TYPE_CMD: "cmd",
+}
 # Converted turns kept per (thread, wire turn, environment views, caller's environments):
 # a client sends the same TurnContext with every call of a turn, and the conversion is pure.
 TURN_CACHE_SIZE = 256
@@ -222,7 +228,7 @@ class RouterApp:
             self._turns.popitem(last=False)
         return converted
 
-    def host(self, session_exists: object = None) -> HostContext:
+    def host(self) -> HostContext:
         """Host facts for the pure pipeline (current policy, parent env, filesystems)."""
         policy = self.policy_store.policy if self.policy_store is not None else _NO_RULES
         # Captured here, on the event loop: the pipeline runs in a worker thread, where a
