@@ -14,11 +14,13 @@ from shellgate.execserver.backends.base import OutputChunk, Stream
 class FdOutput:
     """Reads pipes / a PTY master on the loop and hands out chunks in read order.
 
-    One reader callback per fd appends to a buffer (no task or future per read). When the
-    buffer holds `buffer_bytes`, reading pauses, so the kernel pipe fills and the child
-    blocks instead of our memory growing; consumption resumes it. Consecutive reads of the
-    same stream are joined into one chunk of at most `max_chunk_bytes`, which cuts the
-    per-chunk cost downstream (seq, retention, one gRPC message each) on fast producers.
+    Reads are pulled by the consumer: while it is busy (sending, or paced by a slow
+    follower) nothing reads, so output accumulates in the kernel pipe and the next pull
+    takes it in one read of up to `max_chunk_bytes` (one syscall, no join copy) instead
+    of one read per small write of the producer. Reader callbacks are registered only
+    while the consumer waits for data, and while `wait_eof` drains; their reads go to a
+    buffer that pauses reading at `buffer_bytes`, so the child blocks on a full pipe
+    instead of our memory growing.
     """
 
     def __init__(
@@ -38,12 +40,14 @@ class FdOutput:
         self._buf: deque[tuple[Stream, bytes]] = deque()
         self._buffered = 0
         self._open: dict[int, Stream] = dict(fds)
-        self._paused = False
+        # Whether reader callbacks are registered for every open fd.
+        self._watching = False
+        # wait_eof in progress: callbacks keep reading (bounded) without a consumer.
+        self._draining = False
         self._wakeup: asyncio.Future[None] | None = None
         self._eof = asyncio.Event()
-        for fd, stream in fds:
+        for fd, _stream in fds:
             os.set_blocking(fd, False)
-            self._loop.add_reader(fd, self._ready, fd, stream)
         if not fds:
             self._eof.set()
 
@@ -51,11 +55,24 @@ class FdOutput:
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
 
-    def _ready(self, fd: int, stream: Stream) -> None:
+    def _watch(self) -> None:
+        if not self._watching:
+            self._watching = True
+            for fd, stream in self._open.items():
+                self._loop.add_reader(fd, self._ready, fd, stream)
+
+    def _unwatch(self) -> None:
+        if self._watching:
+            self._watching = False
+            for fd in self._open:
+                self._loop.remove_reader(fd)
+
+    def _read(self, fd: int, stream: Stream, size: int) -> bool:
+        """One non-blocking read into the buffer; False when nothing was there."""
         try:
-            data = os.read(fd, self._read_bytes)
+            data = os.read(fd, size)
         except (BlockingIOError, InterruptedError):
-            return
+            return False
         except OSError:
             # EIO on a PTY master once every slave fd is closed; any read error ends the
             # stream like EOF.
@@ -63,29 +80,36 @@ class FdOutput:
         if data:
             self._buf.append((stream, data))
             self._buffered += len(data)
-            if self._buffered >= self._high and not self._paused:
-                self._paused = True
-                for open_fd in self._open:
-                    self._loop.remove_reader(open_fd)
         else:
             self._close(fd)
+        return True
+
+    def _ready(self, fd: int, stream: Stream) -> None:
+        if fd not in self._open:
+            return
+        self._read(fd, stream, self._read_bytes)
+        # The consumer was waiting: it pulls the rest itself once it ran. A drain keeps
+        # reading until the buffer bound.
+        if not self._draining or self._buffered >= self._high:
+            self._unwatch()
         self._wake()
 
     def _close(self, fd: int) -> None:
         if self._open.pop(fd, None) is None:
             return
-        self._loop.remove_reader(fd)
+        if self._watching:
+            self._loop.remove_reader(fd)
         if fd not in self._keep_open:
             with contextlib.suppress(OSError):
                 os.close(fd)
         if not self._open:
+            self._watching = False
             self._eof.set()
 
-    def _resume(self) -> None:
-        if self._paused and self._buffered < self._high // 2:
-            self._paused = False
-            for fd, stream in self._open.items():
-                self._loop.add_reader(fd, self._ready, fd, stream)
+    def _pull(self) -> None:
+        """Read each open fd once (non-blocking), as much as a chunk may carry."""
+        for fd, stream in list(self._open.items()):
+            self._read(fd, stream, self._max_chunk)
 
     def _take(self) -> OutputChunk:
         stream, first = self._buf.popleft()
@@ -96,7 +120,8 @@ class FdOutput:
             parts.append(data)
             size += len(data)
         self._buffered -= size
-        self._resume()
+        if self._draining and self._buffered < self._high // 2:
+            self._watch()
         return OutputChunk(stream, parts[0] if len(parts) == 1 else b"".join(parts))
 
     async def chunks(self) -> AsyncIterator[OutputChunk]:
@@ -108,6 +133,10 @@ class FdOutput:
                     continue
                 if not self._open:
                     return
+                self._pull()
+                if self._buf or not self._open:
+                    continue
+                self._watch()
                 self._wakeup = self._loop.create_future()
                 try:
                     await self._wakeup
@@ -120,11 +149,16 @@ class FdOutput:
                 self.abandon()
 
     async def wait_eof(self, timeout_ms: int) -> bool:
-        """Wait until every fd reached EOF; False when timeout_ms passed first."""
+        """Wait until every fd reached EOF (reading on, bounded); False on timeout."""
+        self._draining = True
+        if self._buffered < self._high:
+            self._watch()
         try:
             await asyncio.wait_for(self._eof.wait(), timeout_ms / 1000)
         except TimeoutError:
             return False
+        finally:
+            self._draining = False
         return True
 
     def abandon(self) -> None:
