@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ from shellgate.router.runtime.unified_process import OutputListener
 __all__ = [
     "CLASSIC_DRAIN_MS",
     "MAX_OUTPUT_EVENTS",
+    "OUTPUT_ROOM",
     "TIMEOUT_EXIT_CODE",
     "ClassicResult",
     "ClassicText",
@@ -52,6 +54,12 @@ __all__ = [
 CLASSIC_DRAIN_MS = 2_000
 MAX_OUTPUT_EVENTS = 10_000
 TIMEOUT_EXIT_CODE = 124
+
+# Set by the Execute driver for its call: returns an awaitable while the client is behind
+# (the wait is bounded by the driver), None when there is room. A context variable because
+# the element runner between the two only forwards a plain listener.
+OutputRoom = Callable[[], Awaitable[None] | None]
+OUTPUT_ROOM: ContextVar[OutputRoom | None] = ContextVar("shellgate_output_room", default=None)
 
 
 @dataclass(frozen=True)
@@ -169,6 +177,7 @@ async def run_classic(
         on_started(spawned)
     stdout, stderr = CappedStream(), CappedStream()
     seq = 0
+    room = OUTPUT_ROOM.get() if listener is not None else None
 
     async def pump() -> None:
         nonlocal seq
@@ -177,6 +186,11 @@ async def run_classic(
             seq += 1
             if listener is not None and seq <= MAX_OUTPUT_EVENTS:
                 listener(OutputChunk(chunk.stream, chunk.data), seq)
+                # Follow the client while the process runs: the pipe fills and the child
+                # waits instead of its output being dropped from the stream. After the exit
+                # the drain runs at full speed (its 2 s bound must not depend on the client).
+                if room is not None and not wait_task.done() and (pause := room()) is not None:
+                    await pause
 
     pump_task = asyncio.create_task(pump(), name=f"classic-pump-{call_id}")
     wait_task = asyncio.create_task(handle.wait(), name=f"classic-wait-{call_id}")

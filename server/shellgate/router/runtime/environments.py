@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from shellgate.execserver.backends.base import SpawnRequest
 from shellgate.execserver.backends.local import LocalBackend
+from shellgate.execserver.config import MIB, ProcessLimits
 from shellgate.execserver.env_policy import ShellEnvironmentPolicy
 from shellgate.execserver.errors import SandboxUnavailableError, SpawnError
 from shellgate.execserver.sandbox import SandboxMode, SandboxSpec, wrap_argv
@@ -63,6 +64,11 @@ def gather_host_shell_facts(configured_shell: str | None = None) -> HostShellFac
     )
 
 
+# Output here is streamed one chunk per message: reading a whole (1 MiB) pipe at once makes
+# each read one message without a join copy, and a call's 10 000 deltas carry more bytes.
+ROUTER_PROCESS_LIMITS = ProcessLimits(read_chunk_bytes=MIB, max_chunk_bytes=MIB)
+
+
 class LocalEnvironment:
     """The embedded local environment: the in-process local backend, bubblewrap sandbox."""
 
@@ -76,7 +82,7 @@ class LocalEnvironment:
         self.cwd = cwd or os.getcwd()
         self.shell_facts = gather_host_shell_facts(configured_shell)
         self.shell: Shell = host_user_shell(self.shell_facts)
-        self._backend = backend or LocalBackend()
+        self._backend = backend or LocalBackend(ROUTER_PROCESS_LIMITS)
         self._fs = LocalFileSystem()
 
     @property

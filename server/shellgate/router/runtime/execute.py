@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
 from shellgate.execserver.backends.base import OutputChunk
 from shellgate.router.decode import PayloadKind
@@ -27,6 +27,7 @@ from shellgate.router.projection import (
     ToolErrorOutcome,
     WriteStdinCall,
 )
+from shellgate.router.runtime.classic import OUTPUT_ROOM
 from shellgate.router.runtime.elements import run_command_element, run_patch
 from shellgate.router.runtime.errors import InvalidRuntimeArgumentError, RuntimeServiceError
 from shellgate.router.runtime.events import (
@@ -51,6 +52,13 @@ _DONE = object()
 MAX_QUEUED_OUTPUT_BYTES = 8 * 1024 * 1024
 # Largest message a backlog of output is merged into (well under gRPC's 4 MiB default).
 COALESCED_OUTPUT_BYTES = 1024 * 1024
+# A classic command's reader pauses while this much output waits for the client (two full
+# merged messages), so a fast producer is paced by the client instead of having its
+# stream output dropped at MAX_QUEUED_OUTPUT_BYTES.
+PACED_OUTPUT_BYTES = 2 * 1024 * 1024
+# How long one pause may wait for the client to take a message; a client that reads
+# nothing for longer no longer holds the command back (its stream loses chunks instead).
+OUTPUT_STALL_S = 0.5
 _log = logging.getLogger(__name__)
 
 
@@ -126,6 +134,23 @@ async def _drive(
 
     ended = False
     queued_output = 0
+    # Paced reading (classic only): set while the queue is below PACED_OUTPUT_BYTES.
+    room_event = asyncio.Event()
+    room_event.set()
+    stalled = False
+
+    async def wait_room() -> None:
+        nonlocal stalled
+        try:
+            await asyncio.wait_for(room_event.wait(), OUTPUT_STALL_S)
+        except TimeoutError:
+            stalled = True
+
+    def room() -> Awaitable[None] | None:
+        if queued_output < PACED_OUTPUT_BYTES or stalled:
+            return None
+        room_event.clear()
+        return wait_room()
 
     def put(item: object) -> None:
         queue.append(item)
@@ -165,6 +190,9 @@ async def _drive(
         put(_PendingOutput(event, event.seq - skipped))
 
     async def run() -> None:
+        if coalesce:
+            # This task's context only; the command's reader task inherits it.
+            OUTPUT_ROOM.set(room)
         try:
             await _run(state, ctx, decision, emit)
         except Exception as exc:
@@ -201,6 +229,9 @@ async def _drive(
             if isinstance(item, _PendingOutput):
                 queued_output -= item.size
                 item = item.event()
+                if queued_output < PACED_OUTPUT_BYTES:
+                    stalled = False
+                    room_event.set()
             elif isinstance(item, OutputEvent):
                 queued_output -= len(item.data)
             yield item  # type: ignore[misc]
