@@ -7,7 +7,6 @@ import contextlib
 import os
 import time
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,10 +40,10 @@ from shellgate.router.runtime.unified_process import OutputListener
 __all__ = [
     "CLASSIC_DRAIN_MS",
     "MAX_OUTPUT_EVENTS",
-    "OUTPUT_ROOM",
     "TIMEOUT_EXIT_CODE",
     "ClassicResult",
     "ClassicText",
+    "OutputRoom",
     "classic_text",
     "run_classic",
     "spawn_failure_text",
@@ -55,11 +54,9 @@ CLASSIC_DRAIN_MS = 2_000
 MAX_OUTPUT_EVENTS = 10_000
 TIMEOUT_EXIT_CODE = 124
 
-# Set by the Execute driver for its call: returns an awaitable while the client is behind
-# (the wait is bounded by the driver), None when there is room. A context variable because
-# the element runner between the two only forwards a plain listener.
+# Given by the Execute driver: returns an awaitable while the client is behind (the wait is
+# bounded by the driver), None when there is room.
 OutputRoom = Callable[[], Awaitable[None] | None]
-OUTPUT_ROOM: ContextVar[OutputRoom | None] = ContextVar("shellgate_output_room", default=None)
 
 
 @dataclass(frozen=True)
@@ -156,6 +153,7 @@ async def run_classic(
     interrupt: asyncio.Event | None = None,
     on_started: Callable[[Spawned], None] | None = None,
     env_policy: ShellEnvironmentPolicy | None = None,
+    room: OutputRoom | None = None,
 ) -> ClassicResult:
     """Run one classic command to the end; raises SpawnFailure when nothing started.
 
@@ -177,7 +175,7 @@ async def run_classic(
         on_started(spawned)
     stdout, stderr = CappedStream(), CappedStream()
     seq = 0
-    room = OUTPUT_ROOM.get() if listener is not None else None
+    room = room if listener is not None else None
 
     async def pump() -> None:
         nonlocal seq

@@ -213,6 +213,7 @@ async def _run_classic(
             spawner=spawner, envelope=el.envelope, call_id=state.projected.call_id,
             sandbox=sandbox, owner=ctx.owner, listener=_listener(state, emit),
             interrupt=state.interrupt, env_policy=turn_env_policy(state, el),
+            room=state.output_room,
             on_started=lambda s: emit(StartedEvent(
                 index, spawner.environment_id, s.process_id, s.handle.pid, None, s.sandboxed)),
         )  # fmt: skip

@@ -27,7 +27,6 @@ from shellgate.router.projection import (
     ToolErrorOutcome,
     WriteStdinCall,
 )
-from shellgate.router.runtime.classic import OUTPUT_ROOM
 from shellgate.router.runtime.elements import run_command_element, run_patch
 from shellgate.router.runtime.errors import InvalidRuntimeArgumentError, RuntimeServiceError
 from shellgate.router.runtime.events import (
@@ -190,9 +189,7 @@ async def _drive(
         put(_PendingOutput(event, event.seq - skipped))
 
     async def run() -> None:
-        if coalesce:
-            # This task's context only; the command's reader task inherits it.
-            OUTPUT_ROOM.set(room)
+        state.output_room = room if coalesce else None
         try:
             await _run(state, ctx, decision, emit)
         except Exception as exc:
@@ -279,9 +276,7 @@ async def _run(
 ) -> None:
     outcome = state.projected.outcome
     if isinstance(outcome, NoToolCallOutcome):
-        emit(
-            CompletedEvent("", "", False, None, None, 0, None, False, Termination.NONE, ())
-        )
+        emit(CompletedEvent("", "", False, None, None, 0, None, False, Termination.NONE, ()))
     elif isinstance(outcome, ToolErrorOutcome):
         result = ElementResult(outcome.text, True, Termination.TOOL_ERROR, success=False)
         _complete(state, emit, result, outcome.text)
@@ -382,8 +377,12 @@ async def _write_stdin(
     if params.chars or resp.session_id is not None:
         emit(TerminalInteractionEvent(params.session_id, params.chars))
     if resp.interrupted:
-        _abort(state, emit, "write_stdin", ElementResult("", True, Termination.CANCELLED,
-                                                         session_id=resp.session_id))
+        _abort(
+            state,
+            emit,
+            "write_stdin",
+            ElementResult("", True, Termination.CANCELLED, session_id=resp.session_id),
+        )
         return
     result = ElementResult(
         resp.text, False, resp.termination, success=True, exit_code=resp.exit_code,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.policy_store import PolicyStore
 from shellgate.router.projection import ProjectedCall
+from shellgate.router.runtime.classic import OutputRoom
 from shellgate.router.runtime.environments import EnvironmentRegistry
 from shellgate.router.runtime.events import (
     ApprovalDecision,
@@ -80,3 +81,5 @@ class CallState:
     # The sandboxed run's result, returned as is when a retry is denied.
     retry_result: ElementResult | None = None
     interrupt: asyncio.Event | None = None
+    # Back-pressure from the client stream for classic output (None: never wait).
+    output_room: OutputRoom | None = None
