@@ -76,8 +76,9 @@ def test_tools_environments_and_server_info(client: Client) -> None:
     tools = {t.name: t for t in client.list_tools(turn_context(shell_tool_type="unified_exec"))}
     assert "exec_command" in tools and "write_stdin" in tools
     assert tools["exec_command"].spec["name"] == "exec_command"
-    classic = client.list_tools(turn_context(shell_tool_type="shell_command",
-                                             features={"unified_exec": False}))
+    classic = client.list_tools(
+        turn_context(shell_tool_type="shell_command", features={"unified_exec": False})
+    )
     assert "shell_command" in [t.name for t in classic if not t.hidden]
     envs = client.list_environments()
     assert envs[0].environment_id == "local" and not envs[0].remote and envs[0].reachable
@@ -93,14 +94,18 @@ def test_project_is_the_same_from_both_clients(router: RouterProcess, client: Cl
     command = projection.shell.elements[0].command
     assert list(command.handler_argv)[-1] == "git status && rg -n TODO src"
     assert [list(c.words) for c in command.policy.commands] == [
-        ["git", "status"], ["rg", "-n", "TODO", "src"]]
+        ["git", "status"],
+        ["rg", "-n", "TODO", "src"],
+    ]
 
     async def main() -> object:
         async with AsyncClient(router.target) as aclient:
             return await aclient.project(item, thread_id=client.thread_id)
 
     assert asyncio.run(main()) == projection
-    bad = client.project('{"type":"function_call","name":"exec_command","arguments":"{","call_id":"p2"}')
+    bad = client.project(
+        '{"type":"function_call","name":"exec_command","arguments":"{","call_id":"p2"}'
+    )
     assert bad.WhichOneof("outcome") == "tool_error"
     assert bad.tool_error.text.startswith("failed to parse function arguments")
 
@@ -132,12 +137,16 @@ def test_approval_round_trip(client: Client, tmp_path: Path) -> None:
     with pytest.raises(NotFoundError):
         list(client.resume(ask.approval_id, Decision.APPROVED))
 
-    denied = client.run(shell_command_item(f"rm {target}", call_id="a2"), UNTRUSTED,
-                        approver=lambda _: Decision.DENIED)
+    denied = client.run(
+        shell_command_item(f"rm {target}", call_id="a2"),
+        UNTRUSTED,
+        approver=lambda _: Decision.DENIED,
+    )
     assert denied.output_text == "exec command rejected by user"
     assert denied.termination is Termination.REJECTED and target.exists()
-    aborted = client.run(exec_command_item(f"rm {target}", call_id="a3"), UNTRUSTED,
-                         approver=lambda _: "abort")
+    aborted = client.run(
+        exec_command_item(f"rm {target}", call_id="a3"), UNTRUSTED, approver=lambda _: "abort"
+    )
     assert aborted.termination is Termination.CANCELLED
     assert aborted.output_text.startswith("aborted by user after ")
     assert json.loads(aborted.output_item_json)["call_id"] == "a3"
@@ -167,12 +176,15 @@ def test_interrupt_kills_a_classic_command(router: RouterProcess) -> None:
     done, pid = asyncio.run(main())
     assert done.termination is Termination.CANCELLED
     assert done.output_text.startswith("Wall time: ") and done.output_text.endswith(
-        " seconds\naborted by user")
+        " seconds\naborted by user"
+    )
     assert _pid_gone(pid)
 
 
 def test_cancelling_the_stream_kills_the_command(client: Client) -> None:
-    stream = client.execute(shell_command_item("echo go; sleep 30", call_id="k1", timeout_ms=60_000))
+    stream = client.execute(
+        shell_command_item("echo go; sleep 30", call_id="k1", timeout_ms=60_000)
+    )
     pid = None
     for event in stream:
         if isinstance(event, Started):
@@ -181,8 +193,15 @@ def test_cancelling_the_stream_kills_the_command(client: Client) -> None:
             break
     stream.close()  # type: ignore[attr-defined]
     assert pid is not None and _pid_gone(pid)
-    with pytest.raises(NotFoundError):
-        client.interrupt("k1")
+    # The router forgets the call once its handler has unwound, which may trail the kill.
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            client.interrupt("k1")
+        except NotFoundError:
+            break
+        assert time.monotonic() < deadline, "the cancelled call stayed registered"
+        time.sleep(0.05)
 
 
 def test_unified_exec_sessions(client: Client) -> None:
@@ -191,7 +210,9 @@ def test_unified_exec_sessions(client: Client) -> None:
     assert isinstance(done, Completed) and done.termination is Termination.YIELDED
     assert done.session_id is not None
     sessions = client.list_sessions()
-    assert [(s.session_id, s.call_id, s.running) for s in sessions] == [(done.session_id, "u1", True)]
+    assert [(s.session_id, s.call_id, s.running) for s in sessions] == [
+        (done.session_id, "u1", True)
+    ]
     assert client.terminate_session(done.session_id) is True
     with pytest.raises(NotFoundError):
         client.terminate_session(999_999)
