@@ -20,6 +20,7 @@ from tests.conftest import marked_pids
 from tests.execserver_harness import (
     collect,
     daemon_config,
+    daemon_subprocess,
     exec_stub,
     in_process_daemon,
     output_of,
@@ -107,13 +108,16 @@ def test_mutating_file_operations_are_confined_to_the_writable_roots(tmp_path: P
             assert _code(err) == grpc.StatusCode.PERMISSION_DENIED, (rpc, request)
 
         inside = str(ws / "sub" / "a.txt")
-        await stub.WriteFile(pb.WriteFileRequest(
-            path=inside, data=b"ok", create_parents=True, sandbox=sandbox))
+        await stub.WriteFile(
+            pb.WriteFileRequest(path=inside, data=b"ok", create_parents=True, sandbox=sandbox)
+        )
         assert (await stub.ReadFile(pb.ReadFileRequest(path=inside, sandbox=sandbox))).data == b"ok"
-        await stub.MakeDirectory(pb.MakeDirectoryRequest(
-            path=str(ws / "d" / "e"), parents=True, sandbox=sandbox))
-        await stub.Rename(pb.RenameRequest(
-            from_path=inside, to_path=str(ws / "b.txt"), sandbox=sandbox))
+        await stub.MakeDirectory(
+            pb.MakeDirectoryRequest(path=str(ws / "d" / "e"), parents=True, sandbox=sandbox)
+        )
+        await stub.Rename(
+            pb.RenameRequest(from_path=inside, to_path=str(ws / "b.txt"), sandbox=sandbox)
+        )
         st = await stub.Stat(pb.StatRequest(path=str(ws / "b.txt"), sandbox=sandbox))
         assert st.exists and st.size == 2
         target = str(outside / "new.txt")
@@ -126,21 +130,27 @@ def test_mutating_file_operations_are_confined_to_the_writable_roots(tmp_path: P
         for path in (str(ws / "final"), str(outside / "secret")):
             reply = await stub.ReadFile(pb.ReadFileRequest(path=path, sandbox=sandbox))
             assert reply.data == b"keep"
-        st = await stub.Stat(pb.StatRequest(
-            path=str(ws / "final"), follow_symlinks=True, sandbox=sandbox))
+        st = await stub.Stat(
+            pb.StatRequest(path=str(ws / "final"), follow_symlinks=True, sandbox=sandbox)
+        )
         assert st.exists and st.size == 4
-        await denied("MakeDirectory", pb.MakeDirectoryRequest(
-            path=str(ws / "escape" / "d"), sandbox=sandbox))
-        await denied("Rename", pb.RenameRequest(
-            from_path=str(ws / "b.txt"), to_path=target, sandbox=sandbox))
+        await denied(
+            "MakeDirectory", pb.MakeDirectoryRequest(path=str(ws / "escape" / "d"), sandbox=sandbox)
+        )
+        await denied(
+            "Rename", pb.RenameRequest(from_path=str(ws / "b.txt"), to_path=target, sandbox=sandbox)
+        )
         await denied("Remove", pb.RemoveRequest(path=str(outside / "secret"), sandbox=sandbox))
         # read-only: every mutation is refused, even inside the workspace; reads are not.
-        await denied("WriteFile", pb.WriteFileRequest(
-            path=str(ws / "c.txt"), data=b"x", sandbox=RO))
+        await denied(
+            "WriteFile", pb.WriteFileRequest(path=str(ws / "c.txt"), data=b"x", sandbox=RO)
+        )
         await denied("MakeDirectory", pb.MakeDirectoryRequest(path=str(ws / "ro"), sandbox=RO))
         await denied("Remove", pb.RemoveRequest(path=str(ws / "b.txt"), sandbox=RO))
-        await denied("Rename", pb.RenameRequest(
-            from_path=str(ws / "b.txt"), to_path=str(ws / "c.txt"), sandbox=RO))
+        await denied(
+            "Rename",
+            pb.RenameRequest(from_path=str(ws / "b.txt"), to_path=str(ws / "c.txt"), sandbox=RO),
+        )
         ro_read = await stub.ReadFile(pb.ReadFileRequest(path=str(ws / "b.txt"), sandbox=RO))
         assert ro_read.data == b"ok"
         assert (await stub.Stat(pb.StatRequest(path="/", sandbox=RO))).exists
@@ -205,8 +215,11 @@ def test_start_stream_paces_the_process_instead_of_losing_output() -> None:
         assert len(output_of(events)) == size
         # Every seq is delivered once: output, exited (possibly before the last output) and
         # closed together count 1..N without holes.
-        seqs = sorted(getattr(e, k).seq for e, k in zip(events, kinds(events), strict=True)
-                      if k in ("output", "exited", "closed"))
+        seqs = sorted(
+            getattr(e, k).seq
+            for e, k in zip(events, kinds(events), strict=True)
+            if k in ("output", "exited", "closed")
+        )
         assert seqs == list(range(1, len(seqs) + 1))
 
     run(body)
@@ -256,11 +269,16 @@ def test_arg0_and_tty_take_the_supervised_path() -> None:
     run(body)
 
 
-def test_output_queued_for_a_slow_live_consumer_is_not_cut_at_exit() -> None:
+def test_output_queued_for_a_slow_live_consumer_is_not_cut_at_exit(tmp_path: Path) -> None:
     # Beyond what gRPC's windows absorb, ~2 MiB (pipe, read buffer) must still pass the
-    # paced pump when `head` exits; at 0.03 s per 256 KiB message that takes far longer
-    # than the drain bound.
+    # paced pump when `head` exits; at 0.06 s per 256 KiB message that takes far longer
+    # than the drain bound. The daemon runs as its own process (as in production), so a
+    # busy test process cannot starve it or the other way round.
     size = 12 * 1024 * 1024
+    config = tmp_path / "execserver.toml"
+    # exit_drain_ms is far below the ~3 s the paced reader needs; the stall bound is
+    # generous: this test is about the drain, not about stalls on a busy box.
+    config.write_text("exit_drain_ms = 1000\nslow_consumer_stall_ms = 10000\n")
 
     async def body(stub: Any) -> None:
         call = stub.Start(start_request(["head", "-c", str(size), "/dev/zero"]))
@@ -277,7 +295,9 @@ def test_output_queued_for_a_slow_live_consumer_is_not_cut_at_exit() -> None:
         summary = [k for i, k in enumerate(kinds_seen) if k != "output" or i == 0]
         assert received == size and "gap" not in kinds_seen and kinds_seen[-1] == "closed", summary
 
-    # A generous stall bound: this test is about the drain, not about stalls on a busy box.
-    # exit_drain_ms is still far below the ~3 s the paced reader needs, but leaves room for
-    # scheduling delays on a loaded 2-core box.
-    run(body, exit_drain_ms=1_000, slow_consumer_stall_ms=10_000)
+    async def main(target: str) -> None:
+        async with exec_stub(target) as stub:
+            await asyncio.wait_for(body(stub), 60)
+
+    with daemon_subprocess(["--config", str(config)]) as daemon:
+        asyncio.run(main(daemon.target))
