@@ -166,7 +166,8 @@ network_rule(host="y.test", protocol="http", decision="allow", justification="y"
     ]
     assert policy.network_rules[0].protocol is NetworkProtocol.HTTPS
     assert policy.network_rules[1].decision is Decision.FORBIDDEN
-    assert policy.compiled_network_domains() == (("y.test",), ("x.test",))
+    # A prompt rule leaves an earlier allow of the same host in force (Codex: Prompt => {}).
+    assert policy.compiled_network_domains() == (("api.example.com", "y.test"), ("x.test",))
 
 
 def test_several_files_form_one_policy_in_order() -> None:

@@ -104,10 +104,13 @@ def allocate_process_id(
 ) -> int:
     """A fresh process id: `max(reserved) + 1` (or 1000) in tests, else random and unused.
 
+    Deterministic ids never fall below 1000 (Codex: `max(m, 999) + 1`).
+
     `randint(low, high_exclusive)` is the caller's randomness (so this stays pure).
     """
     if deterministic:
-        return max(reserved) + 1 if reserved else PROCESS_ID_RANGE[0]
+        low = PROCESS_ID_RANGE[0]
+        return max(max(reserved), low - 1) + 1 if reserved else low
     if randint is None:
         raise ValueError("random process ids need a randint source")
     low, high = PROCESS_ID_RANGE

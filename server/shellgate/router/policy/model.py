@@ -171,9 +171,13 @@ class Policy:
         return Policy((*self.rules, rule), self.network_rules, self.host_executables)
 
     def compiled_network_domains(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(allowed, denied) hosts in definition order; the last rule per host wins."""
+        """(allowed, denied) hosts in definition order; the last allow/deny per host wins."""
         last: dict[str, Decision] = {}
         for rule in self.network_rules:
+            if rule.decision is Decision.PROMPT:
+                # Codex leaves both lists untouched for a prompt rule: an earlier
+                # allow or deny of the same host stays in force.
+                continue
             last.pop(rule.host, None)  # re-insert so the order follows the latest definition
             last[rule.host] = rule.decision
         allowed = tuple(h for h, d in last.items() if d is Decision.ALLOW)
