@@ -216,10 +216,15 @@ def create_env(
 
 
 def inject_permission_profile_env(
-    env: Mapping[str, str], active_profile: str | None
+    env: Mapping[str, str], active_profile: str | None, platform: str = "unix"
 ) -> dict[str, str]:
     """Replace `CODEX_PERMISSION_PROFILE` with the active named profile, if any."""
-    out = {k: v for k, v in env.items() if k != CODEX_PERMISSION_PROFILE_ENV_VAR}
+    out = dict(env)
+    if _is_windows(platform):
+        # Windows names are case-insensitive: a differently cased key is the same variable.
+        _remove_ignoring_case(out, [CODEX_PERMISSION_PROFILE_ENV_VAR])
+    else:
+        out.pop(CODEX_PERMISSION_PROFILE_ENV_VAR, None)
     if active_profile is not None:
         out[CODEX_PERMISSION_PROFILE_ENV_VAR] = active_profile
     return out

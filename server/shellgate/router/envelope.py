@@ -124,7 +124,7 @@ def _cached_env(
     if unified:
         # After §A.2 and before the permission-profile injection (spec 03 §A.3).
         env = apply_unified_exec_env(env)
-    return tuple(inject_permission_profile_env(env, active_profile).items())
+    return tuple(inject_permission_profile_env(env, active_profile, platform).items())
 
 
 @dataclass(frozen=True)

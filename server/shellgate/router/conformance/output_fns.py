@@ -157,7 +157,7 @@ FUNCTIONS: dict[str, EvalFn] = {
     "process_id_to_prune": _prune,
     "create_env": _create_env,
     "inject_permission_profile_env": lambda inp: envp.inject_permission_profile_env(
-        inp.get("env") or {}, inp.get("active_profile")
+        inp.get("env") or {}, inp.get("active_profile"), inp.get("platform") or "unix"
     ),
     "apply_unified_exec_env": lambda env: envp.apply_unified_exec_env(env or {}),
     "exec_server_child_env": _child_env,
