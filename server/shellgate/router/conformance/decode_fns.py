@@ -142,7 +142,9 @@ def _sandbox(data: dict[str, Any]) -> Any:
 
 
 def _login(data: dict[str, Any]) -> Any:
-    out = handler.resolve_login(data.get("login"), bool(data.get("allow_login_shell", True)))
+    # `allow_login_shell` absent or null = not configured = the default `true` (spec 01 §3).
+    allow = data.get("allow_login_shell")
+    out = handler.resolve_login(data.get("login"), True if allow is None else bool(allow))
     return {"error": out.text} if isinstance(out, decode.ToolError) else {"use_login": out}
 
 
