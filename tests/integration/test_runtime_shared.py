@@ -22,8 +22,8 @@ from shellgate.router.runtime.remote_config import RemoteConfig
 from shellgate.v1 import router_pb2
 
 from tests.execserver_harness import Daemon, daemon_subprocess
-from tests.integration.shared_support import REDIS_SERVER, SharedRouter, redis_server, shared_router
-from tests.router_harness import completed, function_item, turn
+from tests.integration.shared_support import REDIS_SERVER, redis_server, shared_router
+from tests.router_harness import Router, completed, function_item, turn
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -51,7 +51,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, P
 @pytest.fixture(scope="module")
 def routers(
     redis_url: str, daemon: tuple[Daemon, Path], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[SharedRouter, SharedRouter]]:
+) -> Iterator[tuple[Router, Router]]:
     """Routers A and B, same config (a `prompt` rule for `touch`), state in Redis."""
     d, tokens = daemon
     rules = tmp_path_factory.mktemp("rules")
@@ -75,7 +75,7 @@ def routers(
 
 
 def run(
-    router: SharedRouter,
+    router: Router,
     name: str,
     args: Mapping[str, object],
     call_id: str,
@@ -86,13 +86,15 @@ def run(
     if name != "write_stdin":
         args = {"login": False, **args}
     request = router_pb2.ExecuteRequest(
-        thread_id=thread, turn=turn(environment_id=env), item=function_item(name, dict(args), call_id)
+        thread_id=thread,
+        turn=turn(environment_id=env),
+        item=function_item(name, dict(args), call_id),
     )
     return list(router.stub.Execute(request, timeout=30))
 
 
 def resume(
-    router: SharedRouter, thread: str, approval_id: str, decision: Any
+    router: Router, thread: str, approval_id: str, decision: Any
 ) -> list[router_pb2.ExecuteResponse]:
     """All events of a resumed call."""
     request = router_pb2.ExecuteRequest(
@@ -107,7 +109,7 @@ def body(events: list[router_pb2.ExecuteResponse]) -> str:
 
 
 def test_remote_session_moves_between_routers(
-    routers: tuple[SharedRouter, SharedRouter],
+    routers: tuple[Router, Router],
 ) -> None:
     a, b = routers
     started = completed(run(a, "exec_command",
@@ -141,7 +143,7 @@ def test_remote_session_moves_between_routers(
 
 
 def test_local_sessions_stay_with_their_router(
-    routers: tuple[SharedRouter, SharedRouter],
+    routers: tuple[Router, Router],
 ) -> None:
     a, b = routers
     started = completed(run(a, "exec_command", {"cmd": "sleep 20", "yield_time_ms": 250},
@@ -155,7 +157,7 @@ def test_local_sessions_stay_with_their_router(
 
 
 def test_session_approval_is_honoured_on_the_other_router(
-    routers: tuple[SharedRouter, SharedRouter], daemon: tuple[Daemon, Path]
+    routers: tuple[Router, Router], daemon: tuple[Daemon, Path]
 ) -> None:
     a, b = routers
     cmd = {"cmd": "touch approved.txt"}
@@ -178,7 +180,7 @@ def test_session_approval_is_honoured_on_the_other_router(
 
 
 def test_end_thread_on_b_ends_sessions_started_on_a(
-    routers: tuple[SharedRouter, SharedRouter], redis_url: str
+    routers: tuple[Router, Router], redis_url: str
 ) -> None:
     a, b = routers
     tid = "shared-end"
@@ -200,9 +202,7 @@ def test_end_thread_on_b_ends_sessions_started_on_a(
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_keys_expire_with_the_idle_ttl(
-    routers: tuple[SharedRouter, SharedRouter], redis_url: str
-) -> None:
+def test_keys_expire_with_the_idle_ttl(routers: tuple[Router, Router], redis_url: str) -> None:
     a, b = routers
     tid = "shared-expiry"
     cmd = {"cmd": "touch expiry.txt"}
