@@ -39,13 +39,13 @@ SHELL_TYPES = {
     "sh": shell_pb.SHELL_TYPE_SH,
     "cmd": shell_pb.SHELL_TYPE_CMD,
 }
-_INHERIT = {
+INHERIT = {
     shell_pb.SHELL_ENVIRONMENT_INHERIT_UNSPECIFIED: Inherit.ALL,
     shell_pb.SHELL_ENVIRONMENT_INHERIT_ALL: Inherit.ALL,
     shell_pb.SHELL_ENVIRONMENT_INHERIT_CORE: Inherit.CORE,
     shell_pb.SHELL_ENVIRONMENT_INHERIT_NONE: Inherit.NONE,
 }
-_SANDBOX_MODES = {
+SANDBOX_MODES = {
     shell_pb.SANDBOX_MODE_UNSPECIFIED: SandboxMode.NONE,
     shell_pb.SANDBOX_MODE_NONE: SandboxMode.NONE,
     shell_pb.SANDBOX_MODE_READ_ONLY: SandboxMode.READ_ONLY,
@@ -61,10 +61,10 @@ _FILE_KINDS = {
 
 def env_policy_from_pb(policy: shell_pb.ShellEnvironmentPolicy) -> ShellEnvironmentPolicy:
     """The domain policy from its wire form."""
-    if policy.inherit not in _INHERIT:
+    if policy.inherit not in INHERIT:
         raise InvalidArgumentError("env_policy.inherit is not a known value")
     return ShellEnvironmentPolicy.build(
-        inherit=_INHERIT[policy.inherit],
+        inherit=INHERIT[policy.inherit],
         ignore_default_excludes=policy.ignore_default_excludes,
         exclude=list(policy.exclude),
         set_vars=dict(policy.set),
@@ -74,10 +74,10 @@ def env_policy_from_pb(policy: shell_pb.ShellEnvironmentPolicy) -> ShellEnvironm
 
 def sandbox_from_pb(request: shell_pb.SandboxRequest) -> SandboxSpec:
     """The domain sandbox spec from its wire form."""
-    if request.mode not in _SANDBOX_MODES:
+    if request.mode not in SANDBOX_MODES:
         raise InvalidArgumentError("sandbox.mode is not a known value")
     return SandboxSpec(
-        _SANDBOX_MODES[request.mode], tuple(request.writable_roots), request.network_access
+        SANDBOX_MODES[request.mode], tuple(request.writable_roots), request.network_access
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shellgate.execserver.auth import LOCAL_CALLER, Authenticator, load_tokens
+from shellgate.execserver.convert import SHELL_TYPES
 from shellgate.router.apply_patch import PatchFileSystem
 from shellgate.router.config import RouterConfig
 from shellgate.router.environments import ReportedShell
@@ -34,18 +35,12 @@ from shellgate.router.runtime.remote_fs import RemoteFileSystem
 from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
 from shellgate.router.shells import HostShellFacts
 from shellgate.router.wire_turn import EnvironmentView, TurnInputs, router_turn
-from shellgate.v1 import common_pb2, shell_pb2
+from shellgate.v1 import common_pb2
 
 VERSION = "0.1.0"
 # Shown for a remote environment whose daemon could not be reached (see environment_views).
 UNREACHABLE_SHELL = ReportedShell("sh", "/bin/sh")
-_SHELL_NAMES = {
-    shell_pb2.SHELL_TYPE_ZSH: "zsh",
-    shell_pb2.SHELL_TYPE_BASH: "bash",
-    shell_pb2.SHELL_TYPE_POWERSHELL: "powershell",
-    shell_pb2.SHELL_TYPE_SH: "sh",
-    shell_pb2.SHELL_TYPE_CMD: "cmd",
-}
+_SHELL_NAMES = {wire: name for name, wire in SHELL_TYPES.items()}
 # Converted turns kept per (thread, wire turn, environment views, caller's environments):
 # a client sends the same TurnContext with every call of a turn, and the conversion is pure.
 TURN_CACHE_SIZE = 256

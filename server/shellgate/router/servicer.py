@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-from shellgate.execserver.backends.base import Stream
 from shellgate.execserver.boundary import streaming, unary
+from shellgate.execserver.convert import STREAMS
 from shellgate.router.app import VERSION, Caller, RouterApp
 from shellgate.router.decode import PayloadKind, ToolCall, ToolName
 from shellgate.router.errors import InvalidArgument
@@ -51,11 +51,6 @@ _DECISIONS = {
     router_pb2.APPROVAL_DECISION_ABORT: ApprovalDecision.ABORT,
 }
 _DECISIONS_PB = {v: k for k, v in _DECISIONS.items()}
-_STREAMS = {
-    Stream.STDOUT: exec_pb2.OUTPUT_STREAM_STDOUT,
-    Stream.STDERR: exec_pb2.OUTPUT_STREAM_STDERR,
-    Stream.PTY: exec_pb2.OUTPUT_STREAM_PTY,
-}
 _KINDS = {
     "exec_policy": router_pb2.APPROVAL_KIND_EXEC_POLICY,
     "sandbox_retry": router_pb2.APPROVAL_KIND_SANDBOX_RETRY,
@@ -116,7 +111,7 @@ def event_pb(event: ExecuteEvent) -> router_pb2.ExecuteResponse:
         response = router_pb2.ExecuteResponse()
         output = response.output
         output.element_index = event.element_index
-        output.stream = _STREAMS[event.stream]
+        output.stream = STREAMS[event.stream]
         output.seq = event.seq
         output.data = event.data
         return response

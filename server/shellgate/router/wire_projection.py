@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable
 
 from google.protobuf import json_format
+from shellgate.execserver.convert import SHELL_TYPES
 from shellgate.router.apply_patch import (
     AddFile,
     ApplyPatchAction,
@@ -42,13 +43,6 @@ from shellgate.router.projection import (
 from shellgate.router.segments import ScriptCommand
 from shellgate.v1 import common_pb2, projection_pb2, shell_pb2
 
-_SHELL_TYPES = {
-    "zsh": shell_pb2.SHELL_TYPE_ZSH,
-    "bash": shell_pb2.SHELL_TYPE_BASH,
-    "powershell": shell_pb2.SHELL_TYPE_POWERSHELL,
-    "sh": shell_pb2.SHELL_TYPE_SH,
-    "cmd": shell_pb2.SHELL_TYPE_CMD,
-}
 _SHELL_MODES = {"direct": shell_pb2.SHELL_MODE_DIRECT, "zsh_fork": shell_pb2.SHELL_MODE_ZSH_FORK}
 _PAYLOADS = {
     "function": projection_pb2.PAYLOAD_KIND_FUNCTION,
@@ -315,7 +309,7 @@ def command_pb(e: CommandElement) -> projection_pb2.HandlerCommandProjection:
     return projection_pb2.HandlerCommandProjection(
         handler_argv=list(h.argv),
         shell=shell_pb2.ShellInfo(
-            type=_SHELL_TYPES.get(h.shell_type.value, shell_pb2.SHELL_TYPE_UNSPECIFIED),
+            type=SHELL_TYPES.get(h.shell_type.value, shell_pb2.SHELL_TYPE_UNSPECIFIED),
             path=h.shell_path,
         ),
         login=h.login,

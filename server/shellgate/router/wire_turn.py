@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from shellgate.execserver.convert import INHERIT
 from shellgate.execserver.env_policy import ShellEnvironmentPolicy
 from shellgate.router.approval_policy import ApprovalMode, ApprovalPolicy, GranularApproval
 from shellgate.router.config import TurnDefaults
@@ -48,10 +49,11 @@ _SHELL_TOOL_NAMES = {
     common_pb2.MODEL_SHELL_TOOL_TYPE_DISABLED: "disabled",
     common_pb2.MODEL_SHELL_TOOL_TYPE_SHELL_COMMAND: "shell_command",
 }
+# Unset inherit means "the configured default", not the daemon's default (all).
 _INHERIT_NAMES = {
-    shell_pb2.SHELL_ENVIRONMENT_INHERIT_ALL: "all",
-    shell_pb2.SHELL_ENVIRONMENT_INHERIT_CORE: "core",
-    shell_pb2.SHELL_ENVIRONMENT_INHERIT_NONE: "none",
+    wire: str(inherit)
+    for wire, inherit in INHERIT.items()
+    if wire != shell_pb2.SHELL_ENVIRONMENT_INHERIT_UNSPECIFIED
 }
 _ACCESS_NAMES = {
     common_pb2.FILE_SYSTEM_ACCESS_READ: "read",

@@ -11,6 +11,7 @@ from typing import Any
 import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from shellgate.execserver import convert
 from shellgate.execserver.backends.base import (
     ExitStatus,
     OutputChunk,
@@ -36,26 +37,18 @@ _EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
 
 __all__ = ["RemoteConfig", "RemoteEnvironment", "RemoteProcess"]
 
-_STREAMS = {
-    exec_pb2.OUTPUT_STREAM_STDOUT: Stream.STDOUT,
-    exec_pb2.OUTPUT_STREAM_STDERR: Stream.STDERR,
-    exec_pb2.OUTPUT_STREAM_PTY: Stream.PTY,
-}
-_SIGNALS = {
-    Signal.INTERRUPT: exec_pb2.PROCESS_SIGNAL_INTERRUPT,
-    Signal.TERMINATE: exec_pb2.PROCESS_SIGNAL_TERMINATE,
-    Signal.KILL: exec_pb2.PROCESS_SIGNAL_KILL,
-    Signal.HANGUP: exec_pb2.PROCESS_SIGNAL_HANGUP,
-}
+# The inverses of the daemon's wire tables (shellgate.execserver.convert is their one home).
+_STREAMS = {wire: stream for stream, wire in convert.STREAMS.items()}
+_SIGNALS = {sig: wire for wire, sig in convert.SIGNALS.items()}
 _SANDBOX_MODES = {
-    SandboxMode.NONE: shell_pb2.SANDBOX_MODE_NONE,
-    SandboxMode.READ_ONLY: shell_pb2.SANDBOX_MODE_READ_ONLY,
-    SandboxMode.WORKSPACE_WRITE: shell_pb2.SANDBOX_MODE_WORKSPACE_WRITE,
+    mode: wire
+    for wire, mode in convert.SANDBOX_MODES.items()
+    if wire != shell_pb2.SANDBOX_MODE_UNSPECIFIED
 }
 _INHERIT = {
-    "all": shell_pb2.SHELL_ENVIRONMENT_INHERIT_ALL,
-    "core": shell_pb2.SHELL_ENVIRONMENT_INHERIT_CORE,
-    "none": shell_pb2.SHELL_ENVIRONMENT_INHERIT_NONE,
+    str(inherit): wire
+    for wire, inherit in convert.INHERIT.items()
+    if wire != shell_pb2.SHELL_ENVIRONMENT_INHERIT_UNSPECIFIED
 }
 
 
