@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -154,3 +155,44 @@ def test_the_group_guardian_ends_with_an_in_process_daemon() -> None:
 
     pid = asyncio.run(main())
     assert not Path(f"/proc/{pid}").exists()
+
+
+def _guardian_pid(daemon_pid: int) -> int | None:
+    children = Path(f"/proc/{daemon_pid}/task/{daemon_pid}/children").read_text().split()
+    for child in children:
+        with contextlib.suppress(OSError):
+            if b"_guardian.py" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return int(child)
+    return None
+
+
+@pytest.mark.allow_orphans
+def test_a_killed_guardian_is_replaced_and_still_covers_running_groups(
+    orphan_sweep: str,
+) -> None:
+    # The guardian is the only parent-death mechanism: if it dies, the daemon starts a new
+    # one and registers every live group again, so a later daemon crash still kills them.
+    with daemon_subprocess() as d:
+
+        async def start() -> None:
+            async with exec_stub(d.target) as stub:
+                script = "(trap '' TERM HUP INT; exec sleep 60) >/dev/null 2>&1 & exec sleep 60"
+                call = stub.Start(start_request(["sh", "-c", script], detach=True))
+                assert (await call.read()).event.WhichOneof("event") == "started"
+                call.cancel()
+
+        asyncio.run(start())
+        first = _guardian_pid(d.proc.pid)
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        second = _guardian_pid(d.proc.pid)
+        while (second is None or second == first) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            second = _guardian_pid(d.proc.pid)
+        assert second is not None and second != first
+        time.sleep(0.2)  # the replacement reads its registrations in batches
+        assert len([p for p in marked_pids(orphan_sweep) if p != d.proc.pid]) == 2
+        os.kill(d.proc.pid, signal.SIGKILL)
+        d.proc.wait()
+        assert _wait_gone(orphan_sweep, 5.0) == []

@@ -2,26 +2,42 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 _SCRIPT = str(Path(__file__).with_name("_guardian.py"))
+log = logging.getLogger(__name__)
 
 
 class GroupGuardian:
-    """Registers process groups with a long-lived guardian process (started lazily, once).
+    """Registers process groups with a long-lived guardian process (started lazily).
 
     The guardian holds the read end of a pipe whose only write end lives in this process;
     when the daemon dies for any reason, the kernel closes that end and the guardian
-    SIGKILLs every group still registered, grandchildren included.
+    SIGKILLs every group still registered, grandchildren included. This is the only
+    parent-death mechanism: a per-child PR_SET_PDEATHSIG needs an extra exec per spawn and
+    covers only the direct child. So the guardian itself is watched: if it dies, a new one
+    is started at once (from the event loop, or at the next registration) and given every
+    group still registered.
     """
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
         self._write_fd: int | None = None
+        self._groups: set[int] = set()
+        self._watch: tuple[asyncio.AbstractEventLoop, int] | None = None
+        self._closed = False
+        self.restarts = 0
+
+    @property
+    def pid(self) -> int | None:
+        """The current guardian's pid (None before the first registration)."""
+        return self._proc.pid if self._proc is not None else None
 
     def _ensure(self) -> int | None:
         if self._write_fd is not None:
@@ -45,27 +61,86 @@ class GroupGuardian:
         finally:
             os.close(read_fd)
         self._write_fd = write_fd
+        self._watch_exit()
+        if self._groups:
+            # A replacement guardian: protect again everything the dead one knew about.
+            with contextlib.suppress(OSError):
+                os.write(write_fd, "".join(f"+{g}\n" for g in self._groups).encode())
         return write_fd
+
+    def _watch_exit(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (tests, shutdown): the next registration notices instead
+        assert self._proc is not None
+        try:
+            pidfd = os.pidfd_open(self._proc.pid)
+        except OSError:
+            return
+        self._watch = (loop, pidfd)
+        loop.add_reader(pidfd, self._guardian_exited)
+
+    def _unwatch(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            loop, pidfd = watch
+            with contextlib.suppress(Exception):
+                loop.remove_reader(pidfd)
+            os.close(pidfd)
+
+    def _guardian_exited(self) -> None:
+        self._unwatch()
+        if not self._closed:
+            self._restart("exited")
+
+    def _restart(self, why: str) -> None:
+        fd, self._write_fd = self._write_fd, None
+        if fd is not None:
+            os.close(fd)
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=1)
+        self.restarts += 1
+        log.warning(
+            "group guardian %s (%s); starting a new one for %d groups",
+            why, proc.returncode if proc is not None else "?", len(self._groups),
+        )  # fmt: skip
+        self._ensure()
 
     def _send(self, line: str) -> None:
         fd = self._ensure()
         if fd is None:
             return
         # A few bytes on a pipe the guardian drains continuously: this never blocks long.
-        with contextlib.suppress(OSError):
+        try:
             os.write(fd, line.encode())
+        except BrokenPipeError:
+            # The guardian died before its exit was noticed: the restart re-sends all.
+            self._unwatch()
+            self._restart("is gone")
+        except OSError:
+            pass
 
     def register(self, pgid: int) -> None:
         """Protect a group: it is SIGKILLed if the daemon dies before unregister."""
+        self._groups.add(pgid)
         self._send(f"+{pgid}\n")
 
     def unregister(self, pgid: int) -> None:
         """The group is gone (its id may be reused): stop protecting it."""
+        self._groups.discard(pgid)
         if self._write_fd is not None:
             self._send(f"-{pgid}\n")
 
+    def detach_loop(self) -> None:
+        """Stop watching the guardian from the event loop (call on the loop before close)."""
+        self._unwatch()
+
     def close(self) -> None:
         """Close the pipe (the guardian kills what is still registered) and reap it."""
+        self._closed = True
         fd, self._write_fd = self._write_fd, None
         if fd is not None:
             os.close(fd)

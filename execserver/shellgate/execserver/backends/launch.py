@@ -1,4 +1,4 @@
-"""How a local child is exec'd: parent-death signal and session set up without preexec_fn."""
+"""How a local child is exec'd: its own session set up without preexec_fn or extra execs."""
 
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ class Launch:
 
 
 @lru_cache(maxsize=1)
-def _helpers() -> tuple[str | None, str | None]:
-    """util-linux `setpriv` and `setsid` when present (looked up once)."""
-    return shutil.which("setpriv"), shutil.which("setsid")
+def _setsid() -> str | None:
+    """util-linux `setsid` when present (looked up once)."""
+    return shutil.which("setsid")
 
 
 def _runnable(candidate: str) -> bool | None:
@@ -84,22 +84,33 @@ def check_spawnable(request: SpawnRequest) -> None:
     raise SpawnError(f"{os.strerror(code)}: {program!r}", code)
 
 
-def plan_launch(request: SpawnRequest, status_fd: int, daemon_pid: int) -> Launch:
-    """The cheapest launch that keeps the guarantees (own session, parent-death KILL).
+def needs_shim(request: SpawnRequest) -> bool:
+    """Only a PTY child with a custom arg0, or without util-linux `setsid`, needs the shim."""
+    custom_arg0 = request.arg0 is not None and request.arg0 != request.argv[0]
+    return request.tty and (custom_arg0 or _setsid() is None)
 
-    Pipes: Popen's C-level setsid, exec'd through `setpriv --pdeathsig KILL`. PTY: `setsid
-    --ctty` also takes the terminal on fd 0 (it must not already lead a group, or it forks).
-    A custom arg0 or missing helpers fall back to the Python shim (slower, same guarantees).
+
+def plan_launch(request: SpawnRequest, status_fd: int, daemon_pid: int) -> Launch:
+    """The cheapest launch that gives the child its own session and process group.
+
+    Pipes: Popen's C-level setsid and a vfork straight into the program (a custom arg0 is
+    Popen's `executable`). PTY: `setsid --ctty` also takes the terminal on fd 0 (it must
+    not already lead a group, or it forks). A PTY child with a custom arg0, or on a host
+    without `setsid`, goes through the Python shim (slower, same guarantees). No parent-death exec
+    wrapper: it cost a whole exec per spawn and only covers the direct child, while the
+    group guardian covers the whole group (see guardian.py).
     """
-    setpriv, setsid = _helpers()
     argv = list(request.argv)
     custom_arg0 = request.arg0 is not None and request.arg0 != argv[0]
-    if setpriv and (setsid or not request.tty) and not custom_arg0:
-        prefix = [setpriv, "--pdeathsig", "KILL", "--"]
-        if request.tty:
-            assert setsid is not None
-            return Launch([*prefix, setsid, "--ctty", "--", *argv], None, False, False)
-        return Launch([*prefix, *argv], None, True, False)
+    if not request.tty:
+        if custom_arg0:
+            assert request.arg0 is not None
+            return Launch([request.arg0, *argv[1:]], argv[0], True, False)
+        return Launch(argv, None, True, False)
+    setsid = _setsid()
+    if not needs_shim(request):
+        assert setsid is not None
+        return Launch([setsid, "--ctty", "--", *argv], None, False, False)
     shim = [sys.executable, "-I", "-S", _SHIM, str(status_fd), str(daemon_pid)]
     shim += ["1" if request.tty else "0", "--", argv[0], request.arg0 or argv[0], *argv[1:]]
     return Launch(shim, None, False, True)

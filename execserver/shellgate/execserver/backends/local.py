@@ -22,7 +22,12 @@ from shellgate.execserver.backends.base import (
 from shellgate.execserver.backends.fdio import read_chunks, write_all
 from shellgate.execserver.backends.fdoutput import FdOutput
 from shellgate.execserver.backends.guardian import GroupGuardian
-from shellgate.execserver.backends.launch import Launch, check_spawnable, plan_launch
+from shellgate.execserver.backends.launch import (
+    Launch,
+    check_spawnable,
+    needs_shim,
+    plan_launch,
+)
 from shellgate.execserver.backends.procgroup import group_members, kill_group, signal_group
 from shellgate.execserver.config import ProcessLimits
 from shellgate.execserver.errors import (
@@ -196,9 +201,10 @@ class LocalBackend:
         if not request.argv:
             raise SpawnError("argv must not be empty", 0)
         check_spawnable(request)
-        status_r, status_w = os.pipe2(os.O_CLOEXEC)
+        # The status pipe only serves the Python shim (rare: a PTY without util-linux).
+        status_r, status_w = os.pipe2(os.O_CLOEXEC) if needs_shim(request) else (-1, -1)
         launch = plan_launch(request, status_w, os.getpid())
-        fds_to_close = [status_w]
+        fds_to_close = [status_w] if launch.shim else []
         master: int | None = None
         stdin_parent: int | None = None
         out: list[tuple[int, Stream]] = []
@@ -224,7 +230,8 @@ class LocalBackend:
         except BaseException:
             for fd, _ in out:
                 os.close(fd)
-            os.close(status_r)
+            if launch.shim:
+                os.close(status_r)
             if stdin_parent is not None:
                 os.close(stdin_parent)
             raise
@@ -245,8 +252,6 @@ class LocalBackend:
                 number, _, text = detail.partition(" ")
                 raise SpawnError(text, int(number) if number.isdigit() else 0)
             child_pid = int(status[3:])
-        else:
-            os.close(status_r)
         proc = LocalProcess(
             popen, child_pid, out, stdin_parent, master, self._limits, self._released
         )
@@ -277,13 +282,10 @@ class LocalBackend:
         self, launch: Launch, stdio: tuple[int, int, int], request: SpawnRequest, status_w: int
     ) -> subprocess.Popen[bytes]:
         # Spawned right here on the loop thread, not on a worker. The child is vforked, so
-        # Popen returns once it has exec'd (about a millisecond of the loop's time here),
+        # Popen returns once it has exec'd (well under a millisecond of the loop's time),
         # whereas a worker needs the GIL back after each of Popen's blocking steps and, with
-        # the loop busy, waits up to a switch interval (5 ms) for it every time: with 64
-        # concurrent Starts a Popen took 3.4 ms on the worker against 1.0 ms here. The loop
-        # thread also lives as long as the daemon, which PR_SET_PDEATHSIG (tied to the
-        # forking *thread*) needs. Synchronous, so a cancelled Start cannot leave a child
-        # half-registered.
+        # the loop busy, waits up to a switch interval (5 ms) for it every time. Synchronous,
+        # so a cancelled Start cannot leave a child half-registered.
         try:
             return self._popen(launch, stdio, request, status_w)
         except OSError as exc:
@@ -306,6 +308,7 @@ class LocalBackend:
         """Terminate every process started here, then let the guardian go."""
         live, self._live = list(self._live), set()
         await asyncio.gather(*(p.terminate() for p in live), return_exceptions=True)
+        self._guardian.detach_loop()
         await asyncio.to_thread(self._guardian.close)
 
 
