@@ -107,6 +107,15 @@ def _guard(handler: Any, method: str) -> Any:
 class DecodeGuardInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     """Deserialize requests inside the handler so bad bytes get INVALID_ARGUMENT."""
 
+    # Known methods only (unknown ones never get here), so this stays small; the bound is
+    # a backstop.
+    _CACHE_MAX = 512
+
+    def __init__(self) -> None:
+        # method -> (the server's handler, its guarded twin): the server hands out the same
+        # handler object on every call, so the wrapping is built once per method, not per call.
+        self._guarded: dict[str, tuple[Any, Any]] = {}
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
@@ -116,4 +125,12 @@ class DecodeGuardInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-a
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
-        return _guard(handler, str(handler_call_details.method))
+        method = str(handler_call_details.method)
+        known = self._guarded.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        guarded = _guard(handler, method)
+        if len(self._guarded) >= self._CACHE_MAX:
+            self._guarded.clear()
+        self._guarded[method] = (handler, guarded)
+        return guarded
