@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from shellgate.router.approval_policy import SandboxPermissions
+from shellgate.router.json_cursor import I32_MAX, I32_MIN, U64_MAX
 from shellgate.router.json_decode import (
     MISSING,
     Decoder,
@@ -32,6 +33,16 @@ from shellgate.router.json_decode import (
     de_value,
     peek_invalid_type,
     peek_value,
+)
+from shellgate.router.json_fast import (
+    Slow,
+    fast_bool,
+    fast_enum,
+    fast_int,
+    fast_null,
+    fast_option,
+    fast_string,
+    fast_strings,
 )
 from shellgate.router.workdir import join_path
 
@@ -135,6 +146,15 @@ def de_command(r: Reader) -> str | tuple[str, ...]:
     return tuple(items)
 
 
+def fast_command(value: Any) -> str | tuple[str, ...]:
+    """`de_command` over a parsed value (json_fast); only what it accepts unchanged."""
+    if type(value) is str:
+        return value
+    if type(value) is not list or not value or not all(type(v) is str and v for v in value):
+        raise Slow
+    return tuple(value)
+
+
 def _strings(r: Reader) -> tuple[str, ...]:
     return tuple(de_seq(de_string)(r))
 
@@ -224,6 +244,17 @@ def _opt(decoder: Decoder) -> Decoder:
     return de_option(decoder)
 
 
+# Fast (parsed-value) twins of the field decoders, for json_fast's path.
+_F_STR: Final = fast_option(fast_string)
+_F_BOOL: Final = fast_option(fast_bool)
+_F_U64: Final = fast_int(0, U64_MAX)
+_F_I32: Final = fast_int(I32_MIN, I32_MAX)
+_F_SANDBOX: Final = fast_option(
+    fast_enum([m.value for m in SandboxPermissions], SandboxPermissions)
+)
+_F_STRINGS: Final = fast_option(fast_strings)
+
+
 # --- struct layouts ----------------------------------------------------------------------
 # Layouts are immutable and depend only on the base cwd (the permission-path anchor):
 # build each once instead of twice per call (a few dozen frozen records each time).
@@ -236,25 +267,32 @@ def shell_command_spec(base_cwd: str | None) -> StructSpec:
     return StructSpec(
         "ShellCommandToolCallParams",
         (
-            Field("command", de_command, default=MISSING),
-            Field("workdir", _opt(de_string)),
-            Field("login", _opt(de_bool)),
-            Field("timeout_ms", _opt(de_int("u64")), aliases=("timeout",)),
-            Field("sandbox_permissions", _opt(_sandbox), seq_default=True),
-            Field("prefix_rule", _opt(_strings), seq_default=True),
+            Field("command", de_command, default=MISSING, fast=fast_command),
+            Field("workdir", _opt(de_string), fast=_F_STR),
+            Field("login", _opt(de_bool), fast=_F_BOOL),
             Field(
-                "additional_permissions", additional_permissions_field(base_cwd), seq_default=True
+                "timeout_ms", _opt(de_int("u64")), aliases=("timeout",), fast=fast_option(_F_U64)
             ),
-            Field("justification", _opt(de_string)),
+            Field("sandbox_permissions", _opt(_sandbox), seq_default=True, fast=_F_SANDBOX),
+            Field("prefix_rule", _opt(_strings), seq_default=True, fast=_F_STRINGS),
+            Field(
+                "additional_permissions",
+                additional_permissions_field(base_cwd),
+                seq_default=True,
+                fast=fast_null,
+            ),
+            Field("justification", _opt(de_string), fast=_F_STR),
         ),
     )
 
 
 # Observed: `[]` → "invalid length 0, expected struct ToolEnvironmentArgs with 1 element".
 TOOL_ENVIRONMENT_SPEC: Final = StructSpec(
-    "ToolEnvironmentArgs", (Field("environment_id", _opt(de_string)),)
+    "ToolEnvironmentArgs", (Field("environment_id", _opt(de_string), fast=_F_STR),)
 )
-WORKDIR_SPEC: Final = StructSpec("ExecWorkdirArgs", (Field("workdir", _opt(de_string)),))
+WORKDIR_SPEC: Final = StructSpec(
+    "ExecWorkdirArgs", (Field("workdir", _opt(de_string), fast=_F_STR),)
+)
 
 
 @lru_cache(maxsize=SPEC_CACHE_SIZE)
@@ -263,19 +301,27 @@ def exec_command_spec(base_cwd: str | None) -> StructSpec:
     return StructSpec(
         "ExecCommandArgs",
         (
-            Field("cmd", de_string, default=MISSING),
-            Field("workdir", _opt(de_string), seq_default=True),
-            Field("shell", _opt(de_string), seq_default=True),
-            Field("login", _opt(de_bool), seq_default=True),
-            Field("tty", de_bool, default=False),
-            Field("yield_time_ms", de_int("u64"), default=DEFAULT_EXEC_YIELD_TIME_MS),
-            Field("max_output_tokens", _opt(de_int("usize")), seq_default=True),
-            Field("sandbox_permissions", _opt(_sandbox), seq_default=True),
+            Field("cmd", de_string, default=MISSING, fast=fast_string),
+            Field("workdir", _opt(de_string), seq_default=True, fast=_F_STR),
+            Field("shell", _opt(de_string), seq_default=True, fast=_F_STR),
+            Field("login", _opt(de_bool), seq_default=True, fast=_F_BOOL),
+            Field("tty", de_bool, default=False, fast=fast_bool),
+            Field("yield_time_ms", de_int("u64"), default=DEFAULT_EXEC_YIELD_TIME_MS, fast=_F_U64),
             Field(
-                "additional_permissions", additional_permissions_field(base_cwd), seq_default=True
+                "max_output_tokens",
+                _opt(de_int("usize")),
+                seq_default=True,
+                fast=fast_option(_F_U64),
             ),
-            Field("justification", _opt(de_string), seq_default=True),
-            Field("prefix_rule", _opt(_strings), seq_default=True),
+            Field("sandbox_permissions", _opt(_sandbox), seq_default=True, fast=_F_SANDBOX),
+            Field(
+                "additional_permissions",
+                additional_permissions_field(base_cwd),
+                seq_default=True,
+                fast=fast_null,
+            ),
+            Field("justification", _opt(de_string), seq_default=True, fast=_F_STR),
+            Field("prefix_rule", _opt(_strings), seq_default=True, fast=_F_STRINGS),
         ),
     )
 
@@ -285,14 +331,18 @@ EXEC_KNOWN_KEYS: Final = frozenset(
 )
 
 TERMINAL_SESSION_SPEC: Final = StructSpec(
-    "TerminalSessionArgs", (Field("session_id", de_int("i32"), default=MISSING),)
+    "TerminalSessionArgs", (Field("session_id", de_int("i32"), default=MISSING, fast=_F_I32),)
 )
 WRITE_STDIN_SPEC: Final = StructSpec(
     "WriteStdinArgs",
     (
-        Field("session_id", de_int("i32"), default=MISSING),
-        Field("chars", de_string, default=""),
-        Field("yield_time_ms", de_int("u64"), default=DEFAULT_WRITE_STDIN_YIELD_TIME_MS),
-        Field("max_output_tokens", _opt(de_int("usize")), seq_default=True),
+        Field("session_id", de_int("i32"), default=MISSING, fast=_F_I32),
+        Field("chars", de_string, default="", fast=fast_string),
+        Field(
+            "yield_time_ms", de_int("u64"), default=DEFAULT_WRITE_STDIN_YIELD_TIME_MS, fast=_F_U64
+        ),
+        Field(
+            "max_output_tokens", _opt(de_int("usize")), seq_default=True, fast=fast_option(_F_U64)
+        ),
     ),
 )

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from shellgate.router.json_cursor import JsonError
+from shellgate.router.json_fast import FastDecoder, Slow, loads
 from shellgate.router.json_reader import Reader
 from shellgate.router.json_render import format_float
 from shellgate.router.json_values import (
@@ -85,6 +87,8 @@ class Field:
     default: Any = None
     # Option fields without `#[serde(default)]` are still required in the sequence form.
     seq_default: bool = False
+    # The same decoder over an already parsed value (json_fast); None: exact path only.
+    fast: FastDecoder | None = None
 
     def __post_init__(self) -> None:
         if self.default is not None and self.default is not MISSING:
@@ -97,6 +101,13 @@ class StructSpec:
 
     name: str
     fields: tuple[Field, ...]
+
+    @cached_property
+    def fast_index(self) -> dict[str, Field] | None:
+        """Field by key (name or alias) when every field has a fast decoder, else None."""
+        if any(f.fast is None for f in self.fields):
+            return None
+        return {k: f for f in reversed(self.fields) for k in (f.name, *f.aliases)}
 
     def lookup(self, key: str) -> Field | None:
         """The field a key names (primary name or alias)."""
@@ -171,8 +182,44 @@ def de_struct(spec: StructSpec) -> Callable[[Reader], StructResult]:
     return decode
 
 
+def _fast_struct(text: str, spec: StructSpec) -> StructResult | None:
+    """The object form through json_fast; None whenever only the exact path can answer."""
+    index = spec.fast_index
+    if index is None:
+        return None
+    try:
+        value = loads(text)
+        if type(value) is not dict:
+            return None
+        seen: dict[str, Any] = {}
+        unknown: list[str] = []
+        for key, item in value.items():
+            f = index.get(key)
+            if f is None:
+                unknown.append(key)
+            elif f.name in seen:
+                return None  # a name and its alias: serde's duplicate-field error
+            else:
+                assert f.fast is not None
+                seen[f.name] = f.fast(item)
+    except Slow:
+        return None
+    values: dict[str, Any] = {}
+    for f in spec.fields:
+        if f.name in seen:
+            values[f.name] = seen[f.name]
+        elif f.default is MISSING:
+            return None
+        else:
+            values[f.name] = f.default
+    return StructResult(values, unknown)
+
+
 def decode_struct(text: str, spec: StructSpec) -> StructResult:
     """`serde_json::from_str::<spec>(text)`; raises JsonError or ProductError."""
+    fast = _fast_struct(text, spec)
+    if fast is not None:
+        return fast
     r = Reader(text)
     result = de_struct(spec)(r)
     r.end()

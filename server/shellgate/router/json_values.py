@@ -27,6 +27,7 @@ from shellgate.router.json_cursor import (
     JsonError,
     Number,
 )
+from shellgate.router.json_fast import Slow, loads_value
 from shellgate.router.json_reader import Reader
 from shellgate.router.json_render import format_float
 from shellgate.router.rust_text import debug_str
@@ -344,6 +345,10 @@ def de_value(r: Reader) -> Any:
 
 def parse_value(text: str) -> Any:
     """`serde_json::from_str::<Value>`."""
+    try:
+        return loads_value(text)
+    except Slow:
+        pass
     r = Reader(text)
     value = de_value(r)
     r.end()

@@ -32,7 +32,7 @@ from shellgate.router.runtime.execute import execute_call, resume_call
 from shellgate.router.runtime.state import RuntimeContext
 from shellgate.router.runtime.threads import ThreadState
 from shellgate.router.tools import list_tools
-from shellgate.router.wire_projection import element_pb, projection_pb
+from shellgate.router.wire_projection import element_pb, fill_projection, projection_pb
 from shellgate.v1 import common_pb2, exec_pb2, router_pb2, router_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
@@ -267,7 +267,10 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         caller = self._caller(context)
         async with self._app.project_admission:
             projected, _ = await self._project(request, caller, None)
-        return router_pb2.ProjectResponse(projection=projection_pb(projected))
+        response = router_pb2.ProjectResponse()
+        # Filled in place: a constructed Projection handed to the response would be copied.
+        fill_projection(response.projection, projected)
+        return response
 
     @streaming
     async def Execute(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from google.protobuf import json_format
 from shellgate.execserver.convert import SHELL_TYPES
@@ -40,60 +41,60 @@ from shellgate.router.projection import (
     ToolErrorOutcome,
     WriteStdinCall,
 )
-from shellgate.router.segments import ScriptCommand
 from shellgate.v1 import common_pb2, projection_pb2, shell_pb2
 
 _SHELL_MODES = {"direct": shell_pb2.SHELL_MODE_DIRECT, "zsh_fork": shell_pb2.SHELL_MODE_ZSH_FORK}
-_PAYLOADS = {
-    "function": projection_pb2.PAYLOAD_KIND_FUNCTION,
-    "custom": projection_pb2.PAYLOAD_KIND_CUSTOM,
-    "tool_search": projection_pb2.PAYLOAD_KIND_TOOL_SEARCH,
-}
-_DECISIONS = {
-    "allow": projection_pb2.POLICY_DECISION_ALLOW,
-    "prompt": projection_pb2.POLICY_DECISION_PROMPT,
-    "forbidden": projection_pb2.POLICY_DECISION_FORBIDDEN,
-}
-_SANDBOX = {
-    "use_default": common_pb2.SANDBOX_PERMISSIONS_USE_DEFAULT,
-    "require_escalated": common_pb2.SANDBOX_PERMISSIONS_REQUIRE_ESCALATED,
-    "with_additional_permissions": common_pb2.SANDBOX_PERMISSIONS_WITH_ADDITIONAL_PERMISSIONS,
-}
-_ACCESS = {
-    "read": common_pb2.FILE_SYSTEM_ACCESS_READ,
-    "write": common_pb2.FILE_SYSTEM_ACCESS_WRITE,
-    "none": common_pb2.FILE_SYSTEM_ACCESS_NONE,
-}
-_NAMESPACES = {
-    "shell": projection_pb2.APPROVAL_NAMESPACE_SHELL,
-    "unified_exec": projection_pb2.APPROVAL_NAMESPACE_UNIFIED_EXEC,
-}
+_PAYLOADS = {"function": projection_pb2.PAYLOAD_KIND_FUNCTION,
+             "custom": projection_pb2.PAYLOAD_KIND_CUSTOM,
+             "tool_search": projection_pb2.PAYLOAD_KIND_TOOL_SEARCH}  # fmt: skip
+_DECISIONS = {"allow": projection_pb2.POLICY_DECISION_ALLOW,
+              "prompt": projection_pb2.POLICY_DECISION_PROMPT,
+              "forbidden": projection_pb2.POLICY_DECISION_FORBIDDEN}  # fmt: skip
+_SANDBOX = {"use_default": common_pb2.SANDBOX_PERMISSIONS_USE_DEFAULT,
+            "require_escalated": common_pb2.SANDBOX_PERMISSIONS_REQUIRE_ESCALATED,
+            "with_additional_permissions":
+                common_pb2.SANDBOX_PERMISSIONS_WITH_ADDITIONAL_PERMISSIONS}  # fmt: skip
+_ACCESS = {"read": common_pb2.FILE_SYSTEM_ACCESS_READ, "write": common_pb2.FILE_SYSTEM_ACCESS_WRITE,
+           "none": common_pb2.FILE_SYSTEM_ACCESS_NONE}  # fmt: skip
+_NAMESPACES = {"shell": projection_pb2.APPROVAL_NAMESPACE_SHELL,
+               "unified_exec": projection_pb2.APPROVAL_NAMESPACE_UNIFIED_EXEC}  # fmt: skip
 
 
-def truncation_pb(policy: TruncationPolicy) -> common_pb2.TruncationPolicy:
-    """A truncation policy on the wire."""
+# Sub-messages that repeat across calls (the environment map, permission records) are built
+# once and copied in: a copy is a single C call, building them is one Python call per field.
+# The caches are keyed by the domain value (or, for the environment, its memoised tuple).
+PB_CACHE_SIZE = 64
+_PERMISSIONS_PB: dict[Permissions | tuple[str, str | None], projection_pb2.CommandPermissions] = {}
+_ENV_PB: dict[tuple[tuple[str, str], ...], projection_pb2.ExecutionEnvelope] = {}
+# The last environment seen, by identity: the envelope stage returns one memoised tuple for
+# the same parent environment and policy, so the usual case skips hashing ~40 pairs.
+_last_env: list[tuple[tuple[tuple[str, str], ...], projection_pb2.ExecutionEnvelope]] = []
+
+
+def _bounded_put(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(cache) >= PB_CACHE_SIZE:
+        cache.clear()
+    cache[key] = value
+
+
+def _fill_truncation(out: common_pb2.TruncationPolicy, policy: TruncationPolicy) -> None:
     if policy.unit is TruncationUnit.TOKENS:
-        return common_pb2.TruncationPolicy(tokens=policy.limit)
-    return common_pb2.TruncationPolicy(bytes=policy.limit)
+        out.tokens = policy.limit
+    else:
+        out.bytes = policy.limit
 
 
-def _words(words: Iterable[str], span: tuple[int, int] | None) -> projection_pb2.CommandWords:
-    out = projection_pb2.CommandWords(words=list(words))
+def _fill_words(
+    out: projection_pb2.CommandWords, words: Iterable[str], span: tuple[int, int] | None
+) -> None:
+    out.words.extend(words)
     if span is not None:
-        out.span.start, out.span.end = span
-    return out
+        s = out.span
+        s.start, s.end = span
 
 
-def _scan(commands: tuple[ScriptCommand, ...]) -> projection_pb2.LiteralCommandScan:
-    return projection_pb2.LiteralCommandScan(
-        commands=[_words(c.words, (c.span.start, c.span.end)) for c in commands]
-    )
-
-
-def _additional(profile: object) -> common_pb2.AdditionalPermissions | None:
-    if not isinstance(profile, dict):
-        return None
-    out = common_pb2.AdditionalPermissions()
+def _fill_additional(out: common_pb2.AdditionalPermissions, profile: dict[str, Any]) -> None:
+    out.SetInParent()
     network = profile.get("network")
     if isinstance(network, dict) and isinstance(network.get("enabled"), bool):
         out.network.enabled = network["enabled"]
@@ -105,136 +106,153 @@ def _additional(profile: object) -> common_pb2.AdditionalPermissions | None:
     depth = profile.get("glob_scan_max_depth")
     if isinstance(depth, int):
         out.file_system.glob_scan_max_depth = depth
-    return out
 
 
 def _permissions(sandbox: str, profile: object) -> projection_pb2.CommandPermissions:
     out = projection_pb2.CommandPermissions(
         sandbox_permissions=_SANDBOX.get(sandbox, common_pb2.SANDBOX_PERMISSIONS_UNSPECIFIED)
     )
-    additional = _additional(profile)
-    if additional is not None:
-        out.additional_permissions.CopyFrom(additional)
+    if isinstance(profile, dict):
+        _fill_additional(out.additional_permissions, profile)
     return out
 
 
-def _perm(p: Permissions) -> projection_pb2.CommandPermissions:
-    return _permissions(p.sandbox_permissions, p.additional_permissions)
+def _fill_perm(out: projection_pb2.CommandPermissions, p: Permissions) -> None:
+    cached = _PERMISSIONS_PB.get(p)
+    if cached is None:
+        cached = _permissions(p.sandbox_permissions, p.additional_permissions)
+        _bounded_put(_PERMISSIONS_PB, p, cached)
+    out.CopyFrom(cached)
 
 
-def rule_match_pb(match: RuleMatch) -> projection_pb2.RuleMatch:
-    """One rule match on the wire."""
+def _fill_key_permissions(out: projection_pb2.CommandPermissions, key: ApprovalKey) -> None:
+    cache_key = (key.sandbox_permissions, key.additional_permissions_json)
+    cached = _PERMISSIONS_PB.get(cache_key)
+    if cached is None:
+        cached = _permissions(key.sandbox_permissions, key.additional_permissions)
+        _bounded_put(_PERMISSIONS_PB, cache_key, cached)
+    out.CopyFrom(cached)
+
+
+def _fill_rule_match(out: projection_pb2.RuleMatch, match: RuleMatch) -> None:
     if isinstance(match, HeuristicsRuleMatch):
-        return projection_pb2.RuleMatch(
-            heuristics_rule_match=projection_pb2.HeuristicsRuleMatch(
-                command=list(match.command), decision=_DECISIONS[match.decision.value]
-            )
-        )
-    prefix = projection_pb2.PrefixRuleMatch(
-        matched_prefix=list(match.matched_prefix), decision=_DECISIONS[match.decision.value]
-    )
+        h = out.heuristics_rule_match
+        h.command.extend(match.command)
+        h.decision = _DECISIONS[match.decision.value]
+        return
+    prefix = out.prefix_rule_match
+    prefix.matched_prefix.extend(match.matched_prefix)
+    prefix.decision = _DECISIONS[match.decision.value]
     if match.resolved_program is not None:
         prefix.resolved_program = match.resolved_program
     if match.justification is not None:
         prefix.justification = match.justification
-    return projection_pb2.RuleMatch(prefix_rule_match=prefix)
 
 
-def requirement_pb(req: ExecApprovalRequirement) -> projection_pb2.ApprovalRequirement:
-    """An approval requirement on the wire."""
+def _fill_requirement(
+    out: projection_pb2.ApprovalRequirement, req: ExecApprovalRequirement
+) -> None:
     if isinstance(req, Forbidden):
-        return projection_pb2.ApprovalRequirement(
-            forbidden=projection_pb2.RequirementForbidden(reason=req.reason)
-        )
+        out.forbidden.reason = req.reason
+        return
     amendment = req.proposed_execpolicy_amendment
     if isinstance(req, Skip):
-        skip = projection_pb2.RequirementSkip(bypass_sandbox=req.bypass_sandbox)
+        skip = out.skip
+        skip.bypass_sandbox = req.bypass_sandbox
         if amendment is not None:
             skip.proposed_amendment.prefix.extend(amendment)
-        return projection_pb2.ApprovalRequirement(skip=skip)
+        return
     assert isinstance(req, NeedsApproval)
-    needs = projection_pb2.RequirementNeedsApproval()
+    needs = out.needs_approval
+    needs.SetInParent()
     if req.reason is not None:
         needs.reason = req.reason
     if amendment is not None:
         needs.proposed_amendment.prefix.extend(amendment)
-    return projection_pb2.ApprovalRequirement(needs_approval=needs)
 
 
-def approval_pb(key: ApprovalKey) -> projection_pb2.ApprovalIdentity:
-    """An approval identity (key fields, canonical JSON, digest) on the wire."""
+def _fill_approval(out: projection_pb2.ApprovalIdentity, key: ApprovalKey) -> None:
     # The digest is the SHA-256 of exactly this text (ApprovalKey.digest): encode it once.
     canonical = canonical_json(key.to_json())
-    out = projection_pb2.ApprovalIdentity(
-        namespace=_NAMESPACES.get(key.namespace, projection_pb2.APPROVAL_NAMESPACE_UNSPECIFIED),
-        canonical_command=list(key.command),
-        environment_id=key.environment_id,
-        cwd=key.cwd,
-        permissions=_permissions(key.sandbox_permissions, key.additional_permissions),
-        canonical_json=canonical.decode(),
-        digest=hashlib.sha256(canonical).hexdigest(),
-    )
+    out.namespace = _NAMESPACES.get(key.namespace, projection_pb2.APPROVAL_NAMESPACE_UNSPECIFIED)
+    out.canonical_command.extend(key.command)
+    out.environment_id = key.environment_id
+    out.cwd = key.cwd
+    _fill_key_permissions(out.permissions, key)
+    out.canonical_json = canonical.decode()
+    out.digest = hashlib.sha256(canonical).hexdigest()
     if key.tty is not None:
         out.tty = key.tty
-    return out
 
 
-def _display(parsed: ParsedCommand) -> projection_pb2.ParsedCommand:
+def _fill_display(out: projection_pb2.ParsedCommand, parsed: ParsedCommand) -> None:
     if isinstance(parsed, Read):
-        return projection_pb2.ParsedCommand(
-            read=projection_pb2.ParsedRead(cmd=parsed.cmd, name=parsed.name, path=parsed.path)
-        )
-    if isinstance(parsed, ListFiles):
-        lf = projection_pb2.ParsedListFiles(cmd=parsed.cmd)
+        read = out.read
+        read.cmd, read.name, read.path = parsed.cmd, parsed.name, parsed.path
+    elif isinstance(parsed, ListFiles):
+        lf = out.list_files
+        lf.cmd = parsed.cmd
         if parsed.path is not None:
             lf.path = parsed.path
-        return projection_pb2.ParsedCommand(list_files=lf)
-    if isinstance(parsed, Search):
-        s = projection_pb2.ParsedSearch(cmd=parsed.cmd)
+    elif isinstance(parsed, Search):
+        s = out.search
+        s.cmd = parsed.cmd
         if parsed.query is not None:
             s.query = parsed.query
         if parsed.path is not None:
             s.path = parsed.path
-        return projection_pb2.ParsedCommand(search=s)
-    return projection_pb2.ParsedCommand(unknown=projection_pb2.ParsedUnknown(cmd=parsed.cmd))
+    else:
+        out.unknown.cmd = parsed.cmd
 
 
-def envelope_pb(env: ExecutionEnvelope) -> projection_pb2.ExecutionEnvelope:
-    """The execution envelope (projection A) on the wire."""
-    out = projection_pb2.ExecutionEnvelope(
-        argv=list(env.argv),
-        cwd=env.cwd,
-        sandbox_cwd=env.sandbox_cwd,
-        env=dict(env.env),
-        shell_mode=_SHELL_MODES.get(env.shell_mode or "", shell_pb2.SHELL_MODE_UNSPECIFIED),
-        default_timeout=env.default_timeout,
-        tty=bool(env.tty),
-        requested_permissions=_perm(env.requested_permissions),
-        effective_permissions=_perm(env.effective_permissions),
-        preapproved=env.preapproved,
-    )
+def _env_template(env: tuple[tuple[str, str], ...]) -> projection_pb2.ExecutionEnvelope:
+    last = _last_env[0] if _last_env else None
+    if last is not None and last[0] is env:
+        return last[1]
+    template = _ENV_PB.get(env)
+    if template is None:
+        template = projection_pb2.ExecutionEnvelope()
+        template.env.update(env)
+        _bounded_put(_ENV_PB, env, template)
+    _last_env[:] = [(env, template)]
+    return template
+
+
+def _fill_envelope(out: projection_pb2.ExecutionEnvelope, env: ExecutionEnvelope) -> None:
+    # First: CopyFrom replaces the whole message with the cached environment map.
+    out.CopyFrom(_env_template(env.env))
+    out.argv.extend(env.argv)
+    out.cwd = env.cwd
+    out.sandbox_cwd = env.sandbox_cwd
+    out.shell_mode = _SHELL_MODES.get(env.shell_mode or "", shell_pb2.SHELL_MODE_UNSPECIFIED)
+    out.default_timeout = env.default_timeout
+    out.tty = bool(env.tty)
+    _fill_perm(out.requested_permissions, env.requested_permissions)
+    _fill_perm(out.effective_permissions, env.effective_permissions)
+    out.preapproved = env.preapproved
     if env.timeout_ms is not None:
         out.timeout_ms = env.timeout_ms
     if env.yield_time_ms is not None:
         out.yield_time_ms = env.yield_time_ms
     if env.output_policy is not None:
-        out.output_budget.CopyFrom(truncation_pb(env.output_policy))
+        _fill_truncation(out.output_budget, env.output_policy)
     if env.process_id is not None:
         out.process_id = env.process_id
     if env.justification is not None:
         out.justification = env.justification
-    return out
 
 
-def _hunk(h: Hunk) -> projection_pb2.PatchHunk:
+def _fill_hunk(out: projection_pb2.PatchHunk, h: Hunk) -> None:
     if isinstance(h, AddFile):
-        return projection_pb2.PatchHunk(
-            add_file=projection_pb2.AddFileHunk(path=h.path, contents=h.contents)
-        )
+        add = out.add_file
+        add.path, add.contents = h.path, h.contents
+        return
     if isinstance(h, DeleteFile):
-        return projection_pb2.PatchHunk(delete_file=projection_pb2.DeleteFileHunk(path=h.path))
+        out.delete_file.path = h.path
+        return
     assert isinstance(h, UpdateFile)
-    upd = projection_pb2.UpdateFileHunk(path=h.path)
+    upd = out.update_file
+    upd.path = h.path
     if h.move_path is not None:
         upd.move_path = h.move_path
     for c in h.chunks:
@@ -245,32 +263,30 @@ def _hunk(h: Hunk) -> projection_pb2.PatchHunk:
         )
         if c.change_context is not None:
             chunk.change_context = c.change_context
-    return projection_pb2.PatchHunk(update_file=upd)
 
 
-def patch_pb(
-    result: ApplyPatchAction | CorrectnessError, environment_id: str
-) -> projection_pb2.ApplyPatchProjection:
-    """An apply_patch recognition result on the wire."""
+def _fill_patch(
+    out: projection_pb2.ApplyPatchProjection,
+    result: ApplyPatchAction | CorrectnessError,
+    environment_id: str,
+) -> None:
     if isinstance(result, CorrectnessError):
-        return projection_pb2.ApplyPatchProjection(correctness_error=result.message)
+        out.correctness_error = result.message
+        return
     digest_source = {"kind": "apply_patch", "patch": result.patch, "cwd": result.cwd}
-    key = projection_pb2.ApprovalIdentity(
-        namespace=projection_pb2.APPROVAL_NAMESPACE_APPLY_PATCH,
-        environment_id=environment_id,
-        cwd=result.cwd,
-        patch=result.patch,
-        canonical_json=canonical_json(digest_source).decode(),
-    )
+    body = out.body
+    body.workdir = result.workdir or result.cwd
+    for h in result.hunks:
+        _fill_hunk(body.hunks.add(), h)
+    body.environment_id = environment_id
+    key = body.approval
+    key.namespace = projection_pb2.APPROVAL_NAMESPACE_APPLY_PATCH
+    key.environment_id = environment_id
+    key.cwd = result.cwd
+    key.patch = result.patch
+    canonical = canonical_json(digest_source)
+    key.canonical_json = canonical.decode()
     key.digest = _sha256(key.canonical_json)
-    return projection_pb2.ApplyPatchProjection(
-        body=projection_pb2.PatchBody(
-            workdir=result.workdir or result.cwd,
-            hunks=[_hunk(h) for h in result.hunks],
-            environment_id=environment_id,
-            approval=key,
-        )
-    )
 
 
 def _sha256(text: str) -> str:
@@ -279,55 +295,79 @@ def _sha256(text: str) -> str:
 
 def element_pb(element: ShellElement) -> projection_pb2.ShellElement:
     """One shell element (command with its projections, or intercepted apply_patch)."""
+    out = projection_pb2.ShellElement()
+    _fill_element(out, element)
+    return out
+
+
+def _fill_element(out: projection_pb2.ShellElement, element: ShellElement) -> None:
     if isinstance(element, PatchElement):
-        return projection_pb2.ShellElement(
-            apply_patch=patch_pb(element.result, element.handler.environment_id)
-        )
-    return projection_pb2.ShellElement(command=command_pb(element))
+        _fill_patch(out.apply_patch, element.result, element.handler.environment_id)
+    else:
+        _fill_command(out.command, element)
 
 
-def command_pb(e: CommandElement) -> projection_pb2.HandlerCommandProjection:
-    """A handler command with A, B, C, display and requirement."""
-    h = e.handler
-    policy = projection_pb2.PolicyProjection(
-        commands=[
-            _words(words, None if span is None else (span.start, span.end))
-            for words, span in zip(e.policy.commands, e.policy.spans, strict=True)
-        ],
-        used_complex_parsing=e.policy.used_complex_parsing,
-        command_origin=(
-            projection_pb2.COMMAND_ORIGIN_POWERSHELL
-            if e.policy.command_origin is CommandOrigin.POWERSHELL
-            else projection_pb2.COMMAND_ORIGIN_GENERIC
-        ),
-        prefix_rule=list(e.prefix_rule or ()),
-        segment_matches=[rule_match_pb(m) for m in e.approval.segment_matches],
-        scan_matches=[rule_match_pb(m) for m in e.approval.scan_matches],
+def _fill_policy(out: projection_pb2.PolicyProjection, e: CommandElement) -> None:
+    out.SetInParent()
+    commands = out.commands
+    for words, span in zip(e.policy.commands, e.policy.spans, strict=True):
+        _fill_words(commands.add(), words, span)
+    out.used_complex_parsing = e.policy.used_complex_parsing
+    out.command_origin = (
+        projection_pb2.COMMAND_ORIGIN_POWERSHELL
+        if e.policy.command_origin is CommandOrigin.POWERSHELL
+        else projection_pb2.COMMAND_ORIGIN_GENERIC
     )
+    if e.prefix_rule:
+        out.prefix_rule.extend(e.prefix_rule)
+    for m in e.approval.segment_matches:
+        _fill_rule_match(out.segment_matches.add(), m)
+    for m in e.approval.scan_matches:
+        _fill_rule_match(out.scan_matches.add(), m)
     if e.literal_commands is not None:
-        policy.literal_commands.CopyFrom(_scan(e.literal_commands))
-    return projection_pb2.HandlerCommandProjection(
-        handler_argv=list(h.argv),
-        shell=shell_pb2.ShellInfo(
-            type=SHELL_TYPES.get(h.shell_type.value, shell_pb2.SHELL_TYPE_UNSPECIFIED),
-            path=h.shell_path,
-        ),
-        login=h.login,
-        environment_id=h.environment_id,
-        remote=h.remote,
-        cwd=h.cwd,
-        sandbox_cwd=h.sandbox_cwd,
-        envelope=envelope_pb(e.envelope),
-        policy=policy,
-        approval=approval_pb(e.approval_key),
-        display=[_display(p) for p in e.display],
-        requirement=requirement_pb(e.approval.requirement),
-    )
+        scan = out.literal_commands
+        scan.SetInParent()
+        scanned = scan.commands
+        for c in e.literal_commands:
+            _fill_words(scanned.add(), c.words, c.span)
+
+
+def _fill_command(out: projection_pb2.HandlerCommandProjection, e: CommandElement) -> None:
+    h = e.handler
+    out.handler_argv.extend(h.argv)
+    shell = out.shell
+    shell.type = SHELL_TYPES.get(h.shell_type.value, shell_pb2.SHELL_TYPE_UNSPECIFIED)
+    shell.path = h.shell_path
+    out.login = h.login
+    out.environment_id = h.environment_id
+    out.remote = h.remote
+    out.cwd = h.cwd
+    out.sandbox_cwd = h.sandbox_cwd
+    _fill_envelope(out.envelope, e.envelope)
+    _fill_policy(out.policy, e)
+    _fill_approval(out.approval, e.approval_key)
+    display = out.display
+    for p in e.display:
+        _fill_display(display.add(), p)
+    _fill_requirement(out.requirement, e.approval.requirement)
 
 
 def projection_pb(call: ProjectedCall) -> projection_pb2.Projection:
     """The whole projection of one output item."""
-    out = projection_pb2.Projection(call_id=call.call_id, warnings=list(call.warnings))
+    out = projection_pb2.Projection()
+    fill_projection(out, call)
+    return out
+
+
+def fill_projection(out: projection_pb2.Projection, call: ProjectedCall) -> None:
+    """Write the projection of one output item into `out` (an empty message, e.g. a field).
+
+    Filling in place matters: a constructed sub-message handed to its parent is copied,
+    once per nesting level.
+    """
+    out.call_id = call.call_id
+    if call.warnings:
+        out.warnings.extend(call.warnings)
     if call.tool_name is not None:
         out.tool_name = call.tool_name.name
         if call.tool_name.namespace is not None:
@@ -342,16 +382,19 @@ def projection_pb(call: ProjectedCall) -> projection_pb2.Projection:
     elif isinstance(o, ToolErrorOutcome):
         out.tool_error.text = o.text
     elif isinstance(o, ShellCall):
-        out.shell.batch = o.batch
-        out.shell.elements.extend(element_pb(e) for e in o.elements)
+        shell = out.shell
+        shell.batch = o.batch
+        elements = shell.elements
+        for e in o.elements:
+            _fill_element(elements.add(), e)
     elif isinstance(o, ApplyPatchToolCall):
-        out.apply_patch.CopyFrom(patch_pb(o.result, o.environment_id))
+        _fill_patch(out.apply_patch, o.result, o.environment_id)
     elif isinstance(o, WriteStdinCall):
-        out.write_stdin.session_id = o.params.session_id
-        out.write_stdin.chars = o.params.chars
-        out.write_stdin.yield_time_ms = o.yield_time_ms
-        out.write_stdin.output_budget.CopyFrom(truncation_pb(o.output_policy))
-    return out
+        ws = out.write_stdin
+        ws.session_id = o.params.session_id
+        ws.chars = o.params.chars
+        ws.yield_time_ms = o.yield_time_ms
+        _fill_truncation(ws.output_budget, o.output_policy)
 
 
 def projection_json(call: ProjectedCall) -> str:
