@@ -7,6 +7,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -24,6 +25,7 @@ from shellgate.execserver.health_listener import (
 from shellgate.execserver.info import HostInfo, local_host_info
 from shellgate.execserver.process_table import ProcessTable, TableLimits
 from shellgate.execserver.servicer import ExecServicer
+from shellgate.execserver.wire import serialize_response
 from shellgate.execserver.wire_guard import DecodeGuardInterceptor
 from shellgate.v1 import exec_pb2, exec_pb2_grpc
 
@@ -34,6 +36,38 @@ SERVICE_NAME = exec_pb2.DESCRIPTOR.services_by_name["ExecService"].full_name
 def is_loopback(host: str) -> bool:
     """True for localhost and loopback addresses."""
     return is_loopback_host(host)
+
+
+# Streams whose output events the servicer yields pre-encoded (see shellgate.execserver.wire).
+_PRE_ENCODED = ("Start", "Attach")
+
+
+class _Capture:
+    """Stands in for the server while the generated code registers its method handlers."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, Any] = {}
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        """Ignored: the generic handler is rebuilt from the registered table."""
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        """Record the generated method table."""
+        self.handlers = dict(handlers)
+
+
+def add_exec_service(servicer: ExecServicer, server: grpc.aio.Server) -> None:
+    """Register ExecService like the generated code, with the pre-encoded event streams."""
+    capture = _Capture()
+    exec_pb2_grpc.add_ExecServiceServicer_to_server(servicer, capture)
+    handlers = capture.handlers
+    for name in _PRE_ENCODED:
+        handlers[name] = handlers[name]._replace(response_serializer=serialize_response)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),)
+    )
+    # Missing from the grpc type stubs; the generated code calls it the same way.
+    server.add_registered_method_handlers(SERVICE_NAME, handlers)  # type: ignore[attr-defined]
 
 
 def _credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
@@ -117,7 +151,7 @@ async def start_server(config: ServerConfig) -> RunningServer:
             ("grpc.max_send_message_length", config.max_message_bytes),
         ]
     )
-    exec_pb2_grpc.add_ExecServiceServicer_to_server(servicer, server)
+    add_exec_service(servicer, server)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(
