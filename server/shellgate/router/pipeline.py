@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from shellgate.execserver.env_policy import ShellEnvironmentPolicy
@@ -98,6 +99,11 @@ class RouterTurn:
         """The turn's one approval policy (the handler's turn carries it)."""
         return self.handler.approval_policy
 
+    @cached_property
+    def registered_tools(self) -> frozenset[str]:
+        """`registered_tools(self)`, computed once per turn (the router reuses its turns)."""
+        return registered_tools(self)
+
 
 @dataclass(frozen=True)
 class HostContext:
@@ -134,7 +140,7 @@ def project(
     call = item if isinstance(item, ToolCall) else _route(item)
     if not isinstance(call, ToolCall):
         return call
-    plan = plan_tool_call(call, turn.handler, registered_tools(turn), host.session_exists)
+    plan = plan_tool_call(call, turn.handler, turn.registered_tools, host.session_exists)
     outcome, warnings = _outcome(plan, call, turn, host)
     return ProjectedCall(call.call_id, call.tool_name, call.kind, outcome, warnings)
 
