@@ -158,7 +158,12 @@ def test_the_group_guardian_ends_with_an_in_process_daemon() -> None:
 
 
 def _guardian_pid(daemon_pid: int) -> int | None:
-    children = Path(f"/proc/{daemon_pid}/task/{daemon_pid}/children").read_text().split()
+    # Any of the daemon's threads may have started it (children are listed per thread).
+    children = [
+        child
+        for task in Path(f"/proc/{daemon_pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
     for child in children:
         with contextlib.suppress(OSError):
             if b"_guardian.py" in Path(f"/proc/{child}/cmdline").read_bytes():

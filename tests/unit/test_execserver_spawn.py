@@ -87,3 +87,49 @@ def test_per_caller_counts_follow_starts_evictions_and_removals() -> None:
         assert table._by_caller == {}
 
     asyncio.run(main())
+
+
+def _open_fds() -> set[int]:
+    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+def test_a_start_cancelled_while_spawning_kills_what_it_started(orphan_sweep: str) -> None:
+    # Popen runs on a spawner thread; a Start cancelled meanwhile must not leave the child
+    # running unowned, nor leak the pipes.
+    from tests.conftest import marked_pids
+
+    async def main() -> None:
+        backend = LocalBackend()
+        request = SpawnRequest(("sleep", "30"), "/tmp", dict(os.environ), stdin_open=True)
+        warm = await backend.start(request)  # guardian and spawner threads exist from here
+        await warm.terminate()
+        before = _open_fds()
+        for _ in range(5):
+            task = asyncio.create_task(backend.start(request))
+            await asyncio.sleep(0)  # it is now waiting on the spawner thread
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        for _ in range(100):
+            if not marked_pids(orphan_sweep) and _open_fds() == before:
+                break
+            await asyncio.sleep(0.05)
+        assert marked_pids(orphan_sweep) == []
+        assert _open_fds() == before
+        await backend.aclose()
+
+    asyncio.run(main())
+
+
+def test_arg0_on_pipes_is_what_the_program_sees(tmp_path: Path) -> None:
+    async def main() -> bytes:
+        backend = LocalBackend()
+        request = SpawnRequest(("sh", "-c", 'printf "%s" "$0"'), str(tmp_path),
+                               dict(os.environ), arg0="custom-zero")  # fmt: skip
+        proc = await backend.start(request)
+        data = b"".join([chunk.data async for chunk in proc.output()])
+        await proc.wait()
+        await backend.aclose()
+        return data
+
+    assert asyncio.run(main()) == b"custom-zero"

@@ -8,6 +8,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 _SCRIPT = str(Path(__file__).with_name("_guardian.py"))
@@ -23,7 +24,8 @@ class GroupGuardian:
     parent-death mechanism: a per-child PR_SET_PDEATHSIG needs an extra exec per spawn and
     covers only the direct child. So the guardian itself is watched: if it dies, a new one
     is started at once (from the event loop, or at the next registration) and given every
-    group still registered.
+    group still registered. Registration is thread-safe: spawner threads register the
+    groups they start before handing them to the loop.
     """
 
     def __init__(self) -> None:
@@ -31,6 +33,8 @@ class GroupGuardian:
         self._write_fd: int | None = None
         self._groups: set[int] = set()
         self._watch: tuple[asyncio.AbstractEventLoop, int] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.RLock()
         self._closed = False
         self.restarts = 0
 
@@ -68,18 +72,26 @@ class GroupGuardian:
                 os.write(write_fd, "".join(f"+{g}\n" for g in self._groups).encode())
         return write_fd
 
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Watch the guardian from this loop (call on the loop's thread)."""
+        self._loop = loop
+
     def _watch_exit(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        loop, proc = self._loop, self._proc
+        if loop is None or proc is None or loop.is_closed():
             return  # no loop (tests, shutdown): the next registration notices instead
-        assert self._proc is not None
-        try:
-            pidfd = os.pidfd_open(self._proc.pid)
-        except OSError:
-            return
-        self._watch = (loop, pidfd)
-        loop.add_reader(pidfd, self._guardian_exited)
+        loop.call_soon_threadsafe(self._add_watch, proc)
+
+    def _add_watch(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            if proc is not self._proc or self._watch is not None or self._loop is None:
+                return
+            try:
+                pidfd = os.pidfd_open(proc.pid)
+            except OSError:
+                return
+            self._watch = (self._loop, pidfd)
+            self._loop.add_reader(pidfd, self._guardian_exited)
 
     def _unwatch(self) -> None:
         watch, self._watch = self._watch, None
@@ -90,9 +102,10 @@ class GroupGuardian:
             os.close(pidfd)
 
     def _guardian_exited(self) -> None:
-        self._unwatch()
-        if not self._closed:
-            self._restart("exited")
+        with self._lock:
+            self._unwatch()
+            if not self._closed:
+                self._restart("exited")
 
     def _restart(self, why: str) -> None:
         fd, self._write_fd = self._write_fd, None
@@ -109,7 +122,7 @@ class GroupGuardian:
         )  # fmt: skip
         self._ensure()
 
-    def _send(self, line: str) -> None:
+    def _send_locked(self, line: str) -> None:
         fd = self._ensure()
         if fd is None:
             return
@@ -125,23 +138,28 @@ class GroupGuardian:
 
     def register(self, pgid: int) -> None:
         """Protect a group: it is SIGKILLed if the daemon dies before unregister."""
-        self._groups.add(pgid)
-        self._send(f"+{pgid}\n")
+        with self._lock:
+            self._groups.add(pgid)
+            self._send_locked(f"+{pgid}\n")
 
     def unregister(self, pgid: int) -> None:
         """The group is gone (its id may be reused): stop protecting it."""
-        self._groups.discard(pgid)
-        if self._write_fd is not None:
-            self._send(f"-{pgid}\n")
+        with self._lock:
+            self._groups.discard(pgid)
+            if self._write_fd is not None:
+                self._send_locked(f"-{pgid}\n")
 
     def detach_loop(self) -> None:
         """Stop watching the guardian from the event loop (call on the loop before close)."""
-        self._unwatch()
+        with self._lock:
+            self._loop = None
+            self._unwatch()
 
     def close(self) -> None:
         """Close the pipe (the guardian kills what is still registered) and reap it."""
-        self._closed = True
-        fd, self._write_fd = self._write_fd, None
+        with self._lock:
+            self._closed = True
+            fd, self._write_fd = self._write_fd, None
         if fd is not None:
             os.close(fd)
         proc, self._proc = self._proc, None

@@ -6,10 +6,12 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import signal
 import struct
 import subprocess
 import termios
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from shellgate.execserver.backends.base import (
     ExitStatus,
@@ -44,6 +46,19 @@ def _grow_pipe(fd: int, size: int) -> None:
     # system's pipe-max-size.
     with contextlib.suppress(OSError):
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+
+
+def _close_all(fds: Sequence[int | None]) -> None:
+    for fd in fds:
+        if fd is not None and fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _spawn_error(exc: BaseException, request: SpawnRequest) -> BaseException:
+    if isinstance(exc, OSError):
+        return SpawnError(f"{exc.strerror}: {request.cwd!r}", exc.errno or 0)
+    return exc
 
 
 def _set_winsize(fd: int, rows: int, cols: int) -> None:
@@ -185,6 +200,9 @@ class LocalBackend:
         self._limits = limits or ProcessLimits()
         self._live: set[LocalProcess] = set()
         self._guardian = GroupGuardian()
+        # A few threads: concurrent starts overlap their exec waits; more buys nothing on
+        # small hosts and each is a thread for the daemon's lifetime.
+        self._spawner = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spawn")
 
     @property
     def name(self) -> str:
@@ -201,6 +219,7 @@ class LocalBackend:
         if not request.argv:
             raise SpawnError("argv must not be empty", 0)
         check_spawnable(request)
+        self._guardian.bind(asyncio.get_running_loop())
         # The status pipe only serves the Python shim (rare: a PTY without util-linux).
         status_r, status_w = os.pipe2(os.O_CLOEXEC) if needs_shim(request) else (-1, -1)
         launch = plan_launch(request, status_w, os.getpid())
@@ -226,18 +245,17 @@ class LocalBackend:
                 fds_to_close += [out_w, err_w]
                 out += [(out_r, Stream.STDOUT), (err_r, Stream.STDERR)]
                 stdio = (stdin_child, out_w, err_w)
-            popen = self._spawn(launch, stdio, request, status_w)
         except BaseException:
-            for fd, _ in out:
-                os.close(fd)
+            _close_all([*fds_to_close, *(fd for fd, _ in out), stdin_parent])
             if launch.shim:
                 os.close(status_r)
-            if stdin_parent is not None:
-                os.close(stdin_parent)
             raise
-        finally:
-            for fd in fds_to_close:
-                os.close(fd)
+        parent_fds = [*(fd for fd, _ in out), stdin_parent]
+        if launch.shim:
+            parent_fds.append(status_r)
+        # From here on _spawn owns every fd: it closes the child's ends once Popen is done
+        # and the parent's ends when nothing started.
+        popen = await self._spawn(launch, stdio, request, status_w, fds_to_close, parent_fds)
         child_pid = popen.pid
         if launch.shim:
             status = await self._read_status(status_r, popen)
@@ -278,18 +296,60 @@ class LocalBackend:
         self._guardian.register(popen.pid)
         return popen
 
-    def _spawn(
-        self, launch: Launch, stdio: tuple[int, int, int], request: SpawnRequest, status_w: int
+    async def _spawn(
+        self,
+        launch: Launch,
+        stdio: tuple[int, int, int],
+        request: SpawnRequest,
+        status_w: int,
+        child_fds: list[int],
+        parent_fds: list[int | None],
     ) -> subprocess.Popen[bytes]:
-        # Spawned right here on the loop thread, not on a worker. The child is vforked, so
-        # Popen returns once it has exec'd (well under a millisecond of the loop's time),
-        # whereas a worker needs the GIL back after each of Popen's blocking steps and, with
-        # the loop busy, waits up to a switch interval (5 ms) for it every time. Synchronous,
-        # so a cancelled Start cannot leave a child half-registered.
+        def spawn() -> subprocess.Popen[bytes]:
+            try:
+                return self._popen(launch, stdio, request, status_w)
+            finally:
+                _close_all(child_fds)
+
+        if launch.shim:
+            # The shim arms PR_SET_PDEATHSIG, which is tied to the forking *thread*: fork it
+            # from the loop thread, which lives as long as the daemon.
+            try:
+                return spawn()
+            except BaseException as exc:
+                _close_all(parent_fds)
+                raise _spawn_error(exc, request) from exc
+        # Popen runs on a spawner thread. Its vfork parks the calling thread (without the
+        # GIL) until the child has exec'd, and when the CPUs are busy — many commands
+        # starting at once — the child waits its turn for a CPU: on the loop thread that
+        # stalled every other call for milliseconds per spawn.
+        future = asyncio.get_running_loop().run_in_executor(self._spawner, spawn)
         try:
-            return self._popen(launch, stdio, request, status_w)
-        except OSError as exc:
-            raise SpawnError(f"{exc.strerror}: {request.cwd!r}", exc.errno or 0) from exc
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # The spawn still completes on its thread: kill what it started, free the fds.
+            future.add_done_callback(lambda done: self._discard(done, parent_fds))
+            raise
+        except BaseException as exc:
+            _close_all(parent_fds)
+            raise _spawn_error(exc, request) from exc
+
+    def _discard(
+        self, done: asyncio.Future[subprocess.Popen[bytes]], parent_fds: list[int | None]
+    ) -> None:
+        _close_all(parent_fds)
+        if done.cancelled() or done.exception() is not None:
+            return
+        popen = done.result()
+        signal_group(popen.pid, signal.SIGKILL)
+        # Reaped off the loop (the KILL lands at once; wait() is then immediate).
+        try:
+            reaping = asyncio.get_running_loop().run_in_executor(self._spawner, popen.wait)
+        except RuntimeError:  # shutting down: the KILL is delivered, wait() is immediate
+            popen.wait()
+            self._guardian.unregister(popen.pid)
+            return
+        reaping.add_done_callback(lambda _: self._guardian.unregister(popen.pid))
 
     async def _read_status(self, fd: int, popen: subprocess.Popen[bytes]) -> bytes:
         data = b""
@@ -310,6 +370,7 @@ class LocalBackend:
         await asyncio.gather(*(p.terminate() for p in live), return_exceptions=True)
         self._guardian.detach_loop()
         await asyncio.to_thread(self._guardian.close)
+        await asyncio.to_thread(self._spawner.shutdown)
 
 
 __all__ = ["LocalBackend", "LocalProcess", "group_members"]
