@@ -101,7 +101,9 @@ def test_a_start_cancelled_while_spawning_kills_what_it_started(orphan_sweep: st
     async def main() -> None:
         backend = LocalBackend()
         request = SpawnRequest(("sleep", "30"), "/tmp", dict(os.environ), stdin_open=True)
-        warm = await backend.start(request)  # guardian and spawner threads exist from here
+        # With commands running, spawns go to the spawner threads (a lone one runs inline).
+        busy = [await backend.start(request) for _ in range(2)]
+        warm = await backend.start(request)  # the spawner threads exist from here
         await warm.terminate()
         before = _open_fds()
         for _ in range(5):
@@ -111,12 +113,13 @@ def test_a_start_cancelled_while_spawning_kills_what_it_started(orphan_sweep: st
             with pytest.raises(asyncio.CancelledError):
                 await task
         for _ in range(100):
-            if not marked_pids(orphan_sweep) and _open_fds() == before:
+            if len(marked_pids(orphan_sweep)) == len(busy) and _open_fds() == before:
                 break
             await asyncio.sleep(0.05)
-        assert marked_pids(orphan_sweep) == []
+        assert sorted(marked_pids(orphan_sweep)) == sorted(p.pid for p in busy if p.pid)
         assert _open_fds() == before
         await backend.aclose()
+        assert marked_pids(orphan_sweep) == []
 
     asyncio.run(main())
 

@@ -48,6 +48,10 @@ def _grow_pipe(fd: int, size: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
 
 
+# Up to this many running processes, a spawn with none in flight runs on the loop thread.
+_INLINE_MAX_LIVE = 2
+
+
 def _close_all(fds: Sequence[int | None]) -> None:
     for fd in fds:
         if fd is not None and fd >= 0:
@@ -203,6 +207,7 @@ class LocalBackend:
         # A few threads: concurrent starts overlap their exec waits; more buys nothing on
         # small hosts and each is a thread for the daemon's lifetime.
         self._spawner = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spawn")
+        self._pool_spawns = 0
 
     @property
     def name(self) -> str:
@@ -311,19 +316,21 @@ class LocalBackend:
             finally:
                 _close_all(child_fds)
 
-        if launch.shim:
-            # The shim arms PR_SET_PDEATHSIG, which is tied to the forking *thread*: fork it
-            # from the loop thread, which lives as long as the daemon.
+        # Popen runs on a spawner thread when other commands are running. Its vfork parks
+        # the calling thread (without the GIL) until the child has exec'd, and when the CPUs
+        # are busy — many commands starting at once — the child waits its turn for a CPU:
+        # on the loop thread that stalled every other call for milliseconds per spawn. A
+        # lone spawn stays on the loop: the thread hop would only add latency. The shim
+        # arms PR_SET_PDEATHSIG, which is tied to the forking *thread*: it is always forked
+        # from the loop thread, which lives as long as the daemon.
+        if launch.shim or (len(self._live) < _INLINE_MAX_LIVE and not self._pool_spawns):
             try:
                 return spawn()
             except BaseException as exc:
                 _close_all(parent_fds)
                 raise _spawn_error(exc, request) from exc
-        # Popen runs on a spawner thread. Its vfork parks the calling thread (without the
-        # GIL) until the child has exec'd, and when the CPUs are busy — many commands
-        # starting at once — the child waits its turn for a CPU: on the loop thread that
-        # stalled every other call for milliseconds per spawn.
         future = asyncio.get_running_loop().run_in_executor(self._spawner, spawn)
+        self._pool_spawns += 1
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -333,6 +340,8 @@ class LocalBackend:
         except BaseException as exc:
             _close_all(parent_fds)
             raise _spawn_error(exc, request) from exc
+        finally:
+            self._pool_spawns -= 1
 
     def _discard(
         self, done: asyncio.Future[subprocess.Popen[bytes]], parent_fds: list[int | None]
