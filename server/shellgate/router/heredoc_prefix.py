@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from shellgate.router.bash_parse import Node, node_text
 from shellgate.router.literal_words import glued_children
-from shellgate.router.script_cache import RESULT_CACHE_SIZE, parsed_without_error
+from shellgate.router.script_cache import RESULT_CACHE_SIZE, preorder_without_error
 from shellgate.router.segments import ScriptCommand, span_of
 
 # Children that attach input to the one command without changing its argv.
@@ -30,15 +31,13 @@ def _plain_word(node: Node) -> str | None:
     return node_text(node)
 
 
-def _scan(root: Node) -> tuple[bool, bool, Node | None]:
+def _scan(named: Sequence[Node]) -> tuple[bool, bool, Node | None]:
     """(has heredoc_redirect, has file_redirect, the single command or None)."""
     has_heredoc = False
     has_file_redirect = False
     single: Node | None = None
     command_count = 0
-    stack = [root]
-    while stack:
-        node = stack.pop()
+    for node in named:
         kind = node.type
         if kind == "heredoc_redirect":
             has_heredoc = True
@@ -47,7 +46,6 @@ def _scan(root: Node) -> tuple[bool, bool, Node | None]:
         elif kind == "command":
             command_count += 1
             single = node
-        stack.extend(node.named_children)
     return has_heredoc, has_file_redirect, single if command_count == 1 else None
 
 
@@ -75,10 +73,10 @@ def _command_words(data: bytes, command: Node) -> tuple[str, ...] | None:
 @functools.lru_cache(maxsize=RESULT_CACHE_SIZE)
 def heredoc_prefix(script: str) -> ScriptCommand | None:
     """The literal words of the one command of a heredoc script, else None."""
-    tree = parsed_without_error(script)
-    if tree is None:
+    walk = preorder_without_error(script)
+    if walk is None:
         return None
-    has_heredoc, has_file_redirect, single = _scan(tree.root_node)
+    has_heredoc, has_file_redirect, single = _scan(walk.named)
     if not has_heredoc or has_file_redirect or single is None:
         return None
     words = _command_words(script.encode("utf-8", "surrogatepass"), single)

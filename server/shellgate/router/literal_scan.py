@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from shellgate.router.bash_parse import Node
 from shellgate.router.literal_words import glued_children, literal_word
-from shellgate.router.script_cache import RESULT_CACHE_SIZE, parsed_without_error
+from shellgate.router.script_cache import RESULT_CACHE_SIZE, preorder_without_error
 from shellgate.router.segments import ScriptCommand, span_of
 
 
-def _candidates(root: Node) -> list[Node]:
+def _candidates(named: Sequence[Node]) -> list[Node]:
     """Every `command` node, in source order (a command before those nested in it)."""
-    found: list[Node] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "command":
-            found.append(node)
-        # Reversed so the pre-order visit is left to right; the stable sort below then
-        # keeps an enclosing command ahead of a nested one that starts at the same byte.
-        stack.extend(reversed(node.named_children))
+    # `named` is in left-to-right pre-order, so the stable sort keeps an enclosing command
+    # ahead of a nested one that starts at the same byte.
+    found = [node for node in named if node.type == "command"]
     found.sort(key=lambda node: node.start_byte)
     return found
 
@@ -53,12 +48,12 @@ def _literal_command(data: bytes, command: Node) -> tuple[str, ...] | None:
 @functools.lru_cache(maxsize=RESULT_CACHE_SIZE)
 def scan_script(script: str) -> tuple[ScriptCommand, ...] | None:
     """The literal words of every command of a script that parses, else None."""
-    tree = parsed_without_error(script)
-    if tree is None:
+    walk = preorder_without_error(script)
+    if walk is None:
         return None
     data = script.encode("utf-8", "surrogatepass")
     commands: list[ScriptCommand] = []
-    for node in _candidates(tree.root_node):
+    for node in _candidates(walk.named):
         words = _literal_command(data, node)
         if words is not None:
             commands.append(ScriptCommand(words, span_of(node)))

@@ -17,7 +17,7 @@ def is_literal_word_text(text: str) -> bool:
     if text.startswith("="):
         # zsh expands a leading `=cmd` to the command's path.
         return False
-    return not any(ch in _EXPANDING_CHARS for ch in text)
+    return _EXPANDING_CHARS.isdisjoint(text)
 
 
 def literal_word_or_number(node: Node) -> str | None:
@@ -110,8 +110,10 @@ def joined_by_line_continuation(data: bytes, left: Node, right: Node) -> bool:
 
 def glued_children(data: bytes, command: Node) -> set[int]:
     """Indexes of the named children of `command` that the shell glues to a neighbour."""
-    children = command.named_children
     glued: set[int] = set()
+    if data.find(_CONTINUATION, command.start_byte, command.end_byte) == -1:
+        return glued  # no backslash-newline between the children: nothing can be glued
+    children = command.named_children
     for index in range(1, len(children)):
         if joined_by_line_continuation(data, children[index - 1], children[index]):
             glued.update((index - 1, index))

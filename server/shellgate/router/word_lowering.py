@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from shellgate.router.bash_parse import Node, node_text
 from shellgate.router.literal_words import (
@@ -12,7 +13,7 @@ from shellgate.router.literal_words import (
     literal_raw_string,
     literal_word,
 )
-from shellgate.router.script_cache import RESULT_CACHE_SIZE, parsed_without_error
+from shellgate.router.script_cache import RESULT_CACHE_SIZE, preorder_without_error
 from shellgate.router.segments import ScriptCommand, span_of
 
 _ALLOWED_NAMED = frozenset(
@@ -39,12 +40,10 @@ def _token_allowed(kind: str) -> bool:
     return kind in _ALLOWED_TOKENS or not kind.strip()
 
 
-def _collect_commands(root: Node) -> list[Node] | None:
+def _collect_commands(nodes: Sequence[Node]) -> list[Node] | None:
     """Every `command` node when the whole tree is word-only, else None."""
     commands: list[Node] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
+    for node in nodes:
         kind = node.type
         if node.is_named:
             if kind not in _ALLOWED_NAMED:
@@ -57,7 +56,6 @@ def _collect_commands(root: Node) -> list[Node] | None:
                 commands.append(node)
         elif not _token_allowed(kind):
             return None
-        stack.extend(node.children)
     commands.sort(key=lambda command: command.start_byte)
     return commands
 
@@ -95,10 +93,10 @@ def _lower_command(data: bytes, command: Node) -> tuple[str, ...] | None:
 @functools.lru_cache(maxsize=RESULT_CACHE_SIZE)
 def lower_script(script: str) -> tuple[ScriptCommand, ...] | None:
     """The word-only commands of a script with their spans; `()` for an empty script."""
-    tree = parsed_without_error(script)
-    if tree is None:
+    walk = preorder_without_error(script)
+    if walk is None:
         return None
-    nodes = _collect_commands(tree.root_node)
+    nodes = _collect_commands(walk.every)
     if nodes is None:
         return None
     lowered: list[ScriptCommand] = []

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 def path_basename(value: str) -> str | None:
     """The last component like Rust `Path::file_name` (None for `..`, `/` or empty)."""
+    if "/" not in value:
+        # One component (the usual bare program name): itself, unless empty, `.` or `..`.
+        return None if value in ("", ".", "..") else value
     parts = [p for p in value.split("/") if p not in ("", ".")]
     if not parts:
         return None
