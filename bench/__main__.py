@@ -19,6 +19,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from shellgate.execserver.malloc_tuning import tune_malloc
+
 from bench.core import FULL, QUICK, SMOKE, Mode, Result
 from bench.interpret import interpretation
 from bench.machine import describe
@@ -106,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown bench {unknown}; known: {', '.join(BENCHES)}", file=sys.stderr)
         return 2
     swerex = _ensure_swerex(mode, not args.no_install)
+    # The clients of every peer run in this process; the daemon's malloc thresholds keep
+    # their large message buffers from re-faulting the heap top on every message too.
+    tune_malloc()
     t0 = time.perf_counter()
     results = asyncio.run(_run_all(names, mode))
     command = "python -m bench" + "".join(f" {shlex.quote(a)}" for a in (argv or sys.argv[1:]))
