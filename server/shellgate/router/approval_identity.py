@@ -32,6 +32,10 @@ def canonicalize_command_for_approval(argv: Sequence[str]) -> list[str]:
     return list(argv)
 
 
+# The string encoder of `json.dumps(..., ensure_ascii=False)`.
+_encode_str = json.encoder.encode_basestring
+
+
 def canonical_json(value: object) -> bytes:
     """Canonical JSON: sorted keys, no insignificant whitespace, UTF-8, no ASCII escaping."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -96,7 +100,25 @@ class ApprovalKey:
 
     def digest(self) -> str:
         """Lowercase hex SHA-256 of the key's canonical JSON; stable across processes."""
-        return hashlib.sha256(canonical_json(self.to_json())).hexdigest()
+        return hashlib.sha256(self.canonical()).hexdigest()
+
+    def canonical(self) -> bytes:
+        """`canonical_json(self.to_json())`, written directly for the common case."""
+        if self.additional_permissions_json is not None:
+            return canonical_json(self.to_json())
+        # The record's keys in sorted order; strings through the encoder json.dumps uses
+        # with ensure_ascii=False, so the text is byte-identical.
+        text = (
+            '{"additional_permissions":null,"command":['
+            + ",".join(map(_encode_str, self.command))
+            + '],"cwd":' + _encode_str(self.cwd)
+            + ',"environment_id":' + _encode_str(self.environment_id)
+            + ',"kind":' + _encode_str(self.kind.value)
+            + ',"sandbox_permissions":' + _encode_str(self.sandbox_permissions)
+        )  # fmt: skip
+        if self.kind is ApprovalKind.EXEC_COMMAND:
+            text += ',"tty":' + ("null" if self.tty is None else "true" if self.tty else "false")
+        return (text + "}").encode("utf-8", "surrogatepass")
 
 
 def _permissions_json(additional_permissions: JsonValue) -> str | None:

@@ -127,6 +127,34 @@ def _cached_env(
     return tuple(inject_permission_profile_env(env, active_profile, platform).items())
 
 
+# The last environment built and its inputs: consecutive commands of one turn pass the same
+# parent tuple and policy objects, so an identity check skips hashing ~40 pairs.
+_last_env: tuple[CommandSite, bool, tuple[tuple[str, str], ...]] | None = None
+
+
+def _env(site: CommandSite, unified: bool) -> tuple[tuple[str, str], ...]:
+    global _last_env
+    parent = site.parent_env
+    last = _last_env
+    if last is not None and isinstance(parent, tuple):
+        seen, seen_unified, env = last
+        if (
+            seen.parent_env is parent
+            and seen.env_policy is site.env_policy
+            and seen_unified is unified
+            and seen.thread_id == site.thread_id
+            and seen.platform == site.platform
+            and seen.active_profile == site.active_profile
+        ):
+            return env
+    items = parent if isinstance(parent, tuple) else tuple(parent.items())
+    env = _cached_env(
+        items, site.env_policy, site.thread_id, site.platform, unified, site.active_profile
+    )
+    _last_env = (site, unified, env)
+    return env
+
+
 @dataclass(frozen=True)
 class CommandSite:
     """What both envelope builders share: the command, where it runs, its env and permissions."""
@@ -137,7 +165,9 @@ class CommandSite:
     remote: bool
     cwd: str
     sandbox_cwd: str
-    parent_env: Mapping[str, str]
+    # The parent environment, or its items already as a tuple (a caller that reuses one
+    # parent for many commands passes the same tuple each time).
+    parent_env: Mapping[str, str] | tuple[tuple[str, str], ...]
     env_policy: ShellEnvironmentPolicy
     thread_id: str | None
     platform: str = "unix"
@@ -174,14 +204,7 @@ def _envelope(
         sandbox_cwd=site.sandbox_cwd,
         # The parent environment (the router's own) and the turn's policy rarely change, and
         # the policy pass matches every variable against every glob: memoise on the values.
-        env=_cached_env(
-            tuple(site.parent_env.items()),
-            site.env_policy,
-            site.thread_id,
-            site.platform,
-            unified,
-            site.active_profile,
-        ),
+        env=_env(site, unified),
         explicit_env_overrides=site.env_policy.set_pairs,
         timeout_ms=timeout_ms,
         default_timeout=default_timeout,

@@ -116,6 +116,11 @@ class HostContext:
     session_exists: Callable[[int], bool] = lambda _id: False
     platform: str = "unix"
 
+    @cached_property
+    def parent_env_items(self) -> tuple[tuple[str, str], ...]:
+        """`parent_env` as a tuple, taken once per context (the router reuses its context)."""
+        return tuple(self.parent_env.items())
+
 
 def registered_tools(turn: RouterTurn) -> frozenset[str]:
     """The tool names the turn's registry dispatches (shell tools, then apply_patch)."""
@@ -293,7 +298,7 @@ def _envelope(
     )
     # A remote daemon applies the env policy to its own environment; the projection shows
     # what the policy alone yields there (no inherited variables are known here).
-    parent_env: Mapping[str, str] = {} if cmd.remote else host.parent_env
+    parent_env = () if cmd.remote else host.parent_env_items
     site = CommandSite(
         argv=cmd.argv, shell_type=cmd.shell_type.value, environment_id=cmd.environment_id,
         remote=cmd.remote, cwd=cmd.cwd, sandbox_cwd=cmd.sandbox_cwd, parent_env=parent_env,

@@ -173,7 +173,7 @@ def _fill_requirement(
 
 def _fill_approval(out: projection_pb2.ApprovalIdentity, key: ApprovalKey) -> None:
     # The digest is the SHA-256 of exactly this text (ApprovalKey.digest): encode it once.
-    canonical = canonical_json(key.to_json())
+    canonical = key.canonical()
     out.namespace = _NAMESPACES.get(key.namespace, projection_pb2.APPROVAL_NAMESPACE_UNSPECIFIED)
     out.canonical_command.extend(key.command)
     out.environment_id = key.environment_id
