@@ -82,16 +82,29 @@ def _too_deep(value: Any, depth: int = 1) -> bool:
     return False
 
 
+# The last document read (text object, value): the decode passes of one tool call (two for
+# shell_command, three for exec_command) read the same arguments string one after another.
+_last: tuple[str, Any] | None = None
+
+
 def loads(text: str) -> Any:
-    """The document as C `json.loads` reads it; raises `Slow` unless serde_json agrees."""
+    """The document as C `json.loads` reads it; raises `Slow` unless serde_json agrees.
+
+    The value is shared with later calls on the same text object: callers only read it.
+    """
+    global _last
+    last = _last
+    if last is not None and last[0] is text:
+        return last[1]
     try:
         value = _DECODER.decode(text)
     except (ValueError, RecursionError):
         raise Slow from None
-    # Pure ASCII without `\u` escapes cannot hold a surrogate; otherwise look (lone
+    # Pure ASCII without `\\u` escapes cannot hold a surrogate; otherwise look (lone
     # surrogates are errors for serde_json, or raw ones the exact reader passes through).
     if (not text.isascii() or "\\u" in text) and _has_surrogate(value):
         raise Slow
+    _last = (text, value)
     return value
 
 
