@@ -208,7 +208,8 @@ def parse_shell_script(script: str) -> list[ParsedCommand]:
     commands = _summarize_with_cd(kept)
     if len(commands) > 1:
         commands = _simplify([c for c in commands if c != Unknown(cmd="true")])
-    if len(commands) != 1:
+    if len(commands) != 1 or isinstance(commands[0], Unknown):
+        # An Unknown summary is shown as it is whatever the tokens hold: skip the split.
         return commands
     script_tokens = shlex_split(script) or []
     had_connectors = len(all_commands) > 1 or any(t in CONNECTORS for t in script_tokens)
