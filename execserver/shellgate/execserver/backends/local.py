@@ -59,10 +59,8 @@ def _close_all(fds: Sequence[int | None]) -> None:
                 os.close(fd)
 
 
-def _spawn_error(exc: BaseException, request: SpawnRequest) -> BaseException:
-    if isinstance(exc, OSError):
-        return SpawnError(f"{exc.strerror}: {request.cwd!r}", exc.errno or 0)
-    return exc
+def _spawn_error(exc: OSError, request: SpawnRequest) -> SpawnError:
+    return SpawnError(f"{exc.strerror}: {request.cwd!r}", exc.errno or 0)
 
 
 def _set_winsize(fd: int, rows: int, cols: int) -> None:
@@ -326,20 +324,31 @@ class LocalBackend:
         if launch.shim or (len(self._live) < _INLINE_MAX_LIVE and not self._pool_spawns):
             try:
                 return spawn()
-            except BaseException as exc:
+            except OSError as exc:
                 _close_all(parent_fds)
                 raise _spawn_error(exc, request) from exc
-        future = asyncio.get_running_loop().run_in_executor(self._spawner, spawn)
+            except BaseException:
+                _close_all(parent_fds)
+                raise
         self._pool_spawns += 1
+        try:
+            future = asyncio.get_running_loop().run_in_executor(self._spawner, spawn)
+        except BaseException:
+            self._pool_spawns -= 1
+            _close_all([*child_fds, *parent_fds])
+            raise
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
             # The spawn still completes on its thread: kill what it started, free the fds.
             future.add_done_callback(lambda done: self._discard(done, parent_fds))
             raise
-        except BaseException as exc:
+        except OSError as exc:
             _close_all(parent_fds)
             raise _spawn_error(exc, request) from exc
+        except BaseException:
+            _close_all(parent_fds)
+            raise
         finally:
             self._pool_spawns -= 1
 
