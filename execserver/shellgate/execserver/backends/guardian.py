@@ -32,7 +32,7 @@ class GroupGuardian:
         self._proc: subprocess.Popen[bytes] | None = None
         self._write_fd: int | None = None
         self._groups: set[int] = set()
-        self._watch: tuple[asyncio.AbstractEventLoop, int] | None = None
+        self._watches: dict[int, int] = {}  # guardian pid -> its pidfd, read by the loop
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.RLock()
         self._closed = False
@@ -83,28 +83,30 @@ class GroupGuardian:
         loop.call_soon_threadsafe(self._add_watch, proc)
 
     def _add_watch(self, proc: subprocess.Popen[bytes]) -> None:
-        with self._lock:
-            if proc is not self._proc or self._watch is not None or self._loop is None:
-                return
-            try:
-                pidfd = os.pidfd_open(proc.pid)
-            except OSError:
-                return
-            self._watch = (self._loop, pidfd)
-            self._loop.add_reader(pidfd, self._guardian_exited)
+        # Watches are only touched on the loop thread (this, the exit callback, detach_loop).
+        loop = self._loop
+        if proc is not self._proc or proc.pid in self._watches or loop is None:
+            return
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except OSError:
+            return
+        self._watches[proc.pid] = pidfd
+        loop.add_reader(pidfd, self._guardian_exited, proc)
 
-    def _unwatch(self) -> None:
-        watch, self._watch = self._watch, None
-        if watch is not None:
-            loop, pidfd = watch
-            with contextlib.suppress(Exception):
-                loop.remove_reader(pidfd)
+    def _unwatch(self, pid: int) -> None:
+        pidfd = self._watches.pop(pid, None)
+        if pidfd is not None:
+            if self._loop is not None:
+                with contextlib.suppress(Exception):
+                    self._loop.remove_reader(pidfd)
             os.close(pidfd)
 
-    def _guardian_exited(self) -> None:
+    def _guardian_exited(self, proc: subprocess.Popen[bytes]) -> None:
+        self._unwatch(proc.pid)
         with self._lock:
-            self._unwatch()
-            if not self._closed:
+            # A guardian already replaced (a failed write noticed first) needs nothing more.
+            if proc is self._proc and not self._closed:
                 self._restart("exited")
 
     def _restart(self, why: str) -> None:
@@ -131,7 +133,6 @@ class GroupGuardian:
             os.write(fd, line.encode())
         except BrokenPipeError:
             # The guardian died before its exit was noticed: the restart re-sends all.
-            self._unwatch()
             self._restart("is gone")
         except OSError:
             pass
@@ -151,9 +152,9 @@ class GroupGuardian:
 
     def detach_loop(self) -> None:
         """Stop watching the guardian from the event loop (call on the loop before close)."""
-        with self._lock:
-            self._loop = None
-            self._unwatch()
+        for pid in list(self._watches):
+            self._unwatch(pid)
+        self._loop = None
 
     def close(self) -> None:
         """Close the pipe (the guardian kills what is still registered) and reap it."""
