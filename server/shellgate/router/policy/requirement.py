@@ -251,7 +251,12 @@ def create_exec_approval_requirement(
             cmd, ctx, literal_commands if cmd == whole else None
         )
 
-    segment = check_multiple(policy, commands, fallback, resolve_host_executables=True)
+    # check_multiple, keeping each command's matches: the Skip branch asks per command
+    # whether an allow rule matched (the fallback never adds a prefix-rule match).
+    per_command = [
+        matches_for_command(policy, c, fallback, resolve_host_executables=True) for c in commands
+    ]
+    segment = Evaluation.from_matches(tuple(m for found in per_command for m in found))
     scanned = scan_matches(policy, argv, literal_commands)
     matches: tuple[RuleMatch, ...] = segment.matched_rules + scanned
     evaluation = Evaluation(strictest([m.decision for m in matches]), matches)
@@ -312,11 +317,8 @@ def create_exec_approval_requirement(
             requirement = NeedsApproval(prompt_reason, amendment)
     else:
         bypass = all(
-            any(
-                isinstance(m, PrefixRuleMatch) and m.decision is Decision.ALLOW
-                for m in matches_for_command(policy, c, None, resolve_host_executables=True)
-            )
-            for c in commands
+            any(isinstance(m, PrefixRuleMatch) and m.decision is Decision.ALLOW for m in found)
+            for found in per_command
         )
         allow_amendment: tuple[str, ...] | None = None
         if auto and not any(isinstance(m, PrefixRuleMatch) for m in matches):
