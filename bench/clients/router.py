@@ -9,7 +9,7 @@ from typing import Any
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
-from bench.clients.common import RunTimes
+from bench.clients.common import RunTimes, finish_in_background
 
 THREAD = "bench"
 
@@ -48,13 +48,18 @@ def health_request() -> Any:
 
 
 async def execute(stub: Any, item: str, turn_pb: Any) -> RunTimes:
-    """Execute one item; time to `completed`, output bytes seen on the stream."""
+    """Execute one item; time to `completed`, output bytes seen on the stream.
+
+    Timed to the `completed` event, which carries the tool output the harness needs (like
+    the ExecService client, timed to `closed`); the stream's trailing status follows it.
+    """
     t0 = time.perf_counter()
     nbytes = 0
     code: int | None = None
     request = router_pb2.ExecuteRequest(thread_id=THREAD, turn=turn_pb,
                                         item=common_pb2.ToolCallItem(raw_json=item))  # fmt: skip
-    async for message in stub.Execute(request):
+    call = stub.Execute(request)
+    async for message in call:
         kind = message.WhichOneof("event")
         if kind == "output":
             nbytes += len(message.output.data)
@@ -64,6 +69,8 @@ async def execute(stub: Any, item: str, turn_pb: Any) -> RunTimes:
             if done.termination != router_pb2.TERMINATION_REASON_EXITED:
                 raise RuntimeError(f"router Execute ended with {done.termination}: "
                                    f"{done.output_text[:300]}")  # fmt: skip
+            finish_in_background(call)
+            break
         elif kind == "approval_required":
             raise RuntimeError("router asked for approval (turn should say never)")
     t = time.perf_counter() - t0

@@ -11,7 +11,7 @@ import grpc
 from shellgate.v1 import exec_pb2 as pb
 from shellgate.v1 import exec_pb2_grpc as pb_grpc
 
-from bench.clients.common import RunTimes
+from bench.clients.common import RunTimes, finish_in_background
 
 CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 128 * 1024 * 1024)]
 
@@ -38,7 +38,8 @@ async def run(stub: Any, argv: Sequence[str], env: Mapping[str, str], cwd: str) 
     exited = 0.0
     code: int | None = None
     nbytes = 0
-    async for message in stub.Start(start_request(argv, env, cwd)):
+    call = stub.Start(start_request(argv, env, cwd))
+    async for message in call:
         event = message.event
         kind = event.WhichOneof("event")
         if kind == "output":
@@ -47,6 +48,7 @@ async def run(stub: Any, argv: Sequence[str], env: Mapping[str, str], cwd: str) 
             exited = time.perf_counter() - t0
             code = event.exited.status.code
         elif kind == "closed":
+            finish_in_background(call)
             break
         elif kind in ("spawn_failed", "lost"):
             raise RuntimeError(f"shellgate Start: {event}")
