@@ -49,6 +49,11 @@ class Authenticator:
         self._tokens = tuple(tokens)
         self._mtls = mtls
 
+    @property
+    def open(self) -> bool:
+        """No tokens and no mTLS: every request is the local caller (nothing to read)."""
+        return not self._tokens and not self._mtls
+
     def authenticate(
         self, metadata: Mapping[str, str], peer_identity: Mapping[str, Sequence[bytes]]
     ) -> str:

@@ -197,6 +197,9 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self._rng = random.Random()
 
     def _caller(self, context: Ctx) -> Caller:
+        if self._app.auth.open:
+            # No credentials configured: skip copying the metadata and the peer identity.
+            return self._app.caller({}, {})
         identity = {k: list(v) for k, v in (context.auth_context() or {}).items()}
         return self._app.caller(_metadata(context), identity)
 
