@@ -7,7 +7,6 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -26,7 +25,7 @@ from shellgate.execserver.info import HostInfo, local_host_info
 from shellgate.execserver.malloc_tuning import tune_malloc
 from shellgate.execserver.process_table import ProcessTable, TableLimits
 from shellgate.execserver.servicer import ExecServicer
-from shellgate.execserver.wire import serialize_response
+from shellgate.execserver.wire import add_with_pre_encoded
 from shellgate.execserver.wire_guard import DecodeGuardInterceptor
 from shellgate.v1 import exec_pb2, exec_pb2_grpc
 
@@ -43,32 +42,11 @@ def is_loopback(host: str) -> bool:
 _PRE_ENCODED = ("Start", "Attach")
 
 
-class _Capture:
-    """Stands in for the server while the generated code registers its method handlers."""
-
-    def __init__(self) -> None:
-        self.handlers: dict[str, Any] = {}
-
-    def add_generic_rpc_handlers(self, handlers: Any) -> None:
-        """Ignored: the generic handler is rebuilt from the registered table."""
-
-    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
-        """Record the generated method table."""
-        self.handlers = dict(handlers)
-
-
 def add_exec_service(servicer: ExecServicer, server: grpc.aio.Server) -> None:
     """Register ExecService like the generated code, with the pre-encoded event streams."""
-    capture = _Capture()
-    exec_pb2_grpc.add_ExecServiceServicer_to_server(servicer, capture)
-    handlers = capture.handlers
-    for name in _PRE_ENCODED:
-        handlers[name] = handlers[name]._replace(response_serializer=serialize_response)
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),)
+    add_with_pre_encoded(
+        exec_pb2_grpc.add_ExecServiceServicer_to_server, servicer, server, _PRE_ENCODED
     )
-    # Missing from the grpc type stubs; the generated code calls it the same way.
-    server.add_registered_method_handlers(SERVICE_NAME, handlers)  # type: ignore[attr-defined]
 
 
 def _credentials(config: ServerConfig) -> grpc.ServerCredentials | None:

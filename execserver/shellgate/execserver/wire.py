@@ -9,7 +9,10 @@ tests/unit/test_execserver_wire.py checks against the generated classes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import grpc
 
 # Tags: (field number << 3) | wire type; 0 = varint, 2 = length-delimited.
 _TAG_EVENT = b"\x0a"  # StartResponse/AttachResponse.event = 1
@@ -31,26 +34,41 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def output_event(seq: int, stream: int, data: bytes) -> bytes:
-    """The serialized response carrying one output chunk (seq, wire stream enum, data)."""
-    if seq < 0 or stream < 0:
-        raise ValueError("seq and stream must be non-negative")
+def chunk_message(
+    path: tuple[bytes, ...], fields: tuple[tuple[bytes, int], ...], data_tag: bytes, data: bytes
+) -> bytes:
+    """A message nested along `path` (length-delimited tags, outermost first) whose innermost
+    message holds varint `fields` (tag, non-negative value, in field-number order) followed
+    by the bytes field `data_tag` — protobuf's exact encoding, with one copy of the data.
+    """
     # proto3: fields at their default (0, empty) are not written.
-    fields = b""
-    if seq:
-        fields += _TAG_SEQ + _varint(seq)
-    if stream:
-        fields += _TAG_STREAM + _varint(stream)
+    body = b""
+    for tag, value in fields:
+        if value < 0:
+            raise ValueError("varint fields must be non-negative")
+        if value:
+            body += tag + _varint(value)
     size = len(data)
     if size:
-        fields += _TAG_DATA + _varint(size)
-    chunk_len = len(fields) + size
-    event = _TAG_OUTPUT + _varint(chunk_len)
-    head = _TAG_EVENT + _varint(len(event) + chunk_len) + event + fields
+        body += data_tag + _varint(size)
+    length = len(body) + size
+    head = body
+    for tag in reversed(path):
+        head = tag + _varint(length) + head
+        length = len(head) + size
     if not size:
         return head
     # The one copy of the payload.
     return b"".join((head, data))
+
+
+def output_event(seq: int, stream: int, data: bytes) -> bytes:
+    """The serialized Start/Attach response carrying one output chunk (seq, stream, data)."""
+    if seq < 0 or stream < 0:
+        raise ValueError("seq and stream must be non-negative")
+    return chunk_message(
+        (_TAG_EVENT, _TAG_OUTPUT), ((_TAG_SEQ, seq), (_TAG_STREAM, stream)), _TAG_DATA, data
+    )
 
 
 def serialize_response(response: Any) -> bytes:
@@ -59,3 +77,41 @@ def serialize_response(response: Any) -> bytes:
         return response
     data: bytes = response.SerializeToString()
     return data
+
+
+class _Capture:
+    """Stands in for the server while generated code registers its method handlers."""
+
+    def __init__(self) -> None:
+        self.service = ""
+        self.handlers: dict[str, Any] = {}
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        """Ignored: the generic handler is rebuilt from the registered table."""
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        """Record the generated method table."""
+        self.service = service
+        self.handlers = dict(handlers)
+
+
+def add_with_pre_encoded(
+    add_to_server: Callable[[Any, Any], None],
+    servicer: Any,
+    server: Any,
+    pre_encoded: tuple[str, ...],
+) -> None:
+    """Register a service like its generated code, the `pre_encoded` methods with
+    `serialize_response` (their handlers may yield ready-made bytes).
+
+    `server` is a grpc.aio.Server; its stubs lack `add_registered_method_handlers`.
+    """
+    capture = _Capture()
+    add_to_server(servicer, capture)
+    handlers = capture.handlers
+    for name in pre_encoded:
+        handlers[name] = handlers[name]._replace(response_serializer=serialize_response)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(capture.service, handlers),)
+    )
+    server.add_registered_method_handlers(capture.service, handlers)

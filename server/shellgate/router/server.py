@@ -14,6 +14,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from shellgate.execserver.health_listener import start_health_listener
 from shellgate.execserver.malloc_tuning import tune_malloc
+from shellgate.execserver.wire import add_with_pre_encoded
 from shellgate.execserver.wire_guard import DecodeGuardInterceptor
 from shellgate.router.app import RouterApp
 from shellgate.router.config import ConfigError, RouterConfig, is_loopback_address
@@ -96,7 +97,13 @@ async def start_router(config: RouterConfig) -> RunningRouter:
             ("grpc.max_send_message_length", limits.max_send_message_bytes),
         ],
     )
-    router_pb2_grpc.add_ToolRouterServiceServicer_to_server(ToolRouterServicer(app), server)
+    # Execute yields its output chunks already serialized (see servicer.output_event_bytes).
+    add_with_pre_encoded(
+        router_pb2_grpc.add_ToolRouterServiceServicer_to_server,
+        ToolRouterServicer(app),
+        server,
+        ("Execute",),
+    )
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(

@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 from shellgate.execserver.boundary import streaming, unary
 from shellgate.execserver.convert import STREAMS
+from shellgate.execserver.wire import chunk_message
 from shellgate.router.app import VERSION, Caller, RouterApp
 from shellgate.router.decode import PayloadKind, ToolCall, ToolName
 from shellgate.router.errors import InvalidArgument
@@ -101,20 +102,30 @@ def status_pb(status: EnvironmentStatus) -> router_pb2.EnvironmentStatus:
     return out
 
 
-def event_pb(event: ExecuteEvent) -> router_pb2.ExecuteResponse:
-    """One domain event of Execute on the wire."""
+# ExecuteResponse.output = 4; ExecutionOutput: element_index = 1, stream = 2, seq = 3,
+# data = 4 (tags: field number << 3 | wire type).
+_OUTPUT_PATH = (b"\x22",)
+_TAG_ELEMENT, _TAG_STREAM, _TAG_SEQ, _TAG_DATA = b"\x08", b"\x10", b"\x18", b"\x22"
+
+
+def output_event_bytes(event: OutputEvent) -> bytes:
+    """A serialized ExecuteResponse carrying one output chunk."""
+    fields = (
+        (_TAG_ELEMENT, event.element_index),
+        (_TAG_STREAM, STREAMS[event.stream]),
+        (_TAG_SEQ, event.seq),
+    )
+    return chunk_message(_OUTPUT_PATH, fields, _TAG_DATA, event.data)
+
+
+def event_pb(event: ExecuteEvent) -> router_pb2.ExecuteResponse | bytes:
+    """One domain event of Execute on the wire (output chunks already serialized)."""
     if isinstance(event, ProjectionEvent):
         return router_pb2.ExecuteResponse(projection=projection_pb(event.projected))
     if isinstance(event, OutputEvent):
-        # Set in place: a constructed ExecutionOutput handed to its parent is copied, data
-        # included, which cost more than everything else per chunk.
-        response = router_pb2.ExecuteResponse()
-        output = response.output
-        output.element_index = event.element_index
-        output.stream = STREAMS[event.stream]
-        output.seq = event.seq
-        output.data = event.data
-        return response
+        # Encoded by hand (the bytes protobuf would write, one copy of the data): the
+        # field set plus SerializeToString copied each chunk twice.
+        return output_event_bytes(event)
     if isinstance(event, StartedEvent):
         started = router_pb2.ExecutionStarted(
             element_index=event.element_index,
@@ -278,7 +289,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
     @streaming
     async def Execute(
         self, request: router_pb2.ExecuteRequest, context: Ctx
-    ) -> AsyncIterator[router_pb2.ExecuteResponse]:
+    ) -> AsyncIterator[router_pb2.ExecuteResponse | bytes]:
         """The whole pipeline for one item, or the continuation of a parked call."""
         caller = self._caller(context)
         async with self._app.execute_admission:
