@@ -136,3 +136,35 @@ def test_arg0_on_pipes_is_what_the_program_sees(tmp_path: Path) -> None:
         return data
 
     assert asyncio.run(main()) == b"custom-zero"
+
+
+def test_only_a_pipe_that_fills_up_is_grown(tmp_path: Path) -> None:
+    import fcntl
+
+    from shellgate.execserver.backends.base import Stream
+
+    def pipe_sizes(proc: object) -> dict[Stream, int]:
+        fds = proc._output._open  # type: ignore[attr-defined]
+        return {stream: fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) for fd, stream in fds.items()}
+
+    async def main() -> tuple[dict[Stream, int], dict[Stream, int]]:
+        backend = LocalBackend(ProcessLimits(pipe_buffer_bytes=262_144))
+        env = dict(os.environ)
+        quiet = await backend.start(SpawnRequest(("sh", "-c", "echo hi; sleep 2"), "/tmp", env))
+        chunks = quiet.output()
+        assert (await anext(chunks)).data == b"hi\n"
+        quiet_sizes = pipe_sizes(quiet)
+        loud = await backend.start(
+            SpawnRequest(("sh", "-c", "head -c 300000 /dev/zero; sleep 2"), "/tmp", env)
+        )
+        got = 0
+        loud_chunks = loud.output()
+        while got < 300_000:
+            got += len((await anext(loud_chunks)).data)
+        loud_sizes = pipe_sizes(loud)
+        await backend.aclose()
+        return quiet_sizes, loud_sizes
+
+    quiet_sizes, loud_sizes = asyncio.run(main())
+    assert quiet_sizes == {Stream.STDOUT: 65_536, Stream.STDERR: 65_536}
+    assert loud_sizes == {Stream.STDOUT: 262_144, Stream.STDERR: 65_536}

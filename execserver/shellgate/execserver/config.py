@@ -22,7 +22,8 @@ class ProcessLimits:
     read_chunk_bytes: int = 524_288
     # Consecutive reads of one stream are joined into chunks of at most this size.
     max_chunk_bytes: int = 524_288
-    # Kernel buffer of a process's stdout pipe (F_SETPIPE_SZ, best effort; 64 KiB default).
+    # Kernel buffer of a process's stdout/stderr pipe once it has filled the default 64 KiB
+    # (F_SETPIPE_SZ, best effort, capped by pipe-max-size).
     pipe_buffer_bytes: int = MIB
     # Unconsumed output buffered per process before its fds stop being read (back-pressure).
     output_buffer_bytes: int = MIB

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 from collections import deque
 from collections.abc import AsyncIterator
 
 from shellgate.execserver.backends.base import OutputChunk, Stream
+
+# Linux's default pipe capacity (16 pages).
+_DEFAULT_PIPE_BYTES = 65_536
 
 
 class FdOutput:
@@ -31,8 +35,14 @@ class FdOutput:
         max_chunk_bytes: int,
         buffer_bytes: int,
         keep_open: frozenset[int] = frozenset(),
+        grow_pipes_to: int = 0,
     ) -> None:
         self._loop = asyncio.get_running_loop()
+        # Pipes still at their default size, grown to grow_pipes_to on the first full read.
+        self._growable = (
+            {fd for fd, _ in fds if fd not in keep_open} if grow_pipes_to else set()
+        )
+        self._grow_to = grow_pipes_to
         self._read_bytes = read_bytes
         self._max_chunk = max(max_chunk_bytes, read_bytes)
         self._high = buffer_bytes
@@ -80,9 +90,20 @@ class FdOutput:
         if data:
             self._buf.append((stream, data))
             self._buffered += len(data)
+            if len(data) >= _DEFAULT_PIPE_BYTES and fd in self._growable:
+                self._grow(fd)
         else:
             self._close(fd)
         return True
+
+    def _grow(self, fd: int) -> None:
+        # A read that emptied a full default-size pipe means a fast producer: a bigger pipe
+        # lets it run ahead while the loop is busy sending, so each read (and message)
+        # carries more. Done lazily because resizing (and later freeing) the pipe's ring
+        # costs tens of microseconds, wasted on the many commands that print little.
+        self._growable.discard(fd)
+        with contextlib.suppress(OSError):  # best effort, capped by pipe-max-size
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, self._grow_to)
 
     def _ready(self, fd: int, stream: Stream) -> None:
         if fd not in self._open:

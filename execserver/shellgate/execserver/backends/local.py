@@ -39,15 +39,6 @@ from shellgate.execserver.errors import (
     StdinClosedError,
 )
 
-
-def _grow_pipe(fd: int, size: int) -> None:
-    # A bigger stdout pipe lets a fast producer run ahead while the loop is busy sending,
-    # so each wakeup reads (and each message carries) more; best effort, capped by the
-    # system's pipe-max-size.
-    with contextlib.suppress(OSError):
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
-
-
 # Up to this many running processes, a spawn with none in flight runs on the loop thread.
 _INLINE_MAX_LIVE = 2
 
@@ -94,6 +85,7 @@ class LocalProcess:
             max_chunk_bytes=limits.max_chunk_bytes,
             buffer_bytes=limits.output_buffer_bytes,
             keep_open=frozenset({master_fd} if master_fd is not None else ()),
+            grow_pipes_to=limits.pipe_buffer_bytes,
         )
         self._watch_exit()
 
@@ -244,7 +236,6 @@ class LocalBackend:
                     fds_to_close.append(stdin_child)
                 out_r, out_w = os.pipe2(os.O_CLOEXEC)
                 err_r, err_w = os.pipe2(os.O_CLOEXEC)
-                _grow_pipe(out_r, self._limits.pipe_buffer_bytes)
                 fds_to_close += [out_w, err_w]
                 out += [(out_r, Stream.STDOUT), (err_r, Stream.STDERR)]
                 stdio = (stdin_child, out_w, err_w)
