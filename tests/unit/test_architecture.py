@@ -37,8 +37,8 @@ PURE_MODULES = sorted(
 FORBIDDEN_IMPORTS = {"grpc", "asyncio", "asyncssh", "subprocess", "socket", "time"}
 FORBIDDEN_ATTRS = {("os", "environ"), ("os", "getenv"), ("os", "system"), ("os", "popen")}
 WIRE_ALLOWED = {
-    "servicer.py", "wire_turn.py", "wire_projection.py", "project_cli.py", "server.py",
-    "app.py", "remote.py", "remote_fs.py",
+    "servicer.py", "wire_turn.py", "wire_projection.py", "wire_events.py", "project_cli.py",
+    "server.py", "app.py", "remote.py", "remote_fs.py",
 }  # fmt: skip
 
 

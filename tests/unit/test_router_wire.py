@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from shellgate.execserver.backends.base import Stream
 from shellgate.execserver.convert import STREAMS
 from shellgate.router.runtime.events import OutputEvent
-from shellgate.router.servicer import event_pb, output_event_bytes
+from shellgate.router.wire_events import event_pb, output_event_bytes
 from shellgate.v1 import router_pb2
 
 # Lengths around every varint boundary the nested headers can cross.
