@@ -351,6 +351,10 @@ class LocalBackend:
             return
         popen = done.result()
         signal_group(popen.pid, signal.SIGKILL)
+        # A PTY child becomes its group's leader only once `setsid` has run: kill the
+        # process itself too, so the wait below cannot hang on it.
+        with contextlib.suppress(OSError):
+            popen.kill()
         # Reaped off the loop (the KILL lands at once; wait() is then immediate).
         try:
             reaping = asyncio.get_running_loop().run_in_executor(self._spawner, popen.wait)
