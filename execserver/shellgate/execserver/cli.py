@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import os
 import re
@@ -13,6 +12,7 @@ import sys
 from typing import Any
 
 from shellgate.execserver.config import load_config
+from shellgate.execserver.gc_tuning import tune_gc
 from shellgate.execserver.server import start_server
 
 # Variables the daemon must not keep in its own environment (spec 06 §9, decision 3b).
@@ -62,9 +62,8 @@ async def _serve(args: argparse.Namespace) -> int:
     }
     config = load_config(args.config, overrides)
     running = await start_server(config)
-    # Everything loaded so far lives as long as the daemon: keep it out of the collector's
-    # way, so the many short-lived objects of each Start cost less to collect.
-    gc.freeze()
+    # Everything loaded so far lives as long as the daemon (see gc_tuning).
+    tune_gc()
     if args.print_port:
         print(running.port, flush=True)
     stop = asyncio.Event()
