@@ -312,33 +312,35 @@ class LocalBackend:
         # lone spawn stays on the loop: the thread hop would only add latency. The shim
         # arms PR_SET_PDEATHSIG, which is tied to the forking *thread*: it is always forked
         # from the loop thread, which lives as long as the daemon.
-        if launch.shim or (len(self._live) < _INLINE_MAX_LIVE and not self._pool_spawns):
-            try:
-                return spawn()
-            except OSError as exc:
-                _close_all(parent_fds)
-                raise _spawn_error(exc, request) from exc
-            except BaseException:
-                _close_all(parent_fds)
-                raise
-        self._pool_spawns += 1
+        inline = launch.shim or (len(self._live) < _INLINE_MAX_LIVE and not self._pool_spawns)
         try:
-            future = asyncio.get_running_loop().run_in_executor(self._spawner, spawn)
-        except BaseException:
-            self._pool_spawns -= 1
-            _close_all([*child_fds, *parent_fds])
-            raise
-        try:
-            return await asyncio.shield(future)
+            return spawn() if inline else await self._on_spawner(spawn, child_fds, parent_fds)
         except asyncio.CancelledError:
-            # The spawn still completes on its thread: kill what it started, free the fds.
-            future.add_done_callback(lambda done: self._discard(done, parent_fds))
-            raise
+            raise  # the spawn is still running on its thread: _discard frees its fds
         except OSError as exc:
             _close_all(parent_fds)
             raise _spawn_error(exc, request) from exc
         except BaseException:
             _close_all(parent_fds)
+            raise
+
+    async def _on_spawner(
+        self,
+        spawn: Callable[[], subprocess.Popen[bytes]],
+        child_fds: list[int],
+        parent_fds: list[int | None],
+    ) -> subprocess.Popen[bytes]:
+        try:
+            future = asyncio.get_running_loop().run_in_executor(self._spawner, spawn)
+        except BaseException:
+            _close_all(child_fds)  # spawn() never ran, so it closed nothing
+            raise
+        self._pool_spawns += 1
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # The spawn still completes on its thread: kill what it started, free the fds.
+            future.add_done_callback(lambda done: self._discard(done, parent_fds))
             raise
         finally:
             self._pool_spawns -= 1
