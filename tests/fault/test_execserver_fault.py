@@ -201,3 +201,32 @@ def test_a_killed_guardian_is_replaced_and_still_covers_running_groups(
         os.kill(d.proc.pid, signal.SIGKILL)
         d.proc.wait()
         assert _wait_gone(orphan_sweep, 5.0) == []
+
+
+@pytest.mark.allow_orphans
+def test_a_crashed_daemon_s_groups_get_sigterm_first_then_sigkill(
+    orphan_sweep: str, tmp_path: Path
+) -> None:
+    # The parent-death signal is SIGTERM (spec 05 §1.1), delivered to the whole group by
+    # the guardian; a group that ignores it is SIGKILLed after the guardian's grace.
+    polite, stubborn = tmp_path / "polite", tmp_path / "stubborn"
+    with daemon_subprocess() as d:
+
+        async def start() -> None:
+            async with exec_stub(d.target) as stub:
+                for marker, then in ((polite, "exit 0"), (stubborn, ":")):
+                    # Output to /dev/null: once the daemon is gone its pipes have no reader,
+                    # and the shell's "Terminated" notice would die of SIGPIPE first.
+                    script = (f"exec >/dev/null 2>&1; trap 'touch {marker}; {then}' TERM; "
+                              "while :; do sleep 0.05; done")  # fmt: skip
+                    call = stub.Start(start_request(["sh", "-c", script], detach=True))
+                    assert (await call.read()).event.WhichOneof("event") == "started"
+                    call.cancel()
+
+        asyncio.run(start())
+        time.sleep(0.3)
+        os.kill(d.proc.pid, signal.SIGKILL)
+        d.proc.wait()
+        assert _wait_gone(orphan_sweep, 5.0) == []
+    assert polite.exists()
+    assert stubborn.exists()

@@ -2,8 +2,9 @@
 
 stdin carries `+PGID` / `-PGID` lines from the daemon: groups to protect and groups that are
 gone. When stdin reaches EOF — the daemon closed it, exited, or was SIGKILLed (the kernel
-closes its fds) — every group still registered is SIGKILLed, so no child or grandchild
-outlives a crashed daemon.
+closes its fds) — every group still registered gets the parent-death signal, SIGTERM (spec
+05 §1.1), and whatever is left of a group after a short grace is SIGKILLed, so no child or
+grandchild outlives a crashed daemon.
 """
 
 import contextlib
@@ -15,6 +16,19 @@ import time
 # pipe instead of waking (and scheduling) the guardian once per line; EOF is still seen
 # within this bound, and everything written before it is read first.
 _BATCH_S = 0.05
+# After the SIGTERM, how long the groups get before the SIGKILL.
+_GRACE_S = 1.0
+_POLL_S = 0.02
+
+
+def _alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def main() -> None:
@@ -39,6 +53,12 @@ def main() -> None:
             elif line[:1] == b"-" and line[1:].isdigit():
                 groups.discard(int(line[1:]))
         time.sleep(_BATCH_S)
+    for pgid in groups:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + _GRACE_S
+    while any(_alive(pgid) for pgid in groups) and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
     for pgid in groups:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)

@@ -19,10 +19,11 @@ class GroupGuardian:
     """Registers process groups with a long-lived guardian process (started lazily).
 
     The guardian holds the read end of a pipe whose only write end lives in this process;
-    when the daemon dies for any reason, the kernel closes that end and the guardian
-    SIGKILLs every group still registered, grandchildren included. This is the only
-    parent-death mechanism: a per-child PR_SET_PDEATHSIG needs an extra exec per spawn and
-    covers only the direct child. So the guardian itself is watched: if it dies, a new one
+    when the daemon dies for any reason, the kernel closes that end and the guardian sends
+    every group still registered the parent-death signal, SIGTERM, then SIGKILL after a
+    short grace, grandchildren included. This is the only parent-death mechanism: a
+    per-child PR_SET_PDEATHSIG needs an extra exec per spawn and covers only the direct
+    child. So the guardian itself is watched: if it dies, a new one
     is started at once (from the event loop, or at the next registration) and given every
     group still registered. Registration is thread-safe: spawner threads register the
     groups they start before handing them to the loop.
