@@ -23,10 +23,10 @@ class GroupGuardian:
     every group still registered the parent-death signal, SIGTERM, then SIGKILL after a
     short grace, grandchildren included. This is the only parent-death mechanism: a
     per-child PR_SET_PDEATHSIG needs an extra exec per spawn and covers only the direct
-    child. So the guardian itself is watched: if it dies, a new one
-    is started at once (from the event loop, or at the next registration) and given every
-    group still registered. Registration is thread-safe: spawner threads register the
-    groups they start before handing them to the loop.
+    child. So the guardian itself is watched: if it dies, a new one is started at once
+    (from the event loop, or at the next registration) and given every group still
+    registered. Registration is thread-safe: spawner threads register the groups they
+    start before handing them to the loop.
     """
 
     def __init__(self) -> None:
@@ -37,12 +37,6 @@ class GroupGuardian:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.RLock()
         self._closed = False
-        self.restarts = 0
-
-    @property
-    def pid(self) -> int | None:
-        """The current guardian's pid (None before the first registration)."""
-        return self._proc.pid if self._proc is not None else None
 
     def _ensure(self) -> int | None:
         if self._write_fd is not None:
@@ -118,7 +112,6 @@ class GroupGuardian:
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=1)
-        self.restarts += 1
         log.warning(
             "group guardian %s (%s); starting a new one for %d groups",
             why, proc.returncode if proc is not None else "?", len(self._groups),
@@ -139,7 +132,7 @@ class GroupGuardian:
             pass
 
     def register(self, pgid: int) -> None:
-        """Protect a group: it is SIGKILLed if the daemon dies before unregister."""
+        """Protect a group: it is signalled (TERM, then KILL) if the daemon dies first."""
         with self._lock:
             self._groups.add(pgid)
             self._send_locked(f"+{pgid}\n")
