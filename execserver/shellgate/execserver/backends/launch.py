@@ -55,8 +55,9 @@ _FOUND_MAX = 1_024
 def check_spawnable(request: SpawnRequest) -> None:
     """Raise SpawnError (the errno and text execvp would give) when argv[0] cannot run.
 
-    The child is exec'd through helpers, so a missing program would otherwise surface as
-    an exit code rather than a spawn failure; checking first keeps the contract.
+    A PTY child is exec'd through `setsid` (or the shim), so a missing program would
+    otherwise surface as an exit code rather than a spawn failure; checking first keeps
+    the contract, with the same text on every path.
     """
     if not os.path.isdir(request.cwd):
         code = errno.ENOTDIR if os.path.exists(request.cwd) else errno.ENOENT
@@ -96,9 +97,9 @@ def plan_launch(request: SpawnRequest, status_fd: int, daemon_pid: int) -> Launc
     Pipes: Popen's C-level setsid and a vfork straight into the program (a custom arg0 is
     Popen's `executable`). PTY: `setsid --ctty` also takes the terminal on fd 0 (it must
     not already lead a group, or it forks). A PTY child with a custom arg0, or on a host
-    without `setsid`, goes through the Python shim (slower, same guarantees). No parent-death exec
-    wrapper: it cost a whole exec per spawn and only covers the direct child, while the
-    group guardian covers the whole group (see guardian.py).
+    without `setsid`, goes through the Python shim (slower, same guarantees). No
+    parent-death exec wrapper: it cost a whole exec per spawn and covered only the direct
+    child; the group guardian signals the whole group instead (see guardian.py).
     """
     argv = list(request.argv)
     custom_arg0 = request.arg0 is not None and request.arg0 != argv[0]
