@@ -75,3 +75,15 @@ def test_fill_in_place_equals_the_built_message() -> None:
     fill_projection(response.projection, projected)
     assert response.projection == projection_pb(projected)
     assert len(response.projection.shell.elements) == 2
+
+
+def test_execute_projection_event_equals_the_built_message() -> None:
+    from shellgate.router.runtime.events import ProjectionEvent
+    from shellgate.router.wire_events import event_pb
+
+    turn, host = _turn(), HostContext(policy=Policy(), parent_env={"PATH": "/bin"})
+    projected = project(_item({"command": "git status && ls"}), turn, host)
+    response = event_pb(ProjectionEvent(projected))
+    assert isinstance(response, router_pb2.ExecuteResponse)
+    assert response.WhichOneof("event") == "projection"
+    assert response.projection == projection_pb(projected)

@@ -15,7 +15,7 @@ from shellgate.router.runtime.events import (
     StartedEvent,
     TerminalInteractionEvent,
 )
-from shellgate.router.wire_projection import element_pb, projection_pb
+from shellgate.router.wire_projection import element_pb, fill_projection
 from shellgate.v1 import exec_pb2, router_pb2
 
 DECISIONS = {
@@ -66,7 +66,10 @@ def output_event_bytes(event: OutputEvent) -> bytes:
 def event_pb(event: ExecuteEvent) -> router_pb2.ExecuteResponse | bytes:
     """One domain event of Execute on the wire (output chunks already serialized)."""
     if isinstance(event, ProjectionEvent):
-        return router_pb2.ExecuteResponse(projection=projection_pb(event.projected))
+        response = router_pb2.ExecuteResponse()
+        # Filled in place: a built Projection handed to the response would be copied.
+        fill_projection(response.projection, event.projected)
+        return response
     if isinstance(event, OutputEvent):
         # Encoded by hand (the bytes protobuf would write, one copy of the data): the
         # field set plus SerializeToString copied each chunk twice.
