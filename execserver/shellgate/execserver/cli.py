@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from shellgate.execserver.config import load_config
-from shellgate.execserver.gc_tuning import tune_gc
+from shellgate.execserver.process_tuning import tune_process
 from shellgate.execserver.server import start_server
 
 # Variables the daemon must not keep in its own environment (spec 06 §9, decision 3b).
@@ -62,8 +62,8 @@ async def _serve(args: argparse.Namespace) -> int:
     }
     config = load_config(args.config, overrides)
     running = await start_server(config)
-    # Everything loaded so far lives as long as the daemon (see gc_tuning).
-    tune_gc()
+    # Malloc thresholds and GC, once everything loaded at start is in place.
+    tune_process()
     if args.print_port:
         print(running.port, flush=True)
     stop = asyncio.Event()

@@ -22,7 +22,6 @@ from shellgate.execserver.health_listener import (
     start_health_listener,
 )
 from shellgate.execserver.info import HostInfo, local_host_info
-from shellgate.execserver.malloc_tuning import tune_malloc
 from shellgate.execserver.process_table import ProcessTable, TableLimits
 from shellgate.execserver.servicer import ExecServicer
 from shellgate.execserver.wire import add_with_pre_encoded
@@ -108,7 +107,6 @@ async def start_server(config: ServerConfig) -> RunningServer:
         raise ValueError(f"refusing to listen on non-loopback {host} without TLS or --insecure")
     check_health_listen(config.health_listen, config.listen)
     tokens = load_tokens(config.token_file) if config.token_file else ()
-    tune_malloc()
     auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))
     backend, host_info = await build_backend(config)
     limits = TableLimits(

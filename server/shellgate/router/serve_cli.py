@@ -11,7 +11,7 @@ import signal
 import sys
 
 from shellgate.execserver.env_policy import DEFAULT_EXCLUDES
-from shellgate.execserver.gc_tuning import tune_gc
+from shellgate.execserver.process_tuning import tune_process
 from shellgate.router.config import ConfigError, load_config
 from shellgate.router.policy import RulesLoadError
 from shellgate.router.redaction import install_log_filter
@@ -80,8 +80,8 @@ async def _main(args: argparse.Namespace) -> int:
         return 2
     if router.app.redactor is not None:
         install_log_filter(router.app.redactor)
-    # Everything loaded so far lives as long as the router (see gc_tuning).
-    tune_gc()
+    # Malloc thresholds and GC, once everything loaded at start is in place.
+    tune_process()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     # Handlers first: a supervisor may send SIGTERM as soon as it sees the port.

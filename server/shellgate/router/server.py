@@ -13,7 +13,6 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from shellgate.execserver.health_listener import start_health_listener
-from shellgate.execserver.malloc_tuning import tune_malloc
 from shellgate.execserver.wire import add_with_pre_encoded
 from shellgate.execserver.wire_guard import DecodeGuardInterceptor
 from shellgate.router.app import RouterApp
@@ -85,9 +84,6 @@ class RunningRouter:
 async def start_router(config: RouterConfig) -> RunningRouter:
     """Validate the config, bind, register services and start serving."""
     config.validate()
-    # Output moves through the router in chunks of up to a few MiB: the same fixed malloc
-    # thresholds as the exec-server keep those buffers from re-faulting the heap.
-    tune_malloc()
     app = RouterApp(config)
     limits = config.limits
     server = grpc.aio.server(

@@ -1,10 +1,12 @@
-"""Both daemons freeze their start-up objects and collect the young generation less often."""
+"""Process-wide tuning of both daemons: malloc thresholds and the garbage collector."""
 
 from __future__ import annotations
 
 import gc
+import platform
 
-from shellgate.execserver.gc_tuning import GEN0_THRESHOLD, tune_gc
+import pytest
+from shellgate.execserver.process_tuning import GEN0_THRESHOLD, tune_gc, tune_malloc
 
 
 def test_tune_gc_freezes_and_raises_the_young_threshold() -> None:
@@ -21,3 +23,8 @@ def test_tune_gc_freezes_and_raises_the_young_threshold() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_tune_malloc_applies_both_thresholds_on_glibc() -> None:
+    assert tune_malloc() is True
