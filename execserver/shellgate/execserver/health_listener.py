@@ -9,10 +9,11 @@ shutdown), and it registers nothing else: no reflection, no ExecService, no rout
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Awaitable, Callable
 
 import grpc
 import grpc.aio
-from grpc_health.v1 import health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from shellgate.execserver.wire_guard import DecodeGuardInterceptor
 
@@ -60,3 +61,40 @@ async def start_health_listener(address: str, health: HealthServicer) -> tuple[g
     port = server.add_insecure_port(address)
     await server.start()
     return server, port
+
+
+async def set_serving(health: HealthServicer, service: str, serving: bool) -> None:
+    """Report `service` and the overall status ("") as SERVING or NOT_SERVING."""
+    status = (
+        health_pb2.HealthCheckResponse.SERVING
+        if serving
+        else health_pb2.HealthCheckResponse.NOT_SERVING
+    )
+    await health.set(service, status)
+    await health.set("", status)
+
+
+async def start_with_health(
+    start: Callable[[], Awaitable[None]],
+    health: HealthServicer,
+    service: str,
+    health_listen: str,
+) -> tuple[grpc.aio.Server | None, int | None]:
+    """Run `start` (the main port and what must come up with it) between NOT_SERVING and
+    SERVING, with the optional health-only listener up first; returns that listener.
+
+    The health servicer starts out SERVING for "", so it is set NOT_SERVING before any
+    port answers. If `start` fails, the health listener is stopped again.
+    """
+    await set_serving(health, service, False)
+    health_server, health_port = None, None
+    if health_listen:
+        health_server, health_port = await start_health_listener(health_listen, health)
+    try:
+        await start()
+    except BaseException:
+        if health_server is not None:
+            await health_server.stop(0)
+        raise
+    await set_serving(health, service, True)
+    return health_server, health_port

@@ -19,7 +19,8 @@ from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.health_listener import (
     check_health_listen,
     is_loopback_host,
-    start_health_listener,
+    set_serving,
+    start_with_health,
 )
 from shellgate.execserver.info import HostInfo, local_host_info
 from shellgate.execserver.process_table import ProcessTable, TableLimits
@@ -85,8 +86,7 @@ class RunningServer:
 
     async def stop(self, grace_ms: int = 5_000) -> None:
         """NOT_SERVING, stop accepting, kill every process group, then stop the server."""
-        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        await set_serving(self.health, SERVICE_NAME, False)
         self.sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.sweeper
@@ -143,20 +143,9 @@ async def start_server(config: ServerConfig) -> RunningServer:
         if creds is not None
         else server.add_insecure_port(address)
     )
-    # Not SERVING until the main port is up (the servicer starts out SERVING for "").
-    await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
-    await health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-    health_server, health_port = None, None
-    if config.health_listen:
-        health_server, health_port = await start_health_listener(config.health_listen, health)
-    try:
-        await server.start()
-    except BaseException:
-        if health_server is not None:
-            await health_server.stop(0)
-        raise
-    await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
-    await health.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_server, health_port = await start_with_health(
+        server.start, health, SERVICE_NAME, config.health_listen
+    )
     sweeper = asyncio.create_task(table.run_sweeper(config.sweep_interval_ms))
     log.info("exec-server listening on %s:%d (backend %s)", host, port, backend.name)
     if health_port is not None:

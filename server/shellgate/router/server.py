@@ -12,7 +12,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
-from shellgate.execserver.health_listener import start_health_listener
+from shellgate.execserver.health_listener import set_serving, start_with_health
 from shellgate.execserver.wire import add_with_pre_encoded
 from shellgate.execserver.wire_guard import DecodeGuardInterceptor
 from shellgate.router.app import RouterApp
@@ -59,8 +59,7 @@ class RunningRouter:
 
     async def stop(self) -> None:
         """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
-        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        await set_serving(self.health, SERVICE_NAME, False)
         self.stop_background.set()
         for task in self.background:
             task.cancel()
@@ -115,24 +114,23 @@ async def start_router(config: RouterConfig) -> RunningRouter:
         raise ConfigError(
             f"metrics_listen {config.metrics_listen} is not loopback; set insecure = true"
         )
-    # Not SERVING until the main port is up (the servicer starts out SERVING for "").
-    await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
-    await health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-    health_server, health_port = None, None
-    if config.health_listen:
-        health_server, health_port = await start_health_listener(config.health_listen, health)
-    try:
-        await server.start()
-        metrics_server = None
-        if config.metrics_listen:
-            metrics_server = await start_metrics_server(config.metrics_listen, app.metrics.render)
-    except BaseException:
-        await server.stop(0)
-        if health_server is not None:
-            await health_server.stop(0)
-        raise
-    await health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
-    await health.set("", health_pb2.HealthCheckResponse.SERVING)
+    metrics_server = None
+
+    async def start() -> None:
+        nonlocal metrics_server
+        try:
+            await server.start()
+            if config.metrics_listen:
+                metrics_server = await start_metrics_server(
+                    config.metrics_listen, app.metrics.render
+                )
+        except BaseException:
+            await server.stop(0)
+            raise
+
+    health_server, health_port = await start_with_health(
+        start, health, SERVICE_NAME, config.health_listen
+    )
     running = RunningRouter(server, port, app, health, metrics_server, health_server, health_port)
     # Owned background tasks: cancelled and awaited by stop().
     stop = running.stop_background
