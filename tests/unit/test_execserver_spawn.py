@@ -168,3 +168,34 @@ def test_only_a_pipe_that_fills_up_is_grown(tmp_path: Path) -> None:
     quiet_sizes, loud_sizes = asyncio.run(main())
     assert quiet_sizes == {Stream.STDOUT: 65_536, Stream.STDERR: 65_536}
     assert loud_sizes == {Stream.STDOUT: 262_144, Stream.STDERR: 65_536}
+
+
+def test_a_program_gone_after_the_check_is_named_in_the_spawn_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # check_spawnable passes, then the program disappears before Popen runs it: the error
+    # names the program (as the pre-check would), not the working directory.
+    tool = tmp_path / "sg-vanishing"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+
+    def check_then_remove(request: SpawnRequest) -> None:
+        check_spawnable(request)
+        tool.unlink()
+
+    monkeypatch.setattr(
+        "shellgate.execserver.backends.local.check_spawnable", check_then_remove
+    )
+
+    async def main() -> SpawnError:
+        backend = LocalBackend()
+        try:
+            with pytest.raises(SpawnError) as err:
+                await backend.start(SpawnRequest((str(tool),), str(tmp_path), {}))
+            return err.value
+        finally:
+            await backend.aclose()
+
+    error = asyncio.run(main())
+    assert error.errno == errno.ENOENT
+    assert error.message == f"No such file or directory: {str(tool)!r}"

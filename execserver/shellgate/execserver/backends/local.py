@@ -51,7 +51,10 @@ def _close_all(fds: Sequence[int | None]) -> None:
 
 
 def _spawn_error(exc: OSError, request: SpawnRequest) -> SpawnError:
-    return SpawnError(f"{exc.strerror}: {request.cwd!r}", exc.errno or 0)
+    # Popen names what failed (the program, or the cwd when chdir failed); check_spawnable
+    # words its errors the same way.
+    subject = exc.filename if exc.filename is not None else request.cwd
+    return SpawnError(f"{exc.strerror}: {subject!r}", exc.errno or 0)
 
 
 def _set_winsize(fd: int, rows: int, cols: int) -> None:
