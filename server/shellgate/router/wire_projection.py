@@ -117,21 +117,27 @@ def _permissions(sandbox: str, profile: object) -> projection_pb2.CommandPermiss
     return out
 
 
-def _fill_perm(out: projection_pb2.CommandPermissions, p: Permissions) -> None:
-    cached = _PERMISSIONS_PB.get(p)
+def _fill_permissions(
+    out: projection_pb2.CommandPermissions,
+    cache_key: Permissions | tuple[str, str | None],
+    sandbox: str,
+    profile: object,
+) -> None:
+    # Built once per distinct value (bounded), then copied: cheaper than field by field.
+    cached = _PERMISSIONS_PB.get(cache_key)
     if cached is None:
-        cached = _permissions(p.sandbox_permissions, p.additional_permissions)
-        _bounded_put(_PERMISSIONS_PB, p, cached)
+        cached = _permissions(sandbox, profile)
+        _bounded_put(_PERMISSIONS_PB, cache_key, cached)
     out.CopyFrom(cached)
+
+
+def _fill_perm(out: projection_pb2.CommandPermissions, p: Permissions) -> None:
+    _fill_permissions(out, p, p.sandbox_permissions, p.additional_permissions)
 
 
 def _fill_key_permissions(out: projection_pb2.CommandPermissions, key: ApprovalKey) -> None:
     cache_key = (key.sandbox_permissions, key.additional_permissions_json)
-    cached = _PERMISSIONS_PB.get(cache_key)
-    if cached is None:
-        cached = _permissions(key.sandbox_permissions, key.additional_permissions)
-        _bounded_put(_PERMISSIONS_PB, cache_key, cached)
-    out.CopyFrom(cached)
+    _fill_permissions(out, cache_key, key.sandbox_permissions, key.additional_permissions)
 
 
 def _fill_rule_match(out: projection_pb2.RuleMatch, match: RuleMatch) -> None:
