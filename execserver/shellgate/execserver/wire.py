@@ -64,8 +64,6 @@ def chunk_message(
 
 def output_event(seq: int, stream: int, data: bytes) -> bytes:
     """The serialized Start/Attach response carrying one output chunk (seq, stream, data)."""
-    if seq < 0 or stream < 0:
-        raise ValueError("seq and stream must be non-negative")
     return chunk_message(
         (_TAG_EVENT, _TAG_OUTPUT), ((_TAG_SEQ, seq), (_TAG_STREAM, stream)), _TAG_DATA, data
     )
