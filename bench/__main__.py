@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from shellgate.execserver.process_tuning import tune_malloc
+from shellgate.common.process_tuning import tune_malloc
 
 from bench.core import FULL, QUICK, SMOKE, Mode, Result
 from bench.interpret import interpretation

@@ -54,7 +54,7 @@ def swerex_available() -> bool:
 
 def router_available() -> bool:
     """True when the router servicer exists in this checkout."""
-    return (REPO / "server/shellgate/router/servicer.py").exists()
+    return (REPO / "server/shellgate/router/service/wire/servicer.py").exists()
 
 
 class Peers:
@@ -153,7 +153,7 @@ class Peers:
             argv = [
                 procs.python(),
                 "-m",
-                "shellgate.router.cli",
+                "shellgate.router.cli.main",
                 "serve",
                 "--listen",
                 "127.0.0.1:0",

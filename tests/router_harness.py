@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import grpc
-from shellgate.router.config import Limits, RouterConfig
-from shellgate.router.server import RunningRouter, start_router
+from shellgate.router.service.config import Limits, RouterConfig
+from shellgate.router.service.server import RunningRouter, start_router
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc, shell_pb2
 
 # Let the whole environment through so the orphan sweep's marker reaches every child.
@@ -124,7 +124,7 @@ def router_subprocess(
     extra_args: Sequence[str] = (), timeout_s: float = 20.0
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """`shellgate serve --listen 127.0.0.1:0 --print-port` as a child; SIGTERM on exit."""
-    args = [sys.executable, "-m", "shellgate.router.cli", "serve", "--listen", "127.0.0.1:0",
+    args = [sys.executable, "-m", "shellgate.router.cli.main", "serve", "--listen", "127.0.0.1:0",
             "--print-port", *extra_args]  # fmt: skip
     proc = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)

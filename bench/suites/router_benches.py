@@ -47,11 +47,11 @@ async def _closing(channel: Any) -> Any:
 
 def _core_projector(home: str, env: dict[str, str]) -> Callable[[str], object]:
     """`shellgate.router.pipeline.project` with the turn the server would build."""
-    from shellgate.router.config import TurnDefaults
     from shellgate.router.pipeline import HostContext, project
     from shellgate.router.policy import load_rules
-    from shellgate.router.runtime.environments import gather_host_shell_facts
-    from shellgate.router.wire_turn import EnvironmentView, TurnInputs, router_turn
+    from shellgate.router.runtime.registry import gather_host_shell_facts
+    from shellgate.router.service.config import TurnDefaults
+    from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
 
     views = {"local": EnvironmentView("local", False, home, None)}
     inputs = TurnInputs(TurnDefaults(), views, gather_host_shell_facts())

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-from shellgate.execserver.backends.base import Backend, ExitStatus, Signal, SpawnRequest
-from shellgate.execserver.backends.local import LocalBackend
+from shellgate.common.errors import ProcessExitedError, SpawnError
+from shellgate.common.process.base import Backend, ExitStatus, Signal, SpawnRequest
+from shellgate.common.process.local import LocalBackend
 from shellgate.execserver.config import ProcessLimits
-from shellgate.execserver.errors import ProcessExitedError, SpawnError
 
 from tests.conftest import marked_pids
 from tests.sshd import sshd_server  # noqa: F401  (session fixture)

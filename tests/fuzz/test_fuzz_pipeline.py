@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.router.decode import PayloadKind, ToolCall, ToolName
+from shellgate.router.decode.tool_call import PayloadKind, ToolCall, ToolName
 from shellgate.router.pipeline import RouterTurn, project
 from shellgate.router.projection import (
     ApplyPatchToolCall,
@@ -14,7 +14,7 @@ from shellgate.router.projection import (
     ToolErrorOutcome,
     WriteStdinCall,
 )
-from shellgate.router.wire_projection import projection_pb
+from shellgate.router.service.wire.projection import projection_pb
 
 from tests.fuzz.strategies import argument_string, megabyte_items, output_item
 from tests.fuzz.support import COUNTS, FUZZ, MEGABYTE_ITEM_S, host, timed, turns

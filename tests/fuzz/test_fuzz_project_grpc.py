@@ -10,7 +10,6 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.router.config import Limits
 from shellgate.router.pipeline import project
 from shellgate.router.projection import (
     ApplyPatchToolCall,
@@ -19,6 +18,7 @@ from shellgate.router.projection import (
     ToolErrorOutcome,
     WriteStdinCall,
 )
+from shellgate.router.service.config import Limits
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
 from tests.fuzz.strategies import megabyte_items, output_item

@@ -10,19 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shellgate.execserver.env_policy import ShellEnvironmentPolicy
+from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.router.apply_patch import LocalFileSystem
-from shellgate.router.environments import TurnEnvironment
-from shellgate.router.handler import Turn
-from shellgate.router.output import TruncationPolicy
+from shellgate.router.decode.tools import ConfigShellToolType, Features, ToolsConfig
+from shellgate.router.handler.environments import TurnEnvironment
+from shellgate.router.handler.plan import Turn
+from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.pipeline import HostContext, RouterTurn, project
 from shellgate.router.policy import PermissionProfile
-from shellgate.router.policy_store import PolicyStore
-from shellgate.router.runtime.environments import (
-    EnvironmentRegistry,
-    LocalEnvironment,
-    gather_host_shell_facts,
-)
 from shellgate.router.runtime.events import (
     ApprovalDecision,
     ApprovalRequiredEvent,
@@ -30,11 +25,16 @@ from shellgate.router.runtime.events import (
     ExecuteEvent,
 )
 from shellgate.router.runtime.execute import execute_call, resume_call
+from shellgate.router.runtime.registry import (
+    EnvironmentRegistry,
+    LocalEnvironment,
+    gather_host_shell_facts,
+)
 from shellgate.router.runtime.sessions import SessionManager
 from shellgate.router.runtime.state import RuntimeContext
 from shellgate.router.runtime.threads import InMemoryThreadStore, ThreadState
-from shellgate.router.tools import ConfigShellToolType, Features, ToolsConfig
-from shellgate.router.wire_turn import approval_policy
+from shellgate.router.service.rules_store import PolicyStore
+from shellgate.router.service.wire.turn import approval_policy
 
 _FACTS = gather_host_shell_facts()
 DEFAULT_TRUNCATION = TruncationPolicy.tokens(10_000)

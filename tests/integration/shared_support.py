@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 
-from shellgate.router.config import RouterConfig
+from shellgate.router.service.config import RouterConfig
 
 from tests.router_harness import Router, running_router
 

@@ -21,7 +21,7 @@ ITEM = {
 def _project(item: dict[str, Any] | str, cwd: Path, *extra: str) -> dict[str, Any]:
     text = item if isinstance(item, str) else json.dumps(item)
     proc = subprocess.run(
-        [sys.executable, "-m", "shellgate.router.cli", "project", "--item", text, *extra],
+        [sys.executable, "-m", "shellgate.router.cli.main", "project", "--item", text, *extra],
         cwd=cwd, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     result: dict[str, Any] = json.loads(proc.stdout)
@@ -94,7 +94,7 @@ def test_bad_input_is_a_clean_cli_error(tmp_path: Path) -> None:
     bad_turn = tmp_path / "turn.json"
     bad_turn.write_text("{not json")
     proc = subprocess.run(
-        [sys.executable, "-m", "shellgate.router.cli", "project", "--item", "{}", "--turn", str(bad_turn)],
+        [sys.executable, "-m", "shellgate.router.cli.main", "project", "--item", "{}", "--turn", str(bad_turn)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
@@ -104,7 +104,7 @@ def test_bad_input_is_a_clean_cli_error(tmp_path: Path) -> None:
 def test_eval_answers_every_line_in_order_even_bad_ones() -> None:
     lines = ['{"fn":"detect_shell_type","input":"bash"}', "not json", '{"fn":"nope","input":1}', ""]
     proc = subprocess.run(
-        [sys.executable, "-m", "shellgate.router.cli", "eval"],
+        [sys.executable, "-m", "shellgate.router.cli.main", "eval"],
         input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     answers = [json.loads(line) for line in proc.stdout.splitlines()]

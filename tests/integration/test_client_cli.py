@@ -28,7 +28,7 @@ from tests.integration.test_client_support import (
     router_process,
 )
 
-CALL = [sys.executable, "-m", "shellgate.router.cli", "call"]
+CALL = [sys.executable, "-m", "shellgate.router.cli.main", "call"]
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from shellgate.client import (
     turn_from_json,
 )
 from shellgate.client.events import Termination, completed_to_message, event_from_response
-from shellgate.router.output_format import abort_message as router_abort_message
+from shellgate.router.output.texts import abort_message as router_abort_message
 from shellgate.v1 import common_pb2, router_pb2, shell_pb2
 
 TOOLS = ["shell_command", "exec_command", "write_stdin", "apply_patch", "shell", "local_shell",

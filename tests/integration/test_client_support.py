@@ -302,7 +302,7 @@ def router_env() -> dict[str, str]:
 @contextlib.contextmanager
 def router_process(extra_args: list[str] | None = None, timeout_s: float = 30.0) -> Iterator[RouterProcess]:
     """Run `shellgate serve --listen 127.0.0.1:0 --print-port`; SIGTERM and wait on exit."""
-    args = [sys.executable, "-m", "shellgate.router.cli", "serve", "--listen", "127.0.0.1:0",
+    args = [sys.executable, "-m", "shellgate.router.cli.main", "serve", "--listen", "127.0.0.1:0",
             "--print-port", "--log-level", "WARNING", *(extra_args or [])]
     # stderr goes to a file: a pipe nobody reads would block a chatty router.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below

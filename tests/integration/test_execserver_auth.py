@@ -9,7 +9,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from shellgate.execserver.errors import all_error_classes
+from shellgate.common.errors import all_error_classes
 from shellgate.v1 import exec_pb2 as pb
 
 from tests.certs import make_expired_self_signed, make_tls

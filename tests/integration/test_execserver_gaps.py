@@ -12,7 +12,7 @@ from typing import Any
 
 import grpc
 import pytest
-from shellgate.execserver.sandbox import sandbox_unavailable_reason
+from shellgate.common.sandbox import sandbox_unavailable_reason
 from shellgate.v1 import exec_pb2 as pb
 from shellgate.v1 import shell_pb2 as shell_pb
 

@@ -19,8 +19,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.execserver.config import load_config
 from shellgate.execserver.server import start_server
-from shellgate.router.config import ConfigError, RouterConfig
-from shellgate.router.server import start_router
+from shellgate.router.service.config import ConfigError, RouterConfig
+from shellgate.router.service.server import start_router
 
 from tests.certs import TlsFiles, make_tls
 from tests.execserver_harness import daemon_config, daemon_subprocess, exec_stub, start_request

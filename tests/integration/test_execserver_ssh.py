@@ -12,10 +12,10 @@ from typing import Any
 
 import grpc
 import pytest
-from shellgate.execserver.backends.base import SpawnRequest
+from shellgate.common.errors import EnvironmentLostError, HostKeyMismatchError
+from shellgate.common.process.base import SpawnRequest
 from shellgate.execserver.backends.ssh import SshBackend
 from shellgate.execserver.config import ProcessLimits
-from shellgate.execserver.errors import EnvironmentLostError, HostKeyMismatchError
 from shellgate.v1 import exec_pb2 as pb
 from shellgate.v1 import shell_pb2 as shell_pb
 

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from shellgate.router.cli.policy import check_output
 from shellgate.router.policy import RulesLoadError
-from shellgate.router.policy_cli import check_output
 
 from tests.integration.policy_corpus import BROKEN, RULES, SAME_MESSAGE, cases
 from tests.paths import REPO_ROOT
@@ -119,7 +119,7 @@ def test_multiple_rules_files_and_pretty_agree(rules_dir: Path) -> None:
         [
             sys.executable,
             "-m",
-            "shellgate.router.cli",
+            "shellgate.router.cli.main",
             "policy",
             "check",
             "--rules",

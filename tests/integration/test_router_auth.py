@@ -166,7 +166,7 @@ def test_tokens_are_never_logged_by_the_daemon(tmp_path: Path) -> None:
 
 def _serve(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "shellgate.router.cli", "serve", "--print-port", *args],
+        [sys.executable, "-m", "shellgate.router.cli.main", "serve", "--print-port", *args],
         capture_output=True,
         text=True,
         timeout=30,

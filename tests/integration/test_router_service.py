@@ -13,8 +13,8 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from shellgate.router.config import Limits, RouterConfig
-from shellgate.router.tools import ToolsConfig, list_tools
+from shellgate.router.decode.tools import ToolsConfig, list_tools
+from shellgate.router.service.config import Limits, RouterConfig
 from shellgate.v1 import common_pb2, router_pb2
 
 from tests.router_harness import (

@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from shellgate.router.output import TruncationPolicy
+from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.runtime.events import (
     OutputEvent,
     ProjectionEvent,

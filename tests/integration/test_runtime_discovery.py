@@ -7,13 +7,13 @@ import asyncio
 import signal
 from pathlib import Path
 
-from shellgate.router.runtime.discovery import (
+from shellgate.router.runtime.registry import EnvironmentRegistry, LocalEnvironment
+from shellgate.router.runtime.remote.discovery import (
     DnsDiscovery,
     DnsDiscoveryConfig,
     environment_id_for,
     resolve_addresses,
 )
-from shellgate.router.runtime.environments import EnvironmentRegistry, LocalEnvironment
 
 from tests.execserver_harness import daemon_subprocess
 

@@ -10,10 +10,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from shellgate.execserver.env_policy import ShellEnvironmentPolicy
-from shellgate.router.environments import ReportedShell, TurnEnvironment
-from shellgate.router.runtime.remote import RemoteEnvironment
-from shellgate.router.runtime.remote_config import RemoteConfig, is_loopback_target
+from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
+from shellgate.router.runtime.remote.config import RemoteConfig, is_loopback_target
+from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.sweeper import run_thread_sweeper
 from shellgate.router.runtime.threads import InMemoryThreadStore
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from shellgate.router.environments import ReportedShell, TurnEnvironment
+from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
 from shellgate.router.runtime.events import Termination
-from shellgate.router.runtime.remote import RemoteConfig, RemoteEnvironment
+from shellgate.router.runtime.remote.environment import RemoteConfig, RemoteEnvironment
 
 from tests.integration.runtime_support import Harness, completed, normalise
 

@@ -17,8 +17,8 @@ from typing import Any
 import grpc
 import pytest
 import redis
-from shellgate.router.config import Limits, RouterConfig
-from shellgate.router.runtime.remote_config import RemoteConfig
+from shellgate.router.runtime.remote.config import RemoteConfig
+from shellgate.router.service.config import Limits, RouterConfig
 from shellgate.v1 import router_pb2
 
 from tests.execserver_harness import Daemon, daemon_subprocess

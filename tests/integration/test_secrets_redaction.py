@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.execserver.backends.base import Stream
-from shellgate.router.config import ConfigError
-from shellgate.router.redaction import (
+from shellgate.common.process.base import Stream
+from shellgate.router.runtime.events import CompletedEvent, ExecuteEvent, OutputEvent, Termination
+from shellgate.router.service.config import ConfigError
+from shellgate.router.service.redaction import (
     REDACTED,
     RedactingLogFilter,
     Redactor,
     load_values,
 )
-from shellgate.router.runtime.events import CompletedEvent, ExecuteEvent, OutputEvent, Termination
 from shellgate.v1 import router_pb2
 
 from tests.router_harness import completed, execute, function_item, router_config, running_router

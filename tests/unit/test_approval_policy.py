@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from shellgate.router.approval_policy import ApprovalMode, ApprovalPolicy, GranularApproval
 from shellgate.router.policy import engine_mode
+from shellgate.router.policy.approval_policy import ApprovalMode, ApprovalPolicy, GranularApproval
 from shellgate.router.runtime.gating import sandbox_retry_allowed
 
 

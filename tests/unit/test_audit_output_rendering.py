@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from shellgate.router.json_render import format_float
-from shellgate.router.output import TruncationPolicy
-from shellgate.router.output_format import unified_overflow_body
-from shellgate.router.rust_text import debug_str
+from shellgate.router.decode.rust_text import debug_str
+from shellgate.router.decode.serde_json.render import format_float
+from shellgate.router.output.texts import unified_overflow_body
+from shellgate.router.output.truncation import TruncationPolicy
 
 # Every example of spec 01 §5.1 "Float rendering".
 FLOATS = [

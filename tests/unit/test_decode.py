@@ -7,8 +7,8 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.router.approval_policy import SandboxPermissions
-from shellgate.router.decode import (
+from shellgate.router.decode.params import ExecCommandParams
+from shellgate.router.decode.tool_call import (
     Decoded,
     NoToolCall,
     PayloadKind,
@@ -23,7 +23,7 @@ from shellgate.router.decode import (
     exec_post_decode_check,
     parse_response_item,
 )
-from shellgate.router.decode_params import ExecCommandParams
+from shellgate.router.policy.approval_policy import SandboxPermissions
 
 P = "failed to parse function arguments: "
 
@@ -113,7 +113,7 @@ def test_exec_command_environment_pass_first_and_warnings() -> None:
 
 def test_additional_permissions_resolve_relative_paths() -> None:
     text = '{"cmd":"ls","additional_permissions":{"file_system":{"write":["out","/abs"]}}}'
-    from shellgate.router.decode import decode_exec_command
+    from shellgate.router.decode.tool_call import decode_exec_command
 
     out = decode_exec_command(text, "/repo")
     assert isinstance(out, Decoded)

@@ -23,7 +23,7 @@ def test_execserver_example_loads() -> None:
 
 def test_router_example_loads() -> None:
     config = pytest.importorskip(
-        "shellgate.router.config", reason="shellgate.router.config has not landed yet"
+        "shellgate.router.service.config", reason="shellgate.router.service.config has not landed yet"
     )
     loaded: Any = config.load_config(str(EXAMPLES / "router.toml"))
     assert loaded.listen == "0.0.0.0:50051"

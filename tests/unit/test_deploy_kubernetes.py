@@ -219,7 +219,7 @@ def _assert_health_port_matches(doc: dict[str, Any], data: dict[str, Any], loade
 
 
 def test_router_configmap_loads_through_the_router_config(tmp_path: Path) -> None:
-    config = pytest.importorskip("shellgate.router.config", reason="router config not landed")
+    config = pytest.importorskip("shellgate.router.service.config", reason="router config not landed")
     data = _configmap_toml(ROUTER + "-config", "router.toml")
     # Every key, health_listen included, must be known to the config module.
     loaded = config.parse_config(data)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from shellgate.router.display import (
+from shellgate.router.bash.shlex_rs import shlex_split
+from shellgate.router.display.formatting import short_display_path
+from shellgate.router.display.parse_command import (
     ListFiles,
     ParsedCommand,
     Read,
@@ -15,8 +17,6 @@ from shellgate.router.display import (
     join_paths,
     parse_command,
 )
-from shellgate.router.display_formatting import short_display_path
-from shellgate.router.shlex_rs import shlex_split
 
 
 def split(text: str) -> list[str]:

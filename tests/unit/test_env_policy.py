@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.execserver.env_policy import (
+from shellgate.common.env_policy import (
     Inherit,
     ShellEnvironmentPolicy,
     apply_unified_exec_env,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from shellgate.execserver.env_policy import ShellEnvironmentPolicy
+from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.router.envelope import (
     POWERSHELL_UTF8_PREFIX,
     CommandSite,
@@ -16,7 +16,7 @@ from shellgate.router.envelope import (
     launch_argv,
     launch_env,
 )
-from shellgate.router.output import TruncationPolicy
+from shellgate.router.output.truncation import TruncationPolicy
 
 PARENT = {"PATH": "/bin", "HOME": "/h", "TERM": "xterm", "GITHUB_TOKEN": "t"}
 POLICY = ShellEnvironmentPolicy.build(set_vars={"EXTRA": "1"})

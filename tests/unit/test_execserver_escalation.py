@@ -6,8 +6,8 @@ import asyncio
 import signal
 import time
 
-from shellgate.execserver.backends.base import ExitStatus, Stream
-from shellgate.execserver.backends.procgroup import kill_group
+from shellgate.common.process.base import ExitStatus, Stream
+from shellgate.common.process.procgroup import kill_group
 from shellgate.execserver.denial import DenialScanner
 
 

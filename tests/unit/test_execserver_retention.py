@@ -7,11 +7,11 @@ import os
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.execserver.backends.base import ExitStatus, SpawnRequest, Stream
-from shellgate.execserver.backends.local import LocalBackend
+from shellgate.common.process.base import ExitStatus, SpawnRequest, Stream
+from shellgate.common.process.local import LocalBackend
+from shellgate.common.process.retention import Retention, select_chunks
 from shellgate.execserver.config import ProcessLimits
 from shellgate.execserver.process_table import ProcessTable, StartSpec, TableLimits
-from shellgate.execserver.retention import Retention, select_chunks
 
 
 def test_seq_order_eviction_and_exit_close() -> None:

@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-from shellgate.execserver.backends.base import SpawnRequest
-from shellgate.execserver.backends.launch import check_spawnable
-from shellgate.execserver.backends.local import LocalBackend
+from shellgate.common.errors import LimitExceededError, SpawnError
+from shellgate.common.process.base import SpawnRequest
+from shellgate.common.process.launch import check_spawnable
+from shellgate.common.process.local import LocalBackend
 from shellgate.execserver.config import ProcessLimits
-from shellgate.execserver.errors import LimitExceededError, SpawnError
 from shellgate.execserver.process_table import ProcessTable, StartSpec, TableLimits
 
 
@@ -141,7 +141,7 @@ def test_arg0_on_pipes_is_what_the_program_sees(tmp_path: Path) -> None:
 def test_only_a_pipe_that_fills_up_is_grown(tmp_path: Path) -> None:
     import fcntl
 
-    from shellgate.execserver.backends.base import Stream
+    from shellgate.common.process.base import Stream
 
     def pipe_sizes(proc: object) -> dict[Stream, int]:
         fds = proc._output._open  # type: ignore[attr-defined]
@@ -184,7 +184,7 @@ def test_a_program_gone_after_the_check_is_named_in_the_spawn_error(
         tool.unlink()
 
     monkeypatch.setattr(
-        "shellgate.execserver.backends.local.check_spawnable", check_then_remove
+        "shellgate.common.process.local.check_spawnable", check_then_remove
     )
 
     async def main() -> SpawnError:

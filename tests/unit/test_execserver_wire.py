@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.execserver import wire
-from shellgate.execserver.backends.base import ExitStatus, Stream
-from shellgate.execserver.convert import STREAMS
+from shellgate.common.enum_maps import STREAMS
+from shellgate.common.grpc import output_encoding as wire
+from shellgate.common.process.base import ExitStatus, Stream
+from shellgate.common.process.retention import SeqChunk
 from shellgate.execserver.follow import Awaiting, Closed, Exited, Gap
-from shellgate.execserver.retention import SeqChunk
 from shellgate.execserver.servicer import _wire_event
 from shellgate.v1 import exec_pb2 as pb
 
@@ -33,7 +33,7 @@ BOUNDARY_SIZES = [0, 1, 126, 127, 128, 129, 16_370, 16_383, 16_384, 16_400, 2**2
 @pytest.mark.parametrize("cls", RESPONSES)
 @pytest.mark.parametrize("size", BOUNDARY_SIZES)
 @pytest.mark.parametrize("seq", [0, 1, 127, 128, 300, 2**32, 2**64 - 1])
-@pytest.mark.parametrize("stream", [0, *STREAMS.values()])
+@pytest.mark.parametrize("stream", [0, *STREAMS.to_wire.values()])
 def test_output_event_matches_protobuf(cls: type, size: int, seq: int, stream: int) -> None:
     data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
     assert wire.output_event(seq, stream, data) == _protobuf(cls, seq, stream, data)
@@ -42,7 +42,7 @@ def test_output_event_matches_protobuf(cls: type, size: int, seq: int, stream: i
 @settings(max_examples=300, deadline=None)
 @given(
     seq=st.integers(min_value=0, max_value=2**64 - 1),
-    stream=st.sampled_from([0, *STREAMS.values()]),
+    stream=st.sampled_from([0, *STREAMS.to_wire.values()]),
     data=st.binary(max_size=600),
 )
 def test_output_event_matches_protobuf_property(seq: int, stream: int, data: bytes) -> None:

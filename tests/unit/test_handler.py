@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 
-from shellgate.router.approval_policy import ApprovalMode, ApprovalPolicy
-from shellgate.router.decode import PayloadKind, ToolCall, ToolError, ToolName
-from shellgate.router.environments import ReportedShell, TurnEnvironment
-from shellgate.router.handler import (
+from shellgate.router.decode.tool_call import PayloadKind, ToolCall, ToolError, ToolName
+from shellgate.router.decode.tools import (
+    EnvironmentRef,
+    Features,
+    ToolsConfig,
+    UnifiedExecShellMode,
+    list_tools,
+)
+from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
+from shellgate.router.handler.permissions import Grants, PermissionProfile
+from shellgate.router.handler.plan import (
     ExecCommandPlan,
     ShellCommandPlan,
     Turn,
@@ -17,16 +24,9 @@ from shellgate.router.handler import (
     plan_tool_call,
     plan_write_stdin,
 )
-from shellgate.router.permissions import Grants, PermissionProfile
-from shellgate.router.shells import HostShellFacts, ShellType, shell_by_model_provided_path
-from shellgate.router.tools import (
-    EnvironmentRef,
-    Features,
-    ToolsConfig,
-    UnifiedExecShellMode,
-    list_tools,
-)
-from shellgate.router.workdir import resolve_workdir
+from shellgate.router.handler.shells import HostShellFacts, ShellType, shell_by_model_provided_path
+from shellgate.router.handler.workdir import resolve_workdir
+from shellgate.router.policy.approval_policy import ApprovalMode, ApprovalPolicy
 
 # The observed Debian host: passwd /bin/bash, PATH lists /usr/bin before /bin.
 HOST = HostShellFacts(

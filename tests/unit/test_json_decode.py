@@ -10,7 +10,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.router.json_decode import (
+from shellgate.router.decode.serde_json.typed import (
     MISSING,
     Field,
     JsonError,

@@ -8,13 +8,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shellgate.router.decode_params import (
+from shellgate.router.decode.params import (
     TERMINAL_SESSION_SPEC,
     WRITE_STDIN_SPEC,
     exec_command_spec,
     shell_command_spec,
 )
-from shellgate.router.json_decode import (
+from shellgate.router.decode.serde_json.fast import Slow, loads, loads_value
+from shellgate.router.decode.serde_json.reader import Reader
+from shellgate.router.decode.serde_json.typed import (
     JsonError,
     ProductError,
     StructResult,
@@ -23,9 +25,7 @@ from shellgate.router.json_decode import (
     decode_struct,
     parse_value,
 )
-from shellgate.router.json_fast import Slow, loads, loads_value
-from shellgate.router.json_reader import Reader
-from shellgate.router.json_values import de_value
+from shellgate.router.decode.serde_json.values import de_value
 
 SPECS = [
     shell_command_spec(None),

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from shellgate.router.head_tail import HeadTailBuffer
-from shellgate.router.output import TruncationPolicy, bytes_to_string_smart, decode_utf8_lossy
-from shellgate.router.output_format import (
+from shellgate.router.output.head_tail import HeadTailBuffer
+from shellgate.router.output.texts import (
     UnifiedExecErrorText,
     abort_message,
     classic_duration_seconds,
@@ -16,6 +15,11 @@ from shellgate.router.output_format import (
     unified_overflow_body,
     unified_response_text,
     write_stdin_failed,
+)
+from shellgate.router.output.truncation import (
+    TruncationPolicy,
+    bytes_to_string_smart,
+    decode_utf8_lossy,
 )
 
 TOKENS = TruncationPolicy.tokens(10_000)

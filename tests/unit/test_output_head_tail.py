@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.router.head_tail import (
+from shellgate.router.output.head_tail import (
     CLASSIC_STREAM_MAX_BYTES,
     CappedStream,
     HeadTailBuffer,

@@ -6,7 +6,7 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.router.output import (
+from shellgate.router.output.truncation import (
     TruncationPolicy,
     TruncationUnit,
     approx_token_count,

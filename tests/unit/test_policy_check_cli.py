@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from shellgate.router.cli import main
+from shellgate.router.cli.main import main
 
 RULES = """
 prefix_rule(pattern=["git", ["status", "log"]], decision="prompt", justification="x")
@@ -70,7 +70,7 @@ def test_console_entry_point(rules_file: Path) -> None:
         [
             sys.executable,
             "-m",
-            "shellgate.router.cli",
+            "shellgate.router.cli.main",
             "policy",
             "check",
             "-r",

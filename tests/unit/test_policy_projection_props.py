@@ -7,7 +7,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shellgate.router.approval_identity import canonicalize_command_for_approval
-from shellgate.router.display import parse_command
+from shellgate.router.display.parse_command import parse_command
 from shellgate.router.policy_projection import (
     commands_for_exec_policy,
     literal_commands_for_argv,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shellgate.router.bash.shlex_rs import shlex_join_strict as shlex_join
+from shellgate.router.bash.shlex_rs import shlex_split
 from shellgate.router.policy import (
     ApprovalMode,
     ApprovalPolicy,
@@ -22,7 +24,6 @@ from shellgate.router.policy import (
     parse_policy,
     unwrapped_commands,
 )
-from shellgate.router.policy.shlex_words import shlex_join, shlex_split
 from shellgate.router.policy_projection import (
     commands_for_exec_policy,
     parse_shell_lc_literal_commands,

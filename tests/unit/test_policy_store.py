@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from shellgate.router.policy import AmendError, Decision, RulesLoadError, check_multiple
-from shellgate.router.policy_store import PolicyStore, append_rule_line, rules_files
+from shellgate.router.service.rules_store import PolicyStore, append_rule_line, rules_files
 
 from tests.paths import REPO_ROOT
 

@@ -6,7 +6,7 @@ import gc
 import platform
 
 import pytest
-from shellgate.execserver.process_tuning import GEN0_THRESHOLD, tune_gc, tune_malloc
+from shellgate.common.process_tuning import GEN0_THRESHOLD, tune_gc, tune_malloc
 
 
 def test_tune_gc_freezes_and_raises_the_young_threshold() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-from shellgate.router.config import ConfigError, RouterConfig, parse_config
+from shellgate.router.service.config import ConfigError, RouterConfig, parse_config
 
 FULL = """
 listen = "127.0.0.1:50051"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.execserver.backends.base import Stream
-from shellgate.execserver.convert import STREAMS
+from shellgate.common.enum_maps import STREAMS
+from shellgate.common.process.base import Stream
 from shellgate.router.runtime.events import OutputEvent
-from shellgate.router.wire_events import event_pb, output_event_bytes
+from shellgate.router.service.wire.events import event_pb, output_event_bytes
 from shellgate.v1 import router_pb2
 
 # Lengths around every varint boundary the nested headers can cross.

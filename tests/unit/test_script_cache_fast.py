@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from shellgate.router.bash_parse import Node, parse_bash
-from shellgate.router.literal_words import glued_children
-from shellgate.router.script_cache import _preorder, preorder_without_error
+from shellgate.router.bash.literal_words import glued_children
+from shellgate.router.bash.parse import Node, parse_bash
+from shellgate.router.bash.script_cache import _preorder, preorder_without_error
 
 SCRIPTS = [
     "ls",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.router.shlex_rs import (
+from shellgate.router.bash.shlex_rs import (
     NUL_JOIN_PLACEHOLDER,
     shlex_join,
     shlex_split,

@@ -7,8 +7,8 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.router.output import TruncationPolicy
-from shellgate.router.unified import (
+from shellgate.router.output.truncation import TruncationPolicy
+from shellgate.router.output.unified_rules import (
     ProcessUsage,
     allocate_process_id,
     clamp_exec_yield_time_ms,

@@ -51,7 +51,7 @@ def answers() -> dict[str, Any]:
         json.dumps({"fn": case["fn"], "input": case["input"]}) + "\n" for _, case in CASES
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "shellgate.router.cli", "eval"],
+        [sys.executable, "-m", "shellgate.router.cli.main", "eval"],
         input=payload,
         capture_output=True,
         text=True,

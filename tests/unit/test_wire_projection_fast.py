@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from shellgate.router.config import TurnDefaults
 from shellgate.router.pipeline import HostContext, RouterTurn, project
 from shellgate.router.policy import Policy
-from shellgate.router.runtime.environments import gather_host_shell_facts
-from shellgate.router.wire_projection import fill_projection, projection_pb
-from shellgate.router.wire_turn import EnvironmentView, TurnInputs, router_turn
+from shellgate.router.runtime.registry import gather_host_shell_facts
+from shellgate.router.service.config import TurnDefaults
+from shellgate.router.service.wire.projection import fill_projection, projection_pb
+from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
 from shellgate.v1 import common_pb2, router_pb2
 
 
@@ -79,7 +79,7 @@ def test_fill_in_place_equals_the_built_message() -> None:
 
 def test_execute_projection_event_equals_the_built_message() -> None:
     from shellgate.router.runtime.events import ProjectionEvent
-    from shellgate.router.wire_events import event_pb
+    from shellgate.router.service.wire.events import event_pb
 
     turn, host = _turn(), HostContext(policy=Policy(), parent_env={"PATH": "/bin"})
     projected = project(_item({"command": "git status && ls"}), turn, host)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import platform
 
-from shellgate.execserver.backends.procgroup import group_members
+from shellgate.common.process.procgroup import group_members
 
 # Syscalls that block waiting on input: read/readv plus the poll/select family (readline
 # waits in pselect6). Numbers differ per architecture.

@@ -11,8 +11,8 @@ import signal
 import sys
 from typing import Any
 
+from shellgate.common.process_tuning import tune_process
 from shellgate.execserver.config import load_config
-from shellgate.execserver.process_tuning import tune_process
 from shellgate.execserver.server import start_server
 
 # Variables the daemon must not keep in its own environment (spec 06 §9, decision 3b).

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from shellgate.execserver.errors import PathNotAllowedError
-from shellgate.execserver.sandbox import SandboxMode, SandboxSpec
+from shellgate.common.errors import PathNotAllowedError
+from shellgate.common.sandbox import SandboxMode, SandboxSpec
 
 
 def _inside(path: str, root: str) -> bool:

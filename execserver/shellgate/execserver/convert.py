@@ -3,53 +3,24 @@ that imports generated code)."""
 
 from __future__ import annotations
 
-from shellgate.execserver.backends.base import ExitStatus, Signal, Stream
+from shellgate.common.enum_maps import INHERIT, SANDBOX_MODES, SHELL_TYPES, STREAMS
+from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.errors import InvalidArgumentError
+from shellgate.common.process.base import ExitStatus
+from shellgate.common.process.retention import SeqChunk
+from shellgate.common.sandbox import SandboxSpec
 from shellgate.execserver.config import ServerConfig
-from shellgate.execserver.env_policy import Inherit, ShellEnvironmentPolicy
-from shellgate.execserver.errors import InvalidArgumentError
 from shellgate.execserver.files import FileStat
 from shellgate.execserver.info import HostInfo
 from shellgate.execserver.managed import ProcessState
-from shellgate.execserver.retention import SeqChunk
-from shellgate.execserver.sandbox import SandboxMode, SandboxSpec
 from shellgate.v1 import exec_pb2 as pb
 from shellgate.v1 import shell_pb2 as shell_pb
 
-STREAMS = {
-    Stream.STDOUT: pb.OUTPUT_STREAM_STDOUT,
-    Stream.STDERR: pb.OUTPUT_STREAM_STDERR,
-    Stream.PTY: pb.OUTPUT_STREAM_PTY,
-}
-SIGNALS = {
-    pb.PROCESS_SIGNAL_INTERRUPT: Signal.INTERRUPT,
-    pb.PROCESS_SIGNAL_TERMINATE: Signal.TERMINATE,
-    pb.PROCESS_SIGNAL_KILL: Signal.KILL,
-    pb.PROCESS_SIGNAL_HANGUP: Signal.HANGUP,
-}
 STATES = {
     ProcessState.RUNNING: pb.PROCESS_STATE_RUNNING,
     ProcessState.AWAITING_INPUT: pb.PROCESS_STATE_AWAITING_INPUT,
     ProcessState.EXITED: pb.PROCESS_STATE_EXITED,
     ProcessState.CLOSED: pb.PROCESS_STATE_CLOSED,
-}
-SHELL_TYPES = {
-    "zsh": shell_pb.SHELL_TYPE_ZSH,
-    "bash": shell_pb.SHELL_TYPE_BASH,
-    "powershell": shell_pb.SHELL_TYPE_POWERSHELL,
-    "sh": shell_pb.SHELL_TYPE_SH,
-    "cmd": shell_pb.SHELL_TYPE_CMD,
-}
-INHERIT = {
-    shell_pb.SHELL_ENVIRONMENT_INHERIT_UNSPECIFIED: Inherit.ALL,
-    shell_pb.SHELL_ENVIRONMENT_INHERIT_ALL: Inherit.ALL,
-    shell_pb.SHELL_ENVIRONMENT_INHERIT_CORE: Inherit.CORE,
-    shell_pb.SHELL_ENVIRONMENT_INHERIT_NONE: Inherit.NONE,
-}
-SANDBOX_MODES = {
-    shell_pb.SANDBOX_MODE_UNSPECIFIED: SandboxMode.NONE,
-    shell_pb.SANDBOX_MODE_NONE: SandboxMode.NONE,
-    shell_pb.SANDBOX_MODE_READ_ONLY: SandboxMode.READ_ONLY,
-    shell_pb.SANDBOX_MODE_WORKSPACE_WRITE: SandboxMode.WORKSPACE_WRITE,
 }
 _FILE_KINDS = {
     "file": pb.FILE_KIND_FILE,
@@ -61,10 +32,11 @@ _FILE_KINDS = {
 
 def env_policy_from_pb(policy: shell_pb.ShellEnvironmentPolicy) -> ShellEnvironmentPolicy:
     """The domain policy from its wire form."""
-    if policy.inherit not in INHERIT:
+    inherit = INHERIT.domain(policy.inherit)
+    if inherit is None:
         raise InvalidArgumentError("env_policy.inherit is not a known value")
     return ShellEnvironmentPolicy.build(
-        inherit=INHERIT[policy.inherit],
+        inherit=inherit,
         ignore_default_excludes=policy.ignore_default_excludes,
         exclude=list(policy.exclude),
         set_vars=dict(policy.set),
@@ -74,11 +46,10 @@ def env_policy_from_pb(policy: shell_pb.ShellEnvironmentPolicy) -> ShellEnvironm
 
 def sandbox_from_pb(request: shell_pb.SandboxRequest) -> SandboxSpec:
     """The domain sandbox spec from its wire form."""
-    if request.mode not in SANDBOX_MODES:
+    mode = SANDBOX_MODES.domain(request.mode)
+    if mode is None:
         raise InvalidArgumentError("sandbox.mode is not a known value")
-    return SandboxSpec(
-        SANDBOX_MODES[request.mode], tuple(request.writable_roots), request.network_access
-    )
+    return SandboxSpec(mode, tuple(request.writable_roots), request.network_access)
 
 
 def exit_status_pb(status: ExitStatus, timed_out: bool) -> pb.ExitStatus:

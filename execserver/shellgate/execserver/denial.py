@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shellgate.execserver.backends.base import ExitStatus, Stream
-from shellgate.execserver.sandbox import DENIAL_MARKERS, is_sandbox_denied
+from shellgate.common.process.base import ExitStatus, Stream
+from shellgate.common.sandbox import DENIAL_MARKERS, is_sandbox_denied
 
 _MARKERS = tuple(m.encode() for m in DENIAL_MARKERS)
 _OVERLAP = max(len(m) for m in _MARKERS) - 1

@@ -14,13 +14,13 @@ import stat
 import tempfile
 from dataclasses import dataclass
 
-from shellgate.execserver.confine import Confinement
-from shellgate.execserver.errors import (
+from shellgate.common.errors import (
     FileNotFoundExecError,
     FileOperationError,
     InvalidArgumentError,
     LimitExceededError,
 )
+from shellgate.execserver.confine import Confinement
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from shellgate.common.process.base import ExitStatus
+from shellgate.common.process.retention import SeqChunk
 from shellgate.execserver.awaiting_input import is_awaiting_input
-from shellgate.execserver.backends.base import ExitStatus
 from shellgate.execserver.managed import ManagedProcess
-from shellgate.execserver.retention import SeqChunk
 
 # How long a follower sits idle before it checks whether the process waits for input.
 IDLE_PROBE_MS = 500

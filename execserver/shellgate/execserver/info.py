@@ -11,7 +11,7 @@ import socket
 import sys
 from dataclasses import dataclass
 
-from shellgate.execserver.sandbox import sandbox_unavailable_reason
+from shellgate.common.sandbox import sandbox_unavailable_reason
 
 VERSION = "0.1.0"
 # Exact-allowlist shell names a daemon may report.

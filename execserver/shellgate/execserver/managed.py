@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from shellgate.common.process.base import ExitStatus, ProcessHandle, Signal, SpawnRequest
+from shellgate.common.process.retention import Retention
 from shellgate.execserver.awaiting_input import is_awaiting_input
-from shellgate.execserver.backends.base import ExitStatus, ProcessHandle, Signal, SpawnRequest
 from shellgate.execserver.denial import DenialScanner
-from shellgate.execserver.retention import Retention
 
 log = logging.getLogger(__name__)
 

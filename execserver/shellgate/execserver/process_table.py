@@ -9,10 +9,10 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from shellgate.execserver.backends.base import Backend, SpawnRequest
-from shellgate.execserver.errors import DrainingError, LimitExceededError, ProcessNotFoundError
+from shellgate.common.errors import DrainingError, LimitExceededError, ProcessNotFoundError
+from shellgate.common.process.base import Backend, SpawnRequest
+from shellgate.common.process.retention import Retention
 from shellgate.execserver.managed import Clock, ManagedProcess
-from shellgate.execserver.retention import Retention
 
 log = logging.getLogger(__name__)
 

@@ -12,21 +12,21 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
-from shellgate.execserver.auth import Authenticator, load_tokens
-from shellgate.execserver.backends.base import Backend
-from shellgate.execserver.backends.local import LocalBackend
-from shellgate.execserver.config import ServerConfig
-from shellgate.execserver.health_listener import (
+from shellgate.common.auth import Authenticator, load_tokens
+from shellgate.common.grpc.health_listener import (
     check_health_listen,
     is_loopback_host,
     set_serving,
     start_with_health,
 )
+from shellgate.common.grpc.output_encoding import add_with_pre_encoded
+from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
+from shellgate.common.process.base import Backend
+from shellgate.common.process.local import LocalBackend
+from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.info import HostInfo, local_host_info
 from shellgate.execserver.process_table import ProcessTable, TableLimits
 from shellgate.execserver.servicer import ExecServicer
-from shellgate.execserver.wire import add_with_pre_encoded
-from shellgate.execserver.wire_guard import DecodeGuardInterceptor
 from shellgate.v1 import exec_pb2, exec_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ def is_loopback(host: str) -> bool:
     return is_loopback_host(host)
 
 
-# Streams whose output events the servicer yields pre-encoded (see shellgate.execserver.wire).
+# Streams whose output events the servicer yields pre-encoded (see shellgate.common.grpc.output_encoding).
 _PRE_ENCODED = ("Start", "Attach")
 
 

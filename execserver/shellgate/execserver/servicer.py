@@ -9,26 +9,28 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from shellgate.execserver import convert, files, validate, wire
-from shellgate.execserver.auth import Authenticator
-from shellgate.execserver.backends.base import SpawnRequest
-from shellgate.execserver.boundary import streaming, unary
-from shellgate.execserver.config import ServerConfig
-from shellgate.execserver.confine import Confinement
-from shellgate.execserver.env_policy import exec_server_child_env
-from shellgate.execserver.errors import (
+from shellgate.common.auth import Authenticator
+from shellgate.common.boundary import streaming, unary
+from shellgate.common.enum_maps import SHELL_TYPES, SIGNALS, STREAMS
+from shellgate.common.env_policy import exec_server_child_env
+from shellgate.common.errors import (
     InvalidArgumentError,
     ProcessExitedError,
     ShellMismatchError,
     SpawnError,
     UnsupportedShellModeError,
 )
+from shellgate.common.grpc import output_encoding as wire
+from shellgate.common.process.base import SpawnRequest
+from shellgate.common.process.retention import SeqChunk
+from shellgate.common.sandbox import SandboxMode, wrap_argv
+from shellgate.execserver import convert, files, validate
+from shellgate.execserver.config import ServerConfig
+from shellgate.execserver.confine import Confinement
 from shellgate.execserver.follow import Awaiting, Closed, Event, Exited, Gap, follow
 from shellgate.execserver.info import HostInfo
 from shellgate.execserver.managed import ManagedProcess, ProcessState
 from shellgate.execserver.process_table import ProcessTable, StartSpec
-from shellgate.execserver.retention import SeqChunk
-from shellgate.execserver.sandbox import SandboxMode, wrap_argv
 from shellgate.v1 import exec_pb2 as pb
 from shellgate.v1 import exec_pb2_grpc as pb_grpc
 from shellgate.v1 import shell_pb2 as shell_pb
@@ -41,10 +43,10 @@ def _wire_event(event: Event) -> bytes:
     """One Start/Attach response as wire bytes (the two messages share their encoding).
 
     Output, nearly every message of a stream, is encoded by hand with a single copy of its
-    data (shellgate.execserver.wire); the rare other events go through protobuf.
+    data (shellgate.common.grpc.output_encoding); the rare other events go through protobuf.
     """
     if type(event) is SeqChunk:
-        return wire.output_event(event.seq, convert.STREAMS[event.stream], event.data)
+        return wire.output_event(event.seq, STREAMS[event.stream], event.data)
     return pb.StartResponse(event=_event_pb(event)).SerializeToString()
 
 
@@ -121,7 +123,7 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
             raise UnsupportedShellModeError("exec-server runs argv directly (direct mode only)")
         native = self._host.shell
         if request.shell_type != shell_pb.SHELL_TYPE_UNSPECIFIED and (
-            native is None or convert.SHELL_TYPES[native.name] != request.shell_type
+            native is None or SHELL_TYPES[native.name] != request.shell_type
         ):
             raise ShellMismatchError(
                 f"requested shell differs from the native shell "
@@ -288,7 +290,7 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
     async def Signal(self, request: pb.SignalRequest, context: Ctx) -> pb.SignalResponse:
         """Signal the process group."""
         proc = self._get(context, request.process_id)
-        sig = convert.SIGNALS.get(request.signal)
+        sig = SIGNALS.domain(request.signal)
         if sig is None:
             raise InvalidArgumentError("signal must be given")
         if proc.exited:

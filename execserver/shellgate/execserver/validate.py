@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from shellgate.common.errors import InvalidArgumentError
 from shellgate.execserver.config import ServerConfig
-from shellgate.execserver.errors import InvalidArgumentError
 
 
 def check_argv(argv: list[str], config: ServerConfig) -> None:

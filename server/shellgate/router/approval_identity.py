@@ -8,8 +8,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from shellgate.router.bash.word_lowering import lower_script
 from shellgate.router.policy_projection import extract_bash_command, extract_powershell_command
-from shellgate.router.word_lowering import lower_script
 
 SHELL_SCRIPT_SENTINEL = "__codex_shell_script__"
 POWERSHELL_SCRIPT_SENTINEL = "__codex_powershell_script__"

@@ -8,14 +8,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from shellgate.execserver.env_policy import (
+from shellgate.common.env_policy import (
     ShellEnvironmentPolicy,
     apply_unified_exec_env,
     create_env,
     inject_permission_profile_env,
 )
-from shellgate.router.output import TruncationPolicy
-from shellgate.router.unified import clamp_exec_yield_time_ms, unified_max_output_tokens
+from shellgate.router.output.truncation import TruncationPolicy
+from shellgate.router.output.unified_rules import (
+    clamp_exec_yield_time_ms,
+    unified_max_output_tokens,
+)
 
 __all__ = [
     "DEFAULT_SHELL_TIMEOUT_MS",

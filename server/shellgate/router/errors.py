@@ -1,12 +1,12 @@
 """Router domain errors that become RPC statuses; model-level failures are tool outputs.
 
-They share the exec-server's base class so one boundary (`shellgate.execserver.boundary`)
+They share the exec-server's base class so one boundary (`shellgate.common.boundary`)
 maps every domain error of both daemons to its status code.
 """
 
 from __future__ import annotations
 
-from shellgate.execserver.errors import ExecServerError as ServiceError
+from shellgate.common.errors import ExecServerError as ServiceError
 
 __all__ = [
     "FailedPrecondition",

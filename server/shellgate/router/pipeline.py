@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from shellgate.execserver.env_policy import ShellEnvironmentPolicy
+from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.router.apply_patch import (
     ApplyPatchAction,
     CorrectnessError,
@@ -24,15 +24,20 @@ from shellgate.router.approval_identity import (
     exec_command_approval_key,
     shell_command_approval_key,
 )
-from shellgate.router.approval_policy import ApprovalPolicy
-from shellgate.router.decode import (
+from shellgate.router.decode.tool_call import (
     NoToolCall,
     ToolCall,
     ToolError,
     build_tool_call,
     parse_response_item,
 )
-from shellgate.router.display import parse_command
+from shellgate.router.decode.tools import (
+    EnvironmentRef,
+    ToolsConfig,
+    register_shell_tools,
+    shell_type_for_model_and_features,
+)
+from shellgate.router.display.parse_command import parse_command
 from shellgate.router.envelope import (
     CommandSite,
     ExecutionEnvelope,
@@ -40,7 +45,8 @@ from shellgate.router.envelope import (
     build_exec_command_envelope,
     build_shell_command_envelope,
 )
-from shellgate.router.handler import (
+from shellgate.router.handler.permissions import PermissionOutcome, PermissionProfile
+from shellgate.router.handler.plan import (
     ApplyPatchCall,
     ExecCommandPlan,
     HandlerCommand,
@@ -49,14 +55,18 @@ from shellgate.router.handler import (
     WriteStdinPlan,
     plan_tool_call,
 )
-from shellgate.router.output import TruncationPolicy
-from shellgate.router.permissions import PermissionOutcome, PermissionProfile
+from shellgate.router.output.truncation import TruncationPolicy
+from shellgate.router.output.unified_rules import (
+    clamp_write_stdin_yield_time_ms,
+    unified_max_output_tokens,
+)
 from shellgate.router.policy import PermissionProfile as PolicyProfile
 from shellgate.router.policy import (
     Policy,
     UnmatchedContext,
     create_exec_approval_requirement,
 )
+from shellgate.router.policy.approval_policy import ApprovalPolicy
 from shellgate.router.policy_projection import commands_for_exec_policy, literal_commands_for_argv
 from shellgate.router.projection import (
     ApplyPatchToolCall,
@@ -70,13 +80,6 @@ from shellgate.router.projection import (
     ToolErrorOutcome,
     WriteStdinCall,
 )
-from shellgate.router.tools import (
-    EnvironmentRef,
-    ToolsConfig,
-    register_shell_tools,
-    shell_type_for_model_and_features,
-)
-from shellgate.router.unified import clamp_write_stdin_yield_time_ms, unified_max_output_tokens
 
 DEFAULT_TRUNCATION = TruncationPolicy.tokens(10_000)
 DEFAULT_ENV_POLICY = ShellEnvironmentPolicy()

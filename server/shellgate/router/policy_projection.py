@@ -6,11 +6,11 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shellgate.router.heredoc_prefix import heredoc_prefix
-from shellgate.router.literal_scan import scan_script
-from shellgate.router.segments import ByteSpan, ScriptCommand, word_lists
-from shellgate.router.shells import POSIX_SHELLS, ShellType, detect_shell_type
-from shellgate.router.word_lowering import lower_script
+from shellgate.router.bash.heredoc_prefix import heredoc_prefix
+from shellgate.router.bash.literal_scan import scan_script
+from shellgate.router.bash.segments import ByteSpan, ScriptCommand, word_lists
+from shellgate.router.bash.word_lowering import lower_script
+from shellgate.router.handler.shells import POSIX_SHELLS, ShellType, detect_shell_type
 
 __all__ = [
     "ByteSpan",

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 
 from shellgate.router.apply_patch import ApplyPatchAction, CorrectnessError
 from shellgate.router.approval_identity import ApprovalKey
-from shellgate.router.decode import PayloadKind, ToolName
-from shellgate.router.decode_params import WriteStdinParams
-from shellgate.router.display_types import ParsedCommand
+from shellgate.router.bash.segments import ScriptCommand
+from shellgate.router.decode.params import WriteStdinParams
+from shellgate.router.decode.tool_call import PayloadKind, ToolName
+from shellgate.router.display.types import ParsedCommand
 from shellgate.router.envelope import ExecutionEnvelope
-from shellgate.router.handler import HandlerCommand
-from shellgate.router.output import TruncationPolicy
-from shellgate.router.permissions import PermissionOutcome
+from shellgate.router.handler.permissions import PermissionOutcome
+from shellgate.router.handler.plan import HandlerCommand
+from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.policy import ApprovalOutcome
 from shellgate.router.policy_projection import PolicyProjection
-from shellgate.router.segments import ScriptCommand
 
 
 @dataclass(frozen=True)

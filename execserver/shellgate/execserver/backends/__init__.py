@@ -1,6 +1,6 @@
 """Process backends of the exec-server: one protocol, a local and an SSH implementation."""
 
-from shellgate.execserver.backends.base import (
+from shellgate.common.process.base import (
     Backend,
     ExitStatus,
     OutputChunk,

@@ -9,7 +9,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncssh
-from shellgate.execserver.backends.base import (
+from shellgate.common.errors import (
+    EnvironmentLostError,
+    HostKeyMismatchError,
+    NotATtyError,
+    ProcessExitedError,
+    SpawnError,
+    StdinClosedError,
+)
+from shellgate.common.process.base import (
     ExitStatus,
     OutputChunk,
     ProcessHandle,
@@ -19,14 +27,6 @@ from shellgate.execserver.backends.base import (
 )
 from shellgate.execserver.backends.ssh_wrapper import ERR, HELLO, READY, env_block, wrapper_command
 from shellgate.execserver.config import ProcessLimits, SshConfig
-from shellgate.execserver.errors import (
-    EnvironmentLostError,
-    HostKeyMismatchError,
-    NotATtyError,
-    ProcessExitedError,
-    SpawnError,
-    StdinClosedError,
-)
 from shellgate.execserver.info import HostInfo, ShellFacts, shell_from_path
 
 log = logging.getLogger(__name__)
@@ -245,7 +245,7 @@ class SshBackend:
                     self._conns[conn] = used + 1
                     return conn
             if len(self._conns) >= self.config.pool_size:
-                from shellgate.execserver.errors import LimitExceededError
+                from shellgate.common.errors import LimitExceededError
 
                 raise LimitExceededError("ssh connection pool is full")
             conn = await self._connect()

@@ -13,8 +13,8 @@ from shellgate.router.apply_patch.parser import (
     parse_patch,
 )
 from shellgate.router.apply_patch.paths import cwd_path, file_stem, is_windows_path
-from shellgate.router.bash_parse import MAX_SCRIPT_BYTES, Node, node_text
-from shellgate.router.script_cache import parsed
+from shellgate.router.bash.parse import MAX_SCRIPT_BYTES, Node, node_text
+from shellgate.router.bash.script_cache import parsed
 
 APPLY_PATCH_COMMANDS = frozenset({"apply_patch", "applypatch"})
 

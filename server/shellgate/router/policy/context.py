@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from shellgate.router.approval_policy import (
+from shellgate.router.policy.approval_policy import (
     ApprovalMode,
     ApprovalPolicy,
     GranularApproval,

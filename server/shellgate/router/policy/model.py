@@ -6,7 +6,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from shellgate.router.rust_text import debug_str
+from shellgate.router.decode.rust_text import debug_str
 
 
 class Decision(enum.StrEnum):

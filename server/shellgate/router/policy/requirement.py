@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from shellgate.router.bash.shlex_rs import join_for_display
 from shellgate.router.policy.context import (
     ApprovalMode,
     ApprovalPolicy,
@@ -31,7 +32,6 @@ from shellgate.router.policy_projection import (
     extract_bash_command,
     parse_shell_lc_literal_commands,
 )
-from shellgate.router.shlex_rs import join_for_display
 
 # Exact-match only: a longer prefix such as ["python", "-c", "print(1)"] is not banned.
 BANNED_PREFIX_SUGGESTIONS: frozenset[tuple[str, ...]] = frozenset(

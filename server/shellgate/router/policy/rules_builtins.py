@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from shellgate.router.bash.shlex_rs import shlex_split
 from shellgate.router.policy.model import (
     Decision,
     NetworkProtocol,
@@ -15,7 +16,6 @@ from shellgate.router.policy.model import (
 )
 from shellgate.router.policy.paths import normalize_absolute, path_basename
 from shellgate.router.policy.rules_errors import Span
-from shellgate.router.shlex_rs import shlex_split
 
 # Rust's `char::is_whitespace` (Unicode White_Space); Python's `str.isspace` also accepts
 # U+001C..U+001F, which Rust does not.

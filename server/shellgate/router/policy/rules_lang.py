@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from shellgate.router.bash.shlex_rs import shlex_join_strict as shlex_join
 from shellgate.router.policy.evaluate import matches_for_command
 from shellgate.router.policy.model import Policy
 from shellgate.router.policy.rules_builtins import (
@@ -30,7 +31,6 @@ from shellgate.router.policy.rules_syntax import (
     TupleExpr,
     parse_module,
 )
-from shellgate.router.shlex_rs import shlex_join_strict as shlex_join
 
 _CONSTANTS: dict[str, object] = {"True": True, "False": False, "None": None}
 

@@ -10,29 +10,29 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from shellgate.execserver.backends.base import (
+from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.process.base import (
     ExitStatus,
     OutputChunk,
     Signal,
     SpawnRequest,
     Stream,
 )
-from shellgate.execserver.env_policy import ShellEnvironmentPolicy
-from shellgate.execserver.sandbox import is_sandbox_denied
+from shellgate.common.sandbox import is_sandbox_denied
 from shellgate.router.envelope import (
     DEFAULT_SHELL_TIMEOUT_MS,
     ExecutionEnvelope,
     launch_argv,
     launch_env,
 )
-from shellgate.router.head_tail import CappedStream, aggregate_output
-from shellgate.router.output import (
+from shellgate.router.output.head_tail import CappedStream, aggregate_output
+from shellgate.router.output.texts import format_exec_output_freeform, io_error_text
+from shellgate.router.output.truncation import (
     TruncationPolicy,
     approx_token_count,
     bytes_to_string_smart,
     utf8_len,
 )
-from shellgate.router.output_format import format_exec_output_freeform, io_error_text
 from shellgate.router.runtime.spawn import SandboxSpec, Spawned, Spawner, SpawnFailure
 from shellgate.router.runtime.unified_exec import environment_lost_note
 from shellgate.router.runtime.unified_process import OutputListener

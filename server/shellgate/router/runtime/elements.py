@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from shellgate.execserver.backends.base import OutputChunk
-from shellgate.execserver.env_policy import ShellEnvironmentPolicy
+from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.process.base import OutputChunk
 from shellgate.router.apply_patch import (
     EMPTY_PATCH_REJECTION,
     PATCH_DECLINED,
@@ -14,7 +14,7 @@ from shellgate.router.apply_patch import (
     CorrectnessError,
     finish_apply_patch,
 )
-from shellgate.router.output_format import render_unified_response
+from shellgate.router.output.texts import render_unified_response
 from shellgate.router.policy import Forbidden, NeedsApproval, Skip
 from shellgate.router.projection import CommandElement, PatchElement
 from shellgate.router.runtime.classic import classic_text, run_classic, spawn_failure_text

@@ -6,7 +6,7 @@ import enum
 import json
 from dataclasses import dataclass, field
 
-from shellgate.execserver.backends.base import Stream
+from shellgate.common.process.base import Stream
 from shellgate.router.projection import ProjectedCall, ShellElement
 
 __all__ = [

@@ -13,9 +13,9 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable
 
-from shellgate.execserver.backends.base import OutputChunk
-from shellgate.router.decode import PayloadKind
-from shellgate.router.output_format import abort_message, format_batch_output
+from shellgate.common.process.base import OutputChunk
+from shellgate.router.decode.tool_call import PayloadKind
+from shellgate.router.output.texts import abort_message, format_batch_output
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import (
     ApplyPatchToolCall,

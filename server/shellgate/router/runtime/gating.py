@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from shellgate.execserver.sandbox import SandboxMode, SandboxSpec
+from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.router.apply_patch import ApplyPatchAction
 from shellgate.router.apply_patch.paths import is_within
 from shellgate.router.envelope import ExecutionEnvelope

@@ -9,22 +9,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shellgate.router.runtime.errors import UnknownSessionError
-from shellgate.router.runtime.shared_sessions import (
-    SessionEnvironments,
-    reattach,
-    record_of,
-    remote_env,
-)
-from shellgate.router.runtime.shared_state import SessionRecord, SharedState
-from shellgate.router.runtime.unified_process import UnifiedProcess
-from shellgate.router.unified import (
+from shellgate.router.output.unified_rules import (
     MAX_UNIFIED_EXEC_PROCESSES,
     ProcessUsage,
     allocate_process_id,
     process_id_to_prune,
     process_limit_warning,
 )
+from shellgate.router.runtime.errors import UnknownSessionError
+from shellgate.router.runtime.store.shared_sessions import (
+    SessionEnvironments,
+    reattach,
+    record_of,
+    remote_env,
+)
+from shellgate.router.runtime.store.shared_state import SessionRecord, SharedState
+from shellgate.router.runtime.unified_process import UnifiedProcess
 
 __all__ = ["SessionInfo", "SessionManager"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from shellgate.execserver.backends.base import ProcessHandle, SpawnRequest
-from shellgate.execserver.env_policy import ShellEnvironmentPolicy
-from shellgate.execserver.sandbox import SandboxMode, SandboxSpec
+from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.process.base import ProcessHandle, SpawnRequest
+from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.router.apply_patch.fs import PatchFileSystem
 
 __all__ = [

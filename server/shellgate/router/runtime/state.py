@@ -8,17 +8,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shellgate.router.pipeline import RouterTurn
-from shellgate.router.policy_store import PolicyStore
 from shellgate.router.projection import ProjectedCall
 from shellgate.router.runtime.classic import OutputRoom
-from shellgate.router.runtime.environments import EnvironmentRegistry
 from shellgate.router.runtime.events import (
     ApprovalDecision,
     ApprovalKind,
     ExecuteEvent,
     Termination,
 )
+from shellgate.router.runtime.registry import EnvironmentRegistry
 from shellgate.router.runtime.threads import ThreadState
+from shellgate.router.service.rules_store import PolicyStore
 
 __all__ = ["CallState", "ElementResult", "Emit", "RuntimeContext"]
 

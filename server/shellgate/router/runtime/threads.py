@@ -18,8 +18,8 @@ from shellgate.router.runtime.errors import (
     UnknownThreadError,
 )
 from shellgate.router.runtime.sessions import SessionManager
-from shellgate.router.runtime.shared_sessions import SessionEnvironments, terminate_records
-from shellgate.router.runtime.shared_state import (
+from shellgate.router.runtime.store.shared_sessions import SessionEnvironments, terminate_records
+from shellgate.router.runtime.store.shared_state import (
     InMemorySharedState,
     PendingRecord,
     SharedState,

@@ -9,22 +9,28 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from shellgate.execserver.backends.base import Signal, SpawnRequest
-from shellgate.execserver.env_policy import ShellEnvironmentPolicy
+from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.process.base import Signal, SpawnRequest
+from shellgate.router.decode.rust_text import debug_str
 from shellgate.router.envelope import ExecutionEnvelope, launch_argv, launch_env
-from shellgate.router.output import (
-    TruncationPolicy,
-    approx_tokens_from_byte_count,
-    decode_utf8_lossy,
-    utf8_len,
-)
-from shellgate.router.output_format import (
+from shellgate.router.output.texts import (
     UnifiedExecErrorText,
     exec_command_failed,
     render_unified_response,
     unified_output_body,
     unified_overflow_body,
     write_stdin_failed,
+)
+from shellgate.router.output.truncation import (
+    TruncationPolicy,
+    approx_tokens_from_byte_count,
+    decode_utf8_lossy,
+    utf8_len,
+)
+from shellgate.router.output.unified_rules import (
+    EARLY_EXIT_CHECK_MS,
+    POST_EXIT_STREAM_CLOSE_WAIT_MS,
+    POST_WRITE_REACTION_MS,
 )
 from shellgate.router.runtime.events import Termination
 from shellgate.router.runtime.sessions import SessionManager
@@ -35,12 +41,6 @@ from shellgate.router.runtime.spawn import (
     SpawnFailure,
 )
 from shellgate.router.runtime.unified_process import OutputListener, ProcessMeta, UnifiedProcess
-from shellgate.router.rust_text import debug_str
-from shellgate.router.unified import (
-    EARLY_EXIT_CHECK_MS,
-    POST_EXIT_STREAM_CLOSE_WAIT_MS,
-    POST_WRITE_REACTION_MS,
-)
 
 __all__ = [
     "CTRL_C",

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shellgate.execserver.backends.base import ExitStatus, OutputChunk, ProcessHandle
-from shellgate.router.head_tail import HeadTailBuffer, HeadTailSnapshot
+from shellgate.common.process.base import ExitStatus, OutputChunk, ProcessHandle
+from shellgate.router.output.head_tail import HeadTailBuffer, HeadTailSnapshot
 
 __all__ = ["OutputListener", "ProcessMeta", "UnifiedProcess"]
 

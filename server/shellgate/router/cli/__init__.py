@@ -1,0 +1,1 @@
+"""The `shellgate` command line: serve, call, project, eval, policy check."""

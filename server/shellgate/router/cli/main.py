@@ -1,0 +1,43 @@
+"""The `shellgate` command line: serve, call, project, eval, policy check."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# subcommand -> (module, help). Each module exposes `add_arguments(parser)` and
+# `run(args) -> int`; only the chosen subcommand's module is imported, so `shellgate eval`
+# does not pay for grpc start-up.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("shellgate.router.cli.serve", "run the ToolRouterService"),
+    "call": ("shellgate.client.call_cli", "send one model output item to a router"),
+    "project": ("shellgate.router.cli.project", "print the projection of one output item"),
+    "eval": ("shellgate.router.cli.eval", "conformance: JSON lines in, answers out"),
+    "policy": ("shellgate.router.cli.policy", "exec-policy tools (check)"),
+}
+
+
+def build_parser(chosen: str | None) -> argparse.ArgumentParser:
+    """The argument parser; only the chosen subcommand gets its full arguments."""
+    parser = argparse.ArgumentParser(prog="shellgate", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sp = sub.add_parser(name, help=help_text)
+        sp.set_defaults(_module=module_name)
+        if name == chosen:
+            importlib.import_module(module_name).add_arguments(sp)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in args_list if not a.startswith("-")), None)
+    args = build_parser(chosen).parse_args(args_list)
+    return int(importlib.import_module(args._module).run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""`shellgate serve`: run the router until SIGTERM/SIGINT (then shut down gracefully)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fnmatch
+import logging
+import os
+import signal
+import sys
+
+from shellgate.common.env_policy import DEFAULT_EXCLUDES
+from shellgate.common.process_tuning import tune_process
+from shellgate.router.policy import RulesLoadError
+from shellgate.router.service.config import ConfigError, load_config
+from shellgate.router.service.redaction import install_log_filter
+from shellgate.router.service.server import serve_forever, start_router
+
+_REEXEC_MARK = "SHELLGATE_ROUTER_SCRUBBED"
+
+
+def _is_secret_name(name: str) -> bool:
+    """True for the default-excluded names (*KEY*, *SECRET*, *TOKEN*, any case)."""
+    return any(fnmatch.fnmatchcase(name.upper(), pattern) for pattern in DEFAULT_EXCLUDES)
+
+
+def scrub_and_reexec() -> None:
+    """Re-execute `shellgate serve` without secret-looking variables (spec 06 §9).
+
+    Commands inherit from the router's environment, and any local user can read
+    /proc/<router pid>/environ of their parent: credentials belong in files, so the router
+    drops them from its own environment before it starts. Exec keeps the pid and fds.
+    """
+    if os.environ.get(_REEXEC_MARK) == "1" or sys.argv[1:2] != ["serve"]:
+        return
+    if not any(_is_secret_name(name) for name in os.environ):
+        return
+    env = {k: v for k, v in os.environ.items() if not _is_secret_name(k)}
+    env[_REEXEC_MARK] = "1"
+    os.execve(sys.executable, [sys.executable, "-m", "shellgate.router.cli.main", *sys.argv[1:]], env)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `shellgate serve` (each overrides the config file)."""
+    parser.add_argument("--config", help="TOML configuration file")
+    parser.add_argument("--listen", help="host:port (default 127.0.0.1:50051)")
+    parser.add_argument(
+        "--insecure", action="store_true", default=None,
+        help="allow a non-loopback listen address without TLS",
+    )  # fmt: skip
+    parser.add_argument(
+        "--health-listen", dest="health_listen",
+        help="plaintext host:port serving only grpc.health.v1 (default none)",
+    )  # fmt: skip
+    parser.add_argument("--rules-dir", action="append", dest="rules_dirs", help=".rules folder")
+    parser.add_argument("--print-port", action="store_true", help="print the bound port first")
+    parser.add_argument("--log-level", default="INFO")
+
+
+async def _main(args: argparse.Namespace) -> int:
+    overrides = {
+        "listen": args.listen,
+        "health_listen": args.health_listen,
+        "insecure": args.insecure,
+        "rules_dirs": args.rules_dirs,
+    }
+    try:
+        config = load_config(args.config, **overrides)
+    except ConfigError as exc:
+        print(f"shellgate serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        router = await start_router(config)
+    except RulesLoadError as exc:
+        print(f"shellgate serve: rules failed to load:\n{exc.render()}", file=sys.stderr)
+        return 2
+    except (ConfigError, OSError, RuntimeError) as exc:
+        print(f"shellgate serve: cannot start: {exc}", file=sys.stderr)
+        return 2
+    if router.app.redactor is not None:
+        install_log_filter(router.app.redactor)
+    # Malloc thresholds and GC, once everything loaded at start is in place.
+    tune_process()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # Handlers first: a supervisor may send SIGTERM as soon as it sees the port.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, lambda: _reload(router.app))
+    if args.print_port:
+        print(router.port, flush=True)
+    else:
+        print(f"shellgate router listening on port {router.port}", file=sys.stderr, flush=True)
+    await serve_forever(router, stop)
+    return 0
+
+
+def _reload(app: object) -> None:
+    store = getattr(app, "policy_store", None)
+    if store is not None:
+        result = store.reload()
+        if not result.ok:
+            logging.getLogger(__name__).error("rules reload failed; keeping the last good policy")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point."""
+    scrub_and_reexec()
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    return asyncio.run(_main(args))

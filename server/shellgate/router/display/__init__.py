@@ -1,0 +1,1 @@
+"""Display metadata (spec 03 §D): what a command appears to do, for humans only."""

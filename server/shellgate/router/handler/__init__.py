@@ -1,0 +1,1 @@
+"""Handler stage (spec 02): tool call + turn → handler commands: environments, shells, cwd, permissions."""

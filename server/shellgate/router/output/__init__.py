@@ -1,0 +1,1 @@
+"""Model-facing output (spec 05): truncation, texts, head/tail capture, unified-exec rules."""

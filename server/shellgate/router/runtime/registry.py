@@ -1,0 +1,225 @@
+"""Environments: the embedded local one (in-process backend) and remote daemons (spec 06 §5)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.errors import SandboxUnavailableError, SpawnError
+from shellgate.common.process.base import SpawnRequest
+from shellgate.common.process.limits import MIB, ProcessLimits
+from shellgate.common.process.local import LocalBackend
+from shellgate.common.sandbox import SandboxMode, SandboxSpec, wrap_argv
+from shellgate.router.apply_patch.fs import PatchFileSystem
+from shellgate.router.apply_patch.local_fs import LocalFileSystem
+from shellgate.router.handler.shells import HostShellFacts, Shell, host_user_shell
+from shellgate.router.runtime.errors import EnvironmentNotFoundError
+from shellgate.router.runtime.remote.environment import RemoteEnvironment
+from shellgate.router.runtime.spawn import Spawned, SpawnFailure
+
+__all__ = [
+    "LOCAL_ENVIRONMENT_ID",
+    "EnvironmentRegistry",
+    "EnvironmentStatus",
+    "LocalEnvironment",
+    "gather_host_shell_facts",
+]
+
+LOCAL_ENVIRONMENT_ID = "local"
+_SHELL_NAMES = ("bash", "zsh", "sh", "pwsh", "powershell")
+_STANDARD_SHELL_PATHS = (
+    "/bin/bash",
+    "/usr/bin/bash",
+    "/bin/zsh",
+    "/usr/bin/zsh",
+    "/bin/sh",
+    "/usr/bin/sh",
+    "/usr/local/bin/pwsh",
+    "/usr/bin/pwsh",
+    "/bin/pwsh",
+)
+
+
+def gather_host_shell_facts(configured_shell: str | None = None) -> HostShellFacts:
+    """Read the host facts shell selection needs (passwd shell, PATH lookups, paths)."""
+    try:
+        passwd_shell: str | None = pwd.getpwuid(os.getuid()).pw_shell or None
+    except KeyError:
+        passwd_shell = None
+    which: dict[str, str] = {}
+    for name in _SHELL_NAMES:
+        found = shutil.which(name)
+        if found:
+            which[name] = found
+    existing = frozenset(p for p in _STANDARD_SHELL_PATHS if os.path.exists(p))
+    return HostShellFacts(
+        configured_shell=configured_shell,
+        passwd_shell=passwd_shell,
+        which=which,
+        existing=existing,
+    )
+
+
+# Output here is streamed one chunk per message: reading a whole (1 MiB) pipe at once makes
+# each read one message without a join copy, and a call's 10 000 deltas carry more bytes.
+ROUTER_PROCESS_LIMITS = ProcessLimits(read_chunk_bytes=MIB, max_chunk_bytes=MIB)
+
+
+class LocalEnvironment:
+    """The embedded local environment: the in-process local backend, bubblewrap sandbox."""
+
+    def __init__(
+        self,
+        *,
+        cwd: str | None = None,
+        configured_shell: str | None = None,
+        backend: LocalBackend | None = None,
+    ) -> None:
+        self.cwd = cwd or os.getcwd()
+        self.shell_facts = gather_host_shell_facts(configured_shell)
+        self.shell: Shell = host_user_shell(self.shell_facts)
+        self._backend = backend or LocalBackend(ROUTER_PROCESS_LIMITS)
+        self._fs = LocalFileSystem()
+
+    @property
+    def environment_id(self) -> str:
+        """Always `local`."""
+        return LOCAL_ENVIRONMENT_ID
+
+    @property
+    def remote(self) -> bool:
+        """Never remote."""
+        return False
+
+    async def spawn(
+        self,
+        request: SpawnRequest,
+        sandbox: SandboxSpec,
+        *,
+        detach: bool,
+        owner: str,
+        env_policy: ShellEnvironmentPolicy | None = None,
+    ) -> Spawned:
+        """Spawn on this host, wrapped in bubblewrap when a sandbox is asked for."""
+        # Local processes are owned by this router process; request.env is already the
+        # policy's result on this host.
+        del detach, owner, env_policy
+        env = dict(request.env)
+        argv = request.argv
+        if sandbox.mode is not SandboxMode.NONE:
+            try:
+                argv, extra = wrap_argv(request.argv, request.cwd, sandbox)
+            except SandboxUnavailableError as exc:
+                raise SpawnFailure(exc.message) from exc
+            env.update(extra)
+        spawn = SpawnRequest(
+            argv=argv,
+            cwd=request.cwd,
+            env=env,
+            tty=request.tty,
+            rows=request.rows,
+            cols=request.cols,
+            stdin_open=request.stdin_open,
+        )
+        try:
+            handle = await self._backend.start(spawn)
+        except SpawnError as exc:
+            message = os.strerror(exc.errno) if exc.errno else exc.message
+            raise SpawnFailure(message, exc.errno) from exc
+        return Spawned(handle, str(handle.pid), sandbox.mode is not SandboxMode.NONE)
+
+    def filesystem(self) -> PatchFileSystem:
+        """This host's filesystem."""
+        return self._fs
+
+    async def aclose(self) -> None:
+        """Kill every process this environment started."""
+        await self._backend.aclose()
+
+
+@dataclass(frozen=True)
+class EnvironmentStatus:
+    """One environment as ListEnvironments reports it."""
+
+    environment_id: str
+    remote: bool
+    target: str
+    reachable: bool
+    last_error: str
+    info: object | None
+
+
+Environment = LocalEnvironment | RemoteEnvironment
+
+
+class EnvironmentRegistry:
+    """The configured environments in order; an unreachable one is reported, never replaced."""
+
+    def __init__(
+        self, local: LocalEnvironment | None, remotes: Sequence[RemoteEnvironment] = ()
+    ) -> None:
+        self._envs: dict[str, Environment] = {}
+        if local is not None:
+            self._envs[local.environment_id] = local
+        for env in remotes:
+            if env.environment_id in self._envs:
+                raise ValueError(f"duplicate environment id {env.environment_id}")
+            self._envs[env.environment_id] = env
+
+    @property
+    def local(self) -> LocalEnvironment | None:
+        """The embedded local environment, if configured."""
+        env = self._envs.get(LOCAL_ENVIRONMENT_ID)
+        return env if isinstance(env, LocalEnvironment) else None
+
+    def get(self, environment_id: str) -> Environment:
+        """An environment by id; unknown → NOT_FOUND."""
+        env = self._envs.get(environment_id)
+        if env is None:
+            raise EnvironmentNotFoundError(f"unknown environment {environment_id}")
+        return env
+
+    def add(self, env: RemoteEnvironment) -> None:
+        """Add a discovered environment (ids are unique; an existing one is kept)."""
+        if env.environment_id in self._envs:
+            raise ValueError(f"duplicate environment id {env.environment_id}")
+        self._envs[env.environment_id] = env
+
+    def remotes(self) -> list[RemoteEnvironment]:
+        """The remote environments in order."""
+        return [e for e in self._envs.values() if isinstance(e, RemoteEnvironment)]
+
+    def ids(self) -> list[str]:
+        """Environment ids in configuration order."""
+        return list(self._envs)
+
+    async def statuses(self, *, refresh: bool = False) -> list[EnvironmentStatus]:
+        """Reachability, last error and info of every environment (probing when asked)."""
+        out: list[EnvironmentStatus] = []
+        # A copy: discovery may add environments while the probes await.
+        for env in list(self._envs.values()):
+            if isinstance(env, LocalEnvironment):
+                out.append(EnvironmentStatus(env.environment_id, False, "", True, "", None))
+                continue
+            if refresh:
+                await env.probe()
+            out.append(
+                EnvironmentStatus(
+                    env.environment_id,
+                    True,
+                    env.target,
+                    env.reachable,
+                    env.last_error or "",
+                    env.info,
+                )
+            )
+        return out
+
+    async def aclose(self) -> None:
+        """Close every environment (kills local processes, closes channels)."""
+        for env in list(self._envs.values()):
+            await env.aclose()

@@ -1,0 +1,420 @@
+"""Remote environments over ExecService: lazy channel, ProcessHandle adapter (spec 06 §5, §9)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import grpc
+import grpc.aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from shellgate.common.enum_maps import INHERIT, SANDBOX_MODES, SIGNALS, STREAMS
+from shellgate.common.env_policy import ShellEnvironmentPolicy, exec_server_env_payload
+from shellgate.common.errors import (
+    NotATtyError,
+    ProcessExitedError,
+    StdinClosedError,
+)
+from shellgate.common.process.base import (
+    ExitStatus,
+    OutputChunk,
+    Signal,
+    SpawnRequest,
+    Stream,
+)
+from shellgate.common.sandbox import SandboxMode, SandboxSpec
+from shellgate.router.apply_patch.fs import PatchFileSystem
+from shellgate.router.runtime.remote.config import RemoteConfig, make_channel, read_token
+from shellgate.router.runtime.remote.fs import RemoteFileSystem
+from shellgate.router.runtime.spawn import EnvironmentUnavailableError, Spawned, SpawnFailure
+from shellgate.v1 import exec_pb2, exec_pb2_grpc, shell_pb2
+
+# grpc.aio.EOF is missing from the type stubs.
+_EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
+
+__all__ = ["RemoteConfig", "RemoteEnvironment", "RemoteProcess"]
+
+def _policy_pb(policy: ShellEnvironmentPolicy) -> shell_pb2.ShellEnvironmentPolicy:
+    return shell_pb2.ShellEnvironmentPolicy(
+        inherit=INHERIT[policy.inherit],
+        ignore_default_excludes=policy.ignore_default_excludes,
+        exclude=list(policy.exclude),
+        set=dict(policy.set_pairs),
+        include_only=list(policy.include_only),
+    )
+
+
+def _status(pb: exec_pb2.ExitStatus) -> ExitStatus:
+    if pb.WhichOneof("status") == "signal":
+        return ExitStatus(signal=pb.signal)
+    return ExitStatus(code=pb.code)
+
+
+def _lost_reason(exc: grpc.aio.AioRpcError) -> str:
+    return f"exec-server connection lost: {exc.details() or exc.code().name}"
+
+
+class RemoteProcess:
+    """A ProcessHandle over one Start stream; stream loss → ExitStatus(environment_lost)."""
+
+    def __init__(
+        self,
+        env: RemoteEnvironment,
+        call: Any,
+        process_id: str,
+        pid: int | None,
+    ) -> None:
+        self._env = env
+        self._call = call
+        self.process_id = process_id
+        self._pid = pid
+        self._queue: asyncio.Queue[tuple[OutputChunk, int] | None] = asyncio.Queue()
+        # The daemon seq of the last chunk handed out by output(): a re-attach from it
+        # replays exactly what the consumer has not seen (spec 06 §9).
+        self.delivered_seq = 0
+        self._exit: asyncio.Future[ExitStatus] = asyncio.get_running_loop().create_future()
+        self._reader = asyncio.create_task(self._read(), name=f"remote-read-{process_id}")
+
+    @property
+    def pid(self) -> int | None:
+        """The daemon host's pid (not signalable from here)."""
+        return self._pid
+
+    @property
+    def pgid(self) -> int | None:
+        """Not observable remotely."""
+        return None
+
+    def _set_exit(self, status: ExitStatus) -> None:
+        if not self._exit.done():
+            self._exit.set_result(status)
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                # read() only: grpc.aio forbids mixing it with async iteration, and the
+                # first event was already read with it.
+                message = await self._call.read()
+                if message is _EOF:
+                    if not self._exit.done():
+                        self._set_exit(
+                            ExitStatus(environment_lost="exec-server stream ended early")
+                        )
+                    break
+                event = message.event
+                kind = event.WhichOneof("event")
+                if kind == "output":
+                    out = event.output
+                    chunk = OutputChunk(STREAMS.domain(out.stream) or Stream.STDOUT, out.data)
+                    self._queue.put_nowait((chunk, out.seq))
+                elif kind == "exited":
+                    self._set_exit(_status(event.exited.status))
+                elif kind == "closed":
+                    break
+                elif kind == "lost":
+                    self._set_exit(ExitStatus(environment_lost=event.lost.reason))
+                    break
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                # Re-attach to a process the daemon no longer keeps: the daemon is fine.
+                self._set_exit(ExitStatus(environment_lost=f"process {self.process_id} is gone"))
+            elif exc.code() != grpc.StatusCode.CANCELLED or not self._exit.done():
+                self._env.mark_unreachable(_lost_reason(exc))
+                self._set_exit(ExitStatus(environment_lost=_lost_reason(exc)))
+        except asyncio.CancelledError:
+            self._set_exit(ExitStatus(environment_lost="exec-server stream cancelled"))
+            raise
+        finally:
+            self._queue.put_nowait(None)
+
+    async def output(self) -> AsyncIterator[OutputChunk]:
+        """Output chunks until the process closed (or the stream was lost)."""
+        while True:
+            item = await self._queue.get()
+            if item is None:
+                return
+            self.delivered_seq = item[1]
+            yield item[0]
+
+    async def _unary(self, method: str, request: Any) -> Any:
+        try:
+            return await self._env.call(method, request)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                text = exc.details() or ""
+                if "tty" in text:
+                    raise NotATtyError(text) from exc
+                if "stdin" in text:
+                    raise StdinClosedError(text) from exc
+                raise ProcessExitedError(text) from exc
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                raise ProcessExitedError(exc.details() or "unknown process") from exc
+            raise
+
+    async def write(self, data: bytes) -> None:
+        """Write to the remote stdin/PTY."""
+        await self._unary("Write", exec_pb2.WriteRequest(process_id=self.process_id, data=data))
+
+    async def close_stdin(self) -> None:
+        """EOF on the remote stdin."""
+        await self._unary("CloseStdin", exec_pb2.CloseStdinRequest(process_id=self.process_id))
+
+    async def resize(self, rows: int, cols: int) -> None:
+        """Resize the remote PTY."""
+        await self._unary(
+            "Resize", exec_pb2.ResizeRequest(process_id=self.process_id, rows=rows, cols=cols)
+        )
+
+    async def signal(self, sig: Signal) -> None:
+        """Signal the remote process group."""
+        await self._unary(
+            "Signal", exec_pb2.SignalRequest(process_id=self.process_id, signal=SIGNALS[sig])
+        )
+
+    async def wait(self) -> ExitStatus:
+        """The exit status (or the loss of the environment)."""
+        return await asyncio.shield(self._exit)
+
+    async def release(self) -> None:
+        """Drop the stream, leaving a detached process running on the daemon."""
+        self._call.cancel()
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader
+
+    async def terminate(self) -> None:
+        """Kill the remote group, then drop the stream."""
+        if not self._exit.done():
+            with contextlib.suppress(Exception):
+                await self._unary(
+                    "Terminate", exec_pb2.TerminateRequest(process_id=self.process_id)
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wait(), self._env.config.call_timeout_ms / 1000)
+        self._call.cancel()
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader
+
+
+class RemoteEnvironment:
+    """An exec-server daemon reached over gRPC; connected lazily, info cached per connection."""
+
+    def __init__(
+        self,
+        config: RemoteConfig,
+        *,
+        env_policy: ShellEnvironmentPolicy | None = None,
+        client_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self._env_policy = env_policy or ShellEnvironmentPolicy()
+        # The router's own environment: the overlay is what the request env adds to what the
+        # policy alone produces here (spec 05 §5.5).
+        self._client_env = dict(os.environ if client_env is None else client_env)
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: exec_pb2_grpc.ExecServiceStub | None = None
+        self._lock = asyncio.Lock()
+        self.info: exec_pb2.GetInfoResponse | None = None
+        self.reachable = False
+        self.last_error: str | None = None
+        self._token = read_token(config.token_file) if config.token_file else ""
+
+    @property
+    def environment_id(self) -> str:
+        """The configured id."""
+        return self.config.environment_id
+
+    @property
+    def target(self) -> str:
+        """The daemon's gRPC target."""
+        return self.config.target
+
+    @property
+    def remote(self) -> bool:
+        """Always remote."""
+        return True
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """Call metadata (the bearer token when configured)."""
+        return (("authorization", f"Bearer {self._token}"),) if self._token else ()
+
+    def mark_unreachable(self, reason: str) -> None:
+        """Record a failure; the next call reconnects (and refreshes GetInfo)."""
+        self.reachable = False
+        self.last_error = reason
+        self._stub = None
+
+    async def stub(self) -> exec_pb2_grpc.ExecServiceStub:
+        """The connected stub; connects (with GetInfo) when needed, else raises unavailable."""
+        if self._stub is not None:
+            return self._stub
+        async with self._lock:
+            if self._stub is not None:
+                return self._stub
+            if self._channel is not None:
+                await self._channel.close(None)
+            self._channel = make_channel(self.config)
+            stub = exec_pb2_grpc.ExecServiceStub(self._channel)
+            try:
+                await asyncio.wait_for(
+                    self._channel.channel_ready(), self.config.connect_timeout_ms / 1000
+                )
+                self.info = await stub.GetInfo(
+                    exec_pb2.GetInfoRequest(),
+                    timeout=self.config.call_timeout_ms / 1000,
+                    metadata=self.metadata(),
+                )
+            except TimeoutError:
+                self.mark_unreachable(
+                    f"connect to {self.config.target} timed out after "
+                    f"{self.config.connect_timeout_ms} ms"
+                )
+                raise EnvironmentUnavailableError(
+                    self.environment_id, self.last_error or ""
+                ) from None
+            except grpc.aio.AioRpcError as exc:
+                self.mark_unreachable(f"{exc.code().name}: {exc.details()}")
+                raise EnvironmentUnavailableError(
+                    self.environment_id, self.last_error or ""
+                ) from exc
+            self.reachable = True
+            self.last_error = None
+            self._stub = stub
+            return stub
+
+    async def call(self, method: str, request: Any) -> Any:
+        """One unary ExecService RPC, connecting first, with the call timeout and token."""
+        stub = await self.stub()
+        return await getattr(stub, method)(
+            request, timeout=self.config.call_timeout_ms / 1000, metadata=self.metadata()
+        )
+
+    async def check_health(self) -> bool:
+        """gRPC health Check of the daemon (connecting when needed); updates reachability."""
+        try:
+            await self.stub()
+        except EnvironmentUnavailableError:
+            return False
+        assert self._channel is not None
+        health = health_pb2_grpc.HealthStub(self._channel)
+        try:
+            reply = await health.Check(
+                health_pb2.HealthCheckRequest(service=""),
+                timeout=self.config.call_timeout_ms / 1000,
+                metadata=self.metadata(),
+            )
+        except grpc.aio.AioRpcError as exc:
+            self.mark_unreachable(f"health check failed: {exc.code().name}: {exc.details()}")
+            return False
+        if reply.status != health_pb2.HealthCheckResponse.SERVING:
+            name = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+            self.mark_unreachable(f"health check: {name}")
+            return False
+        self.reachable = True
+        self.last_error = None
+        return True
+
+    async def probe(self) -> bool:
+        """Reconnect and refresh GetInfo now; returns reachability."""
+        self._stub = None
+        with contextlib.suppress(EnvironmentUnavailableError):
+            await self.stub()
+        return self.reachable
+
+    async def spawn(
+        self,
+        request: SpawnRequest,
+        sandbox: SandboxSpec,
+        *,
+        detach: bool,
+        owner: str,
+        env_policy: ShellEnvironmentPolicy | None = None,
+    ) -> Spawned:
+        """Start on the daemon (Direct mode); SpawnFailure / EnvironmentUnavailableError."""
+        stub = await self.stub()
+        policy, overlay = exec_server_env_payload(
+            request.env, self._client_env, env_policy or self._env_policy
+        )
+        start = exec_pb2.StartRequest(
+            owner=owner,
+            argv=list(request.argv),
+            cwd=request.cwd,
+            env_policy=_policy_pb(policy),
+            env=overlay,
+            tty=request.tty,
+            rows=request.rows,
+            cols=request.cols,
+            stdin_open=request.stdin_open,
+            shell_mode=shell_pb2.SHELL_MODE_DIRECT,
+            detach=detach,
+        )
+        if sandbox.mode is not SandboxMode.NONE:
+            start.sandbox.CopyFrom(
+                shell_pb2.SandboxRequest(
+                    mode=SANDBOX_MODES[sandbox.mode],
+                    writable_roots=list(sandbox.writable_roots),
+                    network_access=sandbox.network_access,
+                )
+            )
+        call = stub.Start(start, metadata=self.metadata())
+        try:
+            first = await asyncio.wait_for(call.read(), self.config.call_timeout_ms / 1000)
+        except TimeoutError:
+            call.cancel()
+            self.mark_unreachable("Start timed out")
+            raise EnvironmentUnavailableError(self.environment_id, "Start timed out") from None
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                self.mark_unreachable(f"{exc.code().name}: {exc.details()}")
+                raise EnvironmentUnavailableError(
+                    self.environment_id, self.last_error or ""
+                ) from exc
+            raise SpawnFailure(exc.details() or exc.code().name) from exc
+        if first is _EOF:
+            raise SpawnFailure("exec-server ended the Start stream without an event")
+        kind = first.event.WhichOneof("event")
+        if kind == "spawn_failed":
+            failed = first.event.spawn_failed
+            raise SpawnFailure(failed.message, failed.errno)
+        if kind != "started":
+            call.cancel()
+            raise SpawnFailure(f"unexpected first Start event {kind}")
+        started = first.event.started
+        handle = RemoteProcess(self, call, started.process_id, started.pid or None)
+        return Spawned(handle, started.process_id, started.sandboxed)
+
+    async def attach(self, process_id: str, after_seq: int) -> RemoteProcess:
+        """Follow a (detached) daemon process from `after_seq`: Attach replays the rest."""
+        stub = await self.stub()
+        call = stub.Attach(
+            exec_pb2.AttachRequest(process_id=process_id, after_seq=after_seq),
+            metadata=self.metadata(),
+        )
+        handle = RemoteProcess(self, call, process_id, None)
+        handle.delivered_seq = after_seq
+        return handle
+
+    async def terminate_process(self, process_id: str) -> bool:
+        """Kill a daemon process by id; False when the daemon no longer knows it."""
+        try:
+            reply = await self.call("Terminate", exec_pb2.TerminateRequest(process_id=process_id))
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                return False
+            raise
+        return bool(reply.running)
+
+    def filesystem(self) -> PatchFileSystem:
+        """The daemon host's filesystem over the file RPCs (call from a worker thread)."""
+        return RemoteFileSystem(self, asyncio.get_running_loop())
+
+    async def aclose(self) -> None:
+        """Close the channel."""
+        if self._channel is not None:
+            await self._channel.close(None)
+        self._channel = None
+        self._stub = None

@@ -1,0 +1,97 @@
+"""The apply_patch filesystem seam over an exec-server's file RPCs (blocking; worker threads)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import uuid
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import grpc.aio
+from shellgate.router.apply_patch.fs import (
+    INVALID_UTF8,
+    FileStat,
+    PatchIoError,
+    StagedWrite,
+)
+from shellgate.v1 import exec_pb2
+
+if TYPE_CHECKING:
+    from shellgate.router.runtime.remote.environment import RemoteEnvironment
+
+__all__ = ["RemoteFileSystem"]
+
+_OS_ERROR = re.compile(r"\(os error (\d+)\)\s*$")
+
+
+def _io_error(exc: grpc.aio.AioRpcError) -> PatchIoError:
+    text = exc.details() or exc.code().name
+    found = _OS_ERROR.search(text)
+    return PatchIoError(text, int(found.group(1)) if found else None)
+
+
+class RemoteFileSystem:
+    """PatchFileSystem whose calls block the calling (non-loop) thread on the daemon's RPCs."""
+
+    def __init__(self, env: RemoteEnvironment, loop: asyncio.AbstractEventLoop) -> None:
+        self._env = env
+        self._loop = loop
+
+    def _run(self, method: str, request: Any) -> Any:
+        async def call() -> Any:
+            try:
+                return await self._env.call(method, request)
+            except grpc.aio.AioRpcError as exc:
+                raise _io_error(exc) from exc
+
+        coro: Coroutine[Any, Any, Any] = call()
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return future.result()
+
+    def read_text(self, path: str) -> str:
+        """The file's contents as UTF-8 text."""
+        data: bytes = self._run("ReadFile", exec_pb2.ReadFileRequest(path=path)).data
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PatchIoError(INVALID_UTF8) from exc
+
+    def stat(self, path: str) -> FileStat | None:
+        """File or directory info following symlinks; None when nothing is there."""
+        reply = self._run("Stat", exec_pb2.StatRequest(path=path, follow_symlinks=True))
+        if not reply.exists:
+            return None
+        return FileStat(
+            is_file=reply.kind == exec_pb2.FILE_KIND_FILE,
+            is_dir=reply.kind == exec_pb2.FILE_KIND_DIRECTORY,
+        )
+
+    def make_dirs(self, path: str) -> None:
+        """mkdir -p."""
+        self._run("MakeDirectory", exec_pb2.MakeDirectoryRequest(path=path, parents=True))
+
+    def stage_write(self, path: str, content: str) -> StagedWrite:
+        """Write a temp file beside `path` (keeping an existing file's mode)."""
+        folder, name = os.path.split(path)
+        temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+        existing = self._run("Stat", exec_pb2.StatRequest(path=path, follow_symlinks=True))
+        request = exec_pb2.WriteFileRequest(path=temp, data=content.encode("utf-8"))
+        if existing.exists:
+            request.mode = existing.mode
+        self._run("WriteFile", request)
+        return StagedWrite(temp, path)
+
+    def rename(self, src: str, dst: str) -> None:
+        """Atomic move on the daemon's host."""
+        self._run("Rename", exec_pb2.RenameRequest(from_path=src, to_path=dst))
+
+    def remove(self, path: str) -> None:
+        """Remove a file."""
+        self._run("Remove", exec_pb2.RemoveRequest(path=path))
+
+    def remove_dir(self, path: str) -> None:
+        """Remove an empty directory."""
+        self._run("Remove", exec_pb2.RemoveRequest(path=path))

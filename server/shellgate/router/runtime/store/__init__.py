@@ -1,0 +1,1 @@
+"""Thread state shared between router replicas: the store interface, its Redis implementation, shared sessions."""

@@ -1,0 +1,108 @@
+"""Remote unified-exec sessions shared between routers: publish, re-attach, terminate.
+
+A remote session lives on its daemon as a detached process; the shared store keeps its
+daemon process id and the seq of the last output returned to the model. Any router can
+then poll it by re-attaching (ExecService.Attach from that seq), write to it and kill it.
+Both routers must authenticate to the daemon as the same subject (same token), since a
+daemon shows a process only to the caller that started it (spec 06 §9).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from shellgate.router.runtime.errors import EnvironmentNotFoundError
+from shellgate.router.runtime.remote.environment import RemoteEnvironment
+from shellgate.router.runtime.spawn import EnvironmentUnavailableError
+from shellgate.router.runtime.store.shared_state import SessionRecord
+from shellgate.router.runtime.unified_process import ProcessMeta, UnifiedProcess
+
+__all__ = ["SessionEnvironments", "reattach", "record_of", "remote_env", "terminate_records"]
+
+_log = logging.getLogger(__name__)
+
+
+class SessionEnvironments(Protocol):
+    """Environment lookup by id (the EnvironmentRegistry)."""
+
+    def get(self, environment_id: str) -> object:
+        """The environment; unknown → EnvironmentNotFoundError."""
+        ...
+
+
+def remote_env(
+    environments: SessionEnvironments | None, environment_id: str
+) -> RemoteEnvironment | None:
+    """The remote environment with that id, or None (unknown or local)."""
+    if environments is None:
+        return None
+    try:
+        env = environments.get(environment_id)
+    except EnvironmentNotFoundError:
+        return None
+    return env if isinstance(env, RemoteEnvironment) else None
+
+
+def record_of(proc: UnifiedProcess, instance_id: str) -> SessionRecord:
+    """The shareable record of a live remote session, as of its last drained output."""
+    meta = proc.meta
+    return SessionRecord(
+        session_id=meta.process_id,
+        environment_id=meta.environment_id,
+        backend_process_id=meta.backend_process_id,
+        call_id=meta.call_id,
+        argv=meta.argv,
+        tty=meta.tty,
+        sandboxed=meta.sandboxed,
+        started_at_ms=meta.started_at_ms,
+        last_used_at_ms=proc.last_used_at_ms,
+        consumed_seq=proc.drained_seq,
+        instance_id=instance_id,
+    )
+
+
+async def reattach(
+    record: SessionRecord,
+    environments: SessionEnvironments | None,
+    clock: Callable[[], float],
+) -> UnifiedProcess | None:
+    """A UnifiedProcess over Attach from the record's seq; None when the env is unknown.
+
+    An unreachable daemon raises EnvironmentUnavailableError (nothing attached).
+    """
+    env = remote_env(environments, record.environment_id)
+    if env is None:
+        return None
+    handle = await env.attach(record.backend_process_id, record.consumed_seq)
+    meta = ProcessMeta(
+        process_id=record.session_id,
+        environment_id=record.environment_id,
+        backend_process_id=record.backend_process_id,
+        call_id=record.call_id,
+        argv=record.argv,
+        tty=record.tty,
+        sandboxed=record.sandboxed,
+        started_at_ms=record.started_at_ms,
+    )
+    proc = UnifiedProcess(meta, handle, clock, initial_seq=record.consumed_seq)
+    proc.last_used_at_ms = record.last_used_at_ms
+    return proc
+
+
+async def terminate_records(
+    records: Sequence[SessionRecord], environments: SessionEnvironments | None
+) -> int:
+    """Kill the daemon processes of shared sessions (EndThread); returns how many."""
+    for record in records:
+        env = remote_env(environments, record.environment_id)
+        if env is None:
+            continue
+        # A daemon that is down cannot be told; its owner TTL reaps the process.
+        with contextlib.suppress(EnvironmentUnavailableError, Exception):
+            await env.terminate_process(record.backend_process_id)
+    if records:
+        _log.info("terminated %d shared sessions", len(records))
+    return len(records)

@@ -1,0 +1,249 @@
+"""The router application: configuration, policy, environments and threads, owned together.
+
+`RouterApp` is what the gRPC servicer talks to; it owns every long-lived piece and closes
+them in order (`aclose`), so a shutdown kills every process the router started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from shellgate.common.auth import LOCAL_CALLER, Authenticator, load_tokens
+from shellgate.common.enum_maps import SHELL_TYPES
+from shellgate.router.apply_patch import PatchFileSystem
+from shellgate.router.errors import PermissionDenied, ResourceExhausted
+from shellgate.router.handler.environments import ReportedShell
+from shellgate.router.handler.shells import HostShellFacts
+from shellgate.router.pipeline import HostContext, RouterTurn
+from shellgate.router.policy import Policy
+from shellgate.router.runtime.registry import (
+    EnvironmentRegistry,
+    LocalEnvironment,
+    gather_host_shell_facts,
+)
+from shellgate.router.runtime.remote.environment import RemoteEnvironment
+from shellgate.router.runtime.remote.fs import RemoteFileSystem
+from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
+from shellgate.router.service.config import RouterConfig
+from shellgate.router.service.metrics import Metrics
+from shellgate.router.service.redaction import Redactor, load_values
+from shellgate.router.service.rules_store import PolicyStore
+from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
+from shellgate.v1 import common_pb2
+
+VERSION = "0.1.0"
+# Shown for a remote environment whose daemon could not be reached (see environment_views).
+UNREACHABLE_SHELL = ReportedShell("sh", "/bin/sh")
+_SHELL_NAMES = {wire: name for name, wire in SHELL_TYPES.to_wire.items()}
+# Converted turns kept per (thread, wire turn, environment views, caller's environments):
+# a client sends the same TurnContext with every call of a turn, and the conversion is pure.
+TURN_CACHE_SIZE = 256
+_NO_RULES = Policy()
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated client and the environments it may use (None = all)."""
+
+    subject: str
+    environments: frozenset[str] | None
+
+
+class Admission:
+    """A concurrency cap that answers RESOURCE_EXHAUSTED quickly instead of queueing."""
+
+    def __init__(self, name: str, limit: int, wait_ms: int) -> None:
+        self._name = name
+        self._sem = asyncio.Semaphore(limit)
+        self._wait_s = wait_ms / 1000
+
+    async def __aenter__(self) -> None:
+        # Fast path: a free slot needs no timer (wait_for would create a task per call).
+        if not self._sem.locked():
+            await self._sem.acquire()
+            return
+        try:
+            await asyncio.wait_for(self._sem.acquire(), self._wait_s)
+        except TimeoutError:
+            raise ResourceExhausted(
+                f"too many concurrent {self._name} calls; retry later"
+            ) from None
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._sem.release()
+
+
+class RouterApp:
+    """Everything the router serves from, with one owner."""
+
+    def __init__(self, config: RouterConfig, *, parent_env: Mapping[str, str] | None = None):
+        self.config = config
+        self.instance_id = uuid.uuid4().hex
+        self.parent_env = dict(os.environ if parent_env is None else parent_env)
+        self.host_shell: HostShellFacts = gather_host_shell_facts(config.local_shell or None)
+        tokens = load_tokens(config.token_file) if config.token_file else ()
+        self.auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))
+        self._client_envs = {s: frozenset(e) for s, e in config.client_environments}
+        # Read once at start: a missing or bad values file refuses to start (ConfigError).
+        self.redactor: Redactor | None = (
+            Redactor(load_values(config.redact_values_files))
+            if config.redact_values_files
+            else None
+        )
+        self.policy_store: PolicyStore | None = None
+        if config.rules_dirs:
+            self.policy_store = PolicyStore([Path(d).expanduser() for d in config.rules_dirs])
+            self.policy_store.load_initial()
+        local = (
+            LocalEnvironment(cwd=config.local_cwd or os.getcwd())
+            if config.local_environment
+            else None
+        )
+        remotes = [RemoteEnvironment(r, client_env=self.parent_env) for r in config.environments]
+        self.environments = EnvironmentRegistry(local, remotes)
+        self.metrics = Metrics(self.environments.ids())
+        shared = None
+        if config.redis_url:
+            # Imported only when configured: redis is an optional dependency.
+            from shellgate.router.runtime.store.redis_state import RedisSharedState
+
+            shared = RedisSharedState.from_url(
+                config.redis_url,
+                idle_ttl_ms=config.limits.thread_idle_ttl_ms,
+                prefix=config.redis_key_prefix,
+            )
+        self.threads = ThreadRegistry(
+            approval_ttl_ms=config.limits.approval_ttl_ms,
+            idle_ttl_ms=config.limits.thread_idle_ttl_ms,
+            shared=shared,
+            environments=self.environments,
+            instance_id=self.instance_id,
+        )
+        limits = config.limits
+        self.execute_admission = Admission(
+            "Execute", limits.max_concurrent_executes, limits.admission_wait_ms
+        )
+        self.project_admission = Admission(
+            "Project", limits.max_concurrent_projects, limits.admission_wait_ms
+        )
+        self._turns: OrderedDict[tuple[object, ...], RouterTurn] = OrderedDict()
+        self._host: tuple[object, asyncio.AbstractEventLoop, HostContext] | None = None
+
+    # --- callers -------------------------------------------------------------------------
+    def caller(
+        self, metadata: Mapping[str, str], identity: Mapping[str, Sequence[bytes]]
+    ) -> Caller:
+        """Authenticate a request (UNAUTHENTICATED on failure)."""
+        subject = self.auth.authenticate(metadata, identity)
+        envs = self._client_envs.get(subject)
+        if subject == LOCAL_CALLER:
+            envs = None
+        return Caller(subject, envs)
+
+    def check_environment(self, caller: Caller, environment_id: str) -> None:
+        """PERMISSION_DENIED when the caller may not use the environment."""
+        if caller.environments is not None and environment_id not in caller.environments:
+            raise PermissionDenied(f"environment {environment_id!r} is not allowed for this client")
+
+    # --- environments and turns ----------------------------------------------------------
+    async def environment_views(self, wanted: set[str] | None = None) -> dict[str, EnvironmentView]:
+        """What each environment reports; remote ones in `wanted` are probed (cached).
+
+        A remote environment that cannot be reached keeps a placeholder POSIX shell so the
+        call still projects; running it then answers the spec's "unavailable" text
+        (spec 06 §5) — it is never replaced by another environment.
+        """
+        views: dict[str, EnvironmentView] = {}
+        to_probe = []
+        for env_id in self.environments.ids():
+            env = self.environments.get(env_id)
+            if not isinstance(env, RemoteEnvironment) or env.info is not None:
+                continue
+            if wanted is None or env_id in wanted:
+                to_probe.append(env.probe())
+        if to_probe:
+            await asyncio.gather(*to_probe)
+        for env_id in self.environments.ids():
+            env = self.environments.get(env_id)
+            if isinstance(env, LocalEnvironment):
+                views[env_id] = EnvironmentView(env_id, False, env.cwd, None)
+                continue
+            info = env.info
+            shell: ReportedShell | None = UNREACHABLE_SHELL
+            cwd = "/"
+            if info is not None:
+                cwd = info.cwd or "/"
+                shell = None
+                if info.HasField("shell") and info.shell.path:
+                    shell = ReportedShell(_SHELL_NAMES.get(info.shell.type, "sh"), info.shell.path)
+            views[env_id] = EnvironmentView(env_id, True, cwd, shell)
+        return views
+
+    def unreachable(self, environment_id: str) -> str | None:
+        """The last error of a remote environment that is currently unreachable."""
+        env = self.environments.get(environment_id)
+        if isinstance(env, RemoteEnvironment) and not env.reachable:
+            return env.last_error or "not connected"
+        return None
+
+    async def turn(
+        self, thread_id: str, turn: common_pb2.TurnContext, caller: Caller
+    ) -> RouterTurn:
+        """The domain turn of a request (defaults applied, environments checked)."""
+        validate_thread_id(thread_id)
+        wanted = {e.environment_id for e in turn.environments}
+        if not wanted and self.environments.ids():
+            wanted = {self.environments.ids()[0]}
+        views = await self.environment_views(wanted)
+        key = (
+            thread_id,
+            turn.SerializeToString(deterministic=True),
+            tuple(views.items()),
+            caller.environments,
+        )
+        cached = self._turns.get(key)
+        if cached is not None:
+            self._turns.move_to_end(key)
+            return cached
+        inputs = TurnInputs(
+            defaults=self.config.defaults,
+            environments=views,
+            host_shell=self.host_shell,
+            allowed_environments=caller.environments,
+        )
+        converted = router_turn(thread_id, turn, inputs)
+        self._turns[key] = converted
+        if len(self._turns) > TURN_CACHE_SIZE:
+            self._turns.popitem(last=False)
+        return converted
+
+    def host(self) -> HostContext:
+        """Host facts for the pure pipeline (current policy, parent env, filesystems)."""
+        policy = self.policy_store.policy if self.policy_store is not None else _NO_RULES
+        # Captured here, on the event loop: the pipeline runs in a worker thread, where a
+        # remote filesystem cannot look the loop up for its blocking RPC bridge.
+        loop = asyncio.get_running_loop()
+        # The same rules object and loop give the same context: build it once per reload.
+        if self._host is not None and self._host[0] is policy and self._host[1] is loop:
+            return self._host[2]
+
+        def filesystem(environment_id: str) -> PatchFileSystem:
+            env = self.environments.get(environment_id)
+            if isinstance(env, RemoteEnvironment):
+                return RemoteFileSystem(env, loop)
+            return env.filesystem()
+
+        host = HostContext(policy=policy, parent_env=self.parent_env, filesystem=filesystem)
+        self._host = (policy, loop, host)
+        return host
+
+    async def aclose(self) -> None:
+        """Kill every process, end every thread, close every connection."""
+        await self.threads.aclose()
+        await self.environments.aclose()

@@ -1,0 +1,197 @@
+"""Router configuration: every setting defaulted so `shellgate serve` needs no file (TOML)."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shellgate.common.grpc.health_listener import check_health_listen
+from shellgate.router.runtime.remote.discovery import DnsDiscoveryConfig
+from shellgate.router.runtime.remote.environment import RemoteConfig
+
+MIB = 1024 * 1024
+DEFAULT_LISTEN = "127.0.0.1:50051"
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the key."""
+
+
+@dataclass(frozen=True)
+class TurnDefaults:
+    """What an unset TurnContext field means."""
+
+    approval_policy: str = "on-request"
+    permission_profile: str = "workspace-write"
+    shell_tool_type: str = "default"
+    allow_login_shell: bool = True
+    truncation_tokens: int = 10_000
+    env_inherit: str = "all"
+    env_ignore_default_excludes: bool = False
+    env_exclude: tuple[str, ...] = ()
+    env_set: tuple[tuple[str, str], ...] = ()
+    env_include_only: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on requests and concurrency; past them the answer is RESOURCE_EXHAUSTED."""
+
+    max_concurrent_executes: int = 256
+    max_concurrent_projects: int = 2_048
+    max_item_bytes: int = 4 * MIB
+    max_message_bytes: int = 8 * MIB
+    # Replies echo the script several times (argv, envelope, canonical command, display), so
+    # a projection of a max_item_bytes script can be several times larger than the request.
+    # Clients that project MiB scripts need a matching receive limit.
+    max_send_message_bytes: int = 64 * MIB
+    max_environments_per_turn: int = 16
+    max_threads: int = 10_000
+    thread_idle_ttl_ms: int = 24 * 3600 * 1000
+    approval_ttl_ms: int = 10 * 60 * 1000
+    # How long a call waits for a concurrency slot before RESOURCE_EXHAUSTED.
+    admission_wait_ms: int = 50
+    # How often idle threads and expired pending approvals are swept.
+    sweep_interval_ms: int = 30_000
+    shutdown_grace_ms: int = 5_000
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """The whole router configuration.
+
+    `listen` must be loopback unless TLS is configured or `insecure` is set. `health_listen`
+    (a second, plaintext port serving only grpc.health.v1, for Kubernetes native `grpc:`
+    probes, which cannot speak TLS) may be any address without TLS or `insecure`: it reveals
+    only SERVING / NOT_SERVING, never the ToolRouterService or reflection.
+    """
+
+    listen: str = DEFAULT_LISTEN
+    insecure: bool = False
+    # Plaintext health-only listener (same statuses as the main port); empty = none.
+    health_listen: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_client_ca_file: str = ""
+    # `subject token` lines (as the exec-server's token file); empty = no token auth.
+    token_file: str = ""
+    # subject -> environments it may use; a subject not listed may use every environment.
+    client_environments: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    local_environment: bool = True
+    local_cwd: str = ""
+    local_shell: str = ""
+    environments: tuple[RemoteConfig, ...] = ()
+    rules_dirs: tuple[str, ...] = ()
+    defaults: TurnDefaults = field(default_factory=TurnDefaults)
+    limits: Limits = field(default_factory=Limits)
+    metrics_listen: str = ""
+    # Shared thread state across router replicas; empty = in this process's memory.
+    redis_url: str = ""
+    redis_key_prefix: str = "shellgate:"
+    # Exec-server daemons discovered through DNS (one environment per resolved address).
+    discovery: tuple[DnsDiscoveryConfig, ...] = ()
+    redact_values_files: tuple[str, ...] = ()
+
+    @property
+    def tls(self) -> bool:
+        """True when the listener serves TLS."""
+        return bool(self.tls_cert_file and self.tls_key_file)
+
+    def validate(self) -> None:
+        """Refuse unsafe or inconsistent settings."""
+        if not self.tls and not self.insecure and not is_loopback_address(self.listen):
+            raise ConfigError(
+                f"listen address {self.listen} is not loopback: configure tls_cert_file and "
+                "tls_key_file, or set insecure = true explicitly"
+            )
+        try:
+            check_health_listen(self.health_listen, self.listen)
+        except ValueError as exc:
+            raise ConfigError(f"health_listen: {exc}") from exc
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ConfigError("tls_cert_file and tls_key_file must be set together")
+        ids = [env.environment_id for env in self.environments]
+        if self.local_environment:
+            ids.insert(0, "local")
+        if len(set(ids)) != len(ids):
+            raise ConfigError(f"duplicate environment ids in {ids}")
+        if not ids:
+            raise ConfigError("no environments: enable local_environment or add [[environments]]")
+
+
+def is_loopback_address(listen: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and localhost listen addresses (host:port)."""
+    host = listen.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _build(cls: type[Any], table: dict[str, Any], where: str) -> Any:
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in known:
+            raise ConfigError(f"unknown key {where}{key}")
+        kwargs[key] = tuple(value) if isinstance(value, list) else value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def parse_config(data: dict[str, Any]) -> RouterConfig:
+    """A RouterConfig from parsed TOML data."""
+    data = dict(data)
+    defaults_table = dict(data.pop("defaults", {}))
+    env_policy = defaults_table.pop("shell_environment_policy", {})
+    for key in ("inherit", "ignore_default_excludes", "exclude", "include_only"):
+        if key in env_policy:
+            defaults_table[f"env_{key}"] = env_policy[key]
+    if "set" in env_policy:
+        defaults_table["env_set"] = tuple(sorted(env_policy["set"].items()))
+    defaults = _build(TurnDefaults, defaults_table, "defaults.")
+    limits = _build(Limits, data.pop("limits", {}), "limits.")
+    client_envs = tuple(
+        (subject, tuple(envs))
+        for subject, envs in sorted(data.pop("client_environments", {}).items())
+    )
+    envs = []
+    for entry in data.pop("environments", []):
+        entry = dict(entry)
+        if "id" in entry:
+            entry["environment_id"] = entry.pop("id")
+        envs.append(_build(RemoteConfig, entry, "environments."))
+    discovery = tuple(
+        _build(DnsDiscoveryConfig, dict(entry), "discovery.") for entry in data.pop("discovery", [])
+    )
+    config: RouterConfig = _build(RouterConfig, data, "")
+    config = dataclasses.replace(
+        config,
+        defaults=defaults,
+        limits=limits,
+        client_environments=client_envs,
+        environments=tuple(envs),
+        discovery=discovery,
+    )
+    config.validate()
+    return config
+
+
+def load_config(path: str | None, **overrides: Any) -> RouterConfig:
+    """Load a TOML file (or nothing) and apply command-line overrides."""
+    data: dict[str, Any] = {}
+    if path:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    return parse_config(data)

@@ -1,0 +1,156 @@
+"""The router daemon: ToolRouterService + health + reflection, TLS/token, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+from shellgate.common.grpc.health_listener import set_serving, start_with_health
+from shellgate.common.grpc.output_encoding import add_with_pre_encoded
+from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
+from shellgate.router.runtime.remote.discovery import DnsDiscovery
+from shellgate.router.runtime.sweeper import run_thread_sweeper
+from shellgate.router.service.app import RouterApp
+from shellgate.router.service.config import ConfigError, RouterConfig, is_loopback_address
+from shellgate.router.service.metrics import start_metrics_server
+from shellgate.router.service.wire.servicer import ToolRouterServicer
+from shellgate.v1 import router_pb2, router_pb2_grpc
+
+log = logging.getLogger(__name__)
+SERVICE_NAME = router_pb2.DESCRIPTOR.services_by_name["ToolRouterService"].full_name
+# Fraction of shutdown_grace_ms after which still-running processes are killed.
+KILL_AT_GRACE_FRACTION = 0.8
+HEALTH_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+
+
+def server_credentials(config: RouterConfig) -> grpc.ServerCredentials | None:
+    """TLS credentials (mTLS when a client CA is configured), or None for plaintext."""
+    if not config.tls:
+        return None
+    client_ca = Path(config.tls_client_ca_file).read_bytes() if config.tls_client_ca_file else None
+    return grpc.ssl_server_credentials(
+        [(Path(config.tls_key_file).read_bytes(), Path(config.tls_cert_file).read_bytes())],
+        root_certificates=client_ca,
+        require_client_auth=client_ca is not None,
+    )
+
+
+@dataclass
+class RunningRouter:
+    """A started router: the bound port and what shutdown needs."""
+
+    server: grpc.aio.Server
+    port: int
+    app: RouterApp
+    health: HealthServicer
+    metrics_server: asyncio.AbstractServer | None = None
+    # The plaintext health-only listener (health_listen), when configured.
+    health_server: grpc.aio.Server | None = None
+    health_port: int | None = None
+    background: list[asyncio.Task[None]] = field(default_factory=list)
+    stop_background: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def stop(self) -> None:
+        """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
+        await set_serving(self.health, SERVICE_NAME, False)
+        self.stop_background.set()
+        for task in self.background:
+            task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)
+        grace_s = self.app.config.limits.shutdown_grace_ms / 1000
+        # In-flight calls get most of the grace period to finish on their own. Processes
+        # still running then are killed by aclose *before* the server cancels the RPCs at
+        # the end of the grace, so their streams still end with a paired `completed`.
+        stopping = asyncio.ensure_future(self.server.stop(grace_s))
+        await asyncio.wait({stopping}, timeout=grace_s * KILL_AT_GRACE_FRACTION)
+        await self.app.aclose()
+        await stopping
+        if self.metrics_server is not None:
+            self.metrics_server.close()
+            await self.metrics_server.wait_closed()
+        # Last, so probes see NOT_SERVING for the whole shutdown.
+        if self.health_server is not None:
+            await self.health_server.stop(0)
+
+
+async def start_router(config: RouterConfig) -> RunningRouter:
+    """Validate the config, bind, register services and start serving."""
+    config.validate()
+    app = RouterApp(config)
+    limits = config.limits
+    server = grpc.aio.server(
+        interceptors=[DecodeGuardInterceptor()],
+        options=[
+            ("grpc.max_receive_message_length", limits.max_message_bytes),
+            ("grpc.max_send_message_length", limits.max_send_message_bytes),
+        ],
+    )
+    # Execute yields its output chunks already serialized (see servicer.output_event_bytes).
+    add_with_pre_encoded(
+        router_pb2_grpc.add_ToolRouterServiceServicer_to_server,
+        ToolRouterServicer(app),
+        server,
+        ("Execute",),
+    )
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, HEALTH_NAME, reflection.SERVICE_NAME), server
+    )
+    creds = server_credentials(config)
+    port = (
+        server.add_secure_port(config.listen, creds)
+        if creds is not None
+        else server.add_insecure_port(config.listen)
+    )
+    if config.metrics_listen and not (is_loopback_address(config.metrics_listen) or config.insecure):
+        raise ConfigError(
+            f"metrics_listen {config.metrics_listen} is not loopback; set insecure = true"
+        )
+    metrics_server = None
+
+    async def start() -> None:
+        nonlocal metrics_server
+        try:
+            await server.start()
+            if config.metrics_listen:
+                metrics_server = await start_metrics_server(
+                    config.metrics_listen, app.metrics.render
+                )
+        except BaseException:
+            await server.stop(0)
+            raise
+
+    health_server, health_port = await start_with_health(
+        start, health, SERVICE_NAME, config.health_listen
+    )
+    running = RunningRouter(server, port, app, health, metrics_server, health_server, health_port)
+    # Owned background tasks: cancelled and awaited by stop().
+    stop = running.stop_background
+    running.background.append(
+        asyncio.create_task(run_thread_sweeper(app.threads, limits.sweep_interval_ms, stop))
+    )
+    for entry in config.discovery:
+        discovery = DnsDiscovery(entry, app.environments)
+        running.background.append(asyncio.create_task(discovery.run(stop)))
+    log.info("router listening on port %d (%d environments)", port, len(app.environments.ids()))
+    return running
+
+
+async def serve_forever(router: RunningRouter, stop: asyncio.Event) -> None:
+    """Serve until `stop` is set (SIGTERM/SIGINT), then shut down gracefully."""
+    waiter = asyncio.ensure_future(router.server.wait_for_termination())
+    stopper = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    await router.stop()
+    waiter.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiter

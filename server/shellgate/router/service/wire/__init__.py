@@ -1,0 +1,1 @@
+"""Protobuf ↔ domain for ToolRouterService: the servicer, turn, projection and event conversions."""

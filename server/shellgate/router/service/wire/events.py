@@ -1,0 +1,146 @@
+"""Execute events and environment statuses on the wire (domain → protobuf, nothing else)."""
+
+from __future__ import annotations
+
+from shellgate.common.enum_maps import STREAMS
+from shellgate.common.grpc.output_encoding import chunk_message
+from shellgate.router.runtime.events import (
+    ApprovalDecision,
+    ApprovalRequiredEvent,
+    CompletedEvent,
+    ExecuteEvent,
+    OutputEvent,
+    ProjectionEvent,
+    StartedEvent,
+    TerminalInteractionEvent,
+)
+from shellgate.router.runtime.registry import EnvironmentStatus
+from shellgate.router.service.wire.projection import element_pb, fill_projection
+from shellgate.v1 import exec_pb2, router_pb2
+
+DECISIONS = {
+    router_pb2.APPROVAL_DECISION_APPROVED: ApprovalDecision.APPROVED,
+    router_pb2.APPROVAL_DECISION_APPROVED_FOR_SESSION: ApprovalDecision.APPROVED_FOR_SESSION,
+    router_pb2.APPROVAL_DECISION_APPROVED_WITH_AMENDMENT: ApprovalDecision.APPROVED_WITH_AMENDMENT,
+    router_pb2.APPROVAL_DECISION_DENIED: ApprovalDecision.DENIED,
+    router_pb2.APPROVAL_DECISION_ABORT: ApprovalDecision.ABORT,
+}
+_DECISIONS_PB = {v: k for k, v in DECISIONS.items()}
+_KINDS = {
+    "exec_policy": router_pb2.APPROVAL_KIND_EXEC_POLICY,
+    "sandbox_retry": router_pb2.APPROVAL_KIND_SANDBOX_RETRY,
+    "apply_patch": router_pb2.APPROVAL_KIND_APPLY_PATCH,
+}
+
+
+def status_pb(status: EnvironmentStatus) -> router_pb2.EnvironmentStatus:
+    """One environment's status on the wire."""
+    out = router_pb2.EnvironmentStatus(
+        environment_id=status.environment_id,
+        remote=status.remote,
+        target=status.target,
+        reachable=status.reachable,
+        last_error=status.last_error,
+    )
+    if isinstance(status.info, exec_pb2.GetInfoResponse):
+        out.info.CopyFrom(status.info)
+    return out
+
+
+# ExecuteResponse.output = 4; ExecutionOutput: element_index = 1, stream = 2, seq = 3,
+# data = 4 (tags: field number << 3 | wire type).
+_OUTPUT_PATH = (b"\x22",)
+_TAG_ELEMENT, _TAG_STREAM, _TAG_SEQ, _TAG_DATA = b"\x08", b"\x10", b"\x18", b"\x22"
+
+
+def output_event_bytes(event: OutputEvent) -> bytes:
+    """A serialized ExecuteResponse carrying one output chunk."""
+    fields = (
+        (_TAG_ELEMENT, event.element_index),
+        (_TAG_STREAM, STREAMS[event.stream]),
+        (_TAG_SEQ, event.seq),
+    )
+    return chunk_message(_OUTPUT_PATH, fields, _TAG_DATA, event.data)
+
+
+def event_pb(event: ExecuteEvent) -> router_pb2.ExecuteResponse | bytes:
+    """One domain event of Execute on the wire (output chunks already serialized)."""
+    if isinstance(event, ProjectionEvent):
+        response = router_pb2.ExecuteResponse()
+        # Filled in place: a built Projection handed to the response would be copied.
+        fill_projection(response.projection, event.projected)
+        return response
+    if isinstance(event, OutputEvent):
+        # Encoded by hand (the bytes protobuf would write, one copy of the data): the
+        # field set plus SerializeToString copied each chunk twice.
+        return output_event_bytes(event)
+    if isinstance(event, StartedEvent):
+        started = router_pb2.ExecutionStarted(
+            element_index=event.element_index,
+            environment_id=event.environment_id,
+            process_id=event.process_id,
+            sandboxed=event.sandboxed,
+        )
+        if event.pid is not None:
+            started.pid = event.pid
+        if event.session_id is not None:
+            started.session_id = event.session_id
+        return router_pb2.ExecuteResponse(started=started)
+    if isinstance(event, TerminalInteractionEvent):
+        return router_pb2.ExecuteResponse(
+            terminal_interaction=router_pb2.TerminalInteraction(
+                session_id=event.session_id, stdin=event.stdin
+            )
+        )
+    if isinstance(event, ApprovalRequiredEvent):
+        return router_pb2.ExecuteResponse(approval_required=_approval_pb(event))
+    assert isinstance(event, CompletedEvent)
+    return router_pb2.ExecuteResponse(completed=completed_pb(event))
+
+
+def _approval_pb(e: ApprovalRequiredEvent) -> router_pb2.ApprovalRequired:
+    out = router_pb2.ApprovalRequired(
+        approval_id=e.approval_id,
+        call_id=e.call_id,
+        kind=_KINDS.get(e.kind.value, router_pb2.APPROVAL_KIND_UNSPECIFIED),
+        element_index=e.element_index,
+        argv=list(e.argv),
+        cwd=e.cwd,
+        environment_id=e.environment_id,
+        reason=e.reason,
+        approval_key_digest=e.approval_key_digest,
+        available_decisions=[_DECISIONS_PB[d] for d in e.available_decisions],
+        expires_in_ms=e.expires_in_ms,
+    )
+    if e.proposed_amendment is not None:
+        out.proposed_amendment.prefix.extend(e.proposed_amendment)
+    if e.element is not None:
+        out.element.CopyFrom(element_pb(e.element))
+    return out
+
+
+def _termination(e: CompletedEvent) -> router_pb2.TerminationReason:
+    name = e.termination.name
+    return router_pb2.TerminationReason.Value(  # type: ignore[return-value]
+        "TERMINATION_REASON_UNSPECIFIED" if name == "NONE" else f"TERMINATION_REASON_{name}"
+    )
+
+
+def completed_pb(e: CompletedEvent) -> router_pb2.ExecutionCompleted:
+    """The final event of a call on the wire."""
+    out = router_pb2.ExecutionCompleted(
+        output_item_json=e.output_item_json,
+        output_text=e.output_text,
+        success=e.success,
+        wall_time_ms=e.wall_time_ms,
+        truncated=e.truncated,
+        termination=_termination(e),
+        model_warnings=list(e.model_warnings),
+    )
+    if e.exit_code is not None:
+        out.exit_code = e.exit_code
+    if e.session_id is not None:
+        out.session_id = e.session_id
+    if e.original_token_count is not None:
+        out.original_token_count = e.original_token_count
+    return out

@@ -1,0 +1,322 @@
+"""ToolRouterService: protobuf ↔ domain, nothing else (errors mapped at one boundary)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from shellgate.common.boundary import streaming, unary
+from shellgate.router.decode.tool_call import PayloadKind, ToolCall, ToolName
+from shellgate.router.decode.tools import list_tools
+from shellgate.router.errors import InvalidArgument
+from shellgate.router.pipeline import HostContext, RouterTurn, project
+from shellgate.router.projection import ProjectedCall, ShellCall
+from shellgate.router.runtime.events import (
+    CompletedEvent,
+)
+from shellgate.router.runtime.execute import execute_call, resume_call
+from shellgate.router.runtime.state import RuntimeContext
+from shellgate.router.runtime.threads import ThreadState
+from shellgate.router.service.app import VERSION, Caller, RouterApp
+from shellgate.router.service.wire.events import DECISIONS, event_pb, status_pb
+from shellgate.router.service.wire.projection import fill_projection
+from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
+
+Ctx = grpc.aio.ServicerContext[Any, Any]
+MAX_CALL_ID_CHARS = 512
+MAX_NAME_CHARS = 256
+# Items up to this many characters are projected on the event loop: the pipeline takes well
+# under a millisecond for them, less than a worker-thread hop costs on a busy core (hand-off,
+# self-pipe wake-up and GIL switches). Larger items still go to a thread.
+INLINE_PROJECT_MAX_CHARS = 8 * 1024
+
+def _metadata(context: Ctx) -> dict[str, str]:
+    return {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+
+
+def item_of(item: common_pb2.ToolCallItem, max_bytes: int) -> str | ToolCall:
+    """The raw JSON text or the already split call of a request."""
+    which = item.WhichOneof("item")
+    if which == "raw_json":
+        if len(item.raw_json.encode()) > max_bytes:
+            raise InvalidArgument(f"item.raw_json: larger than {max_bytes} bytes")
+        return item.raw_json
+    if which != "split":
+        raise InvalidArgument("item: set raw_json or split")
+    s = item.split
+    if len(s.arguments.encode()) > max_bytes:
+        raise InvalidArgument(f"item.split.arguments: larger than {max_bytes} bytes")
+    if len(s.call_id) > MAX_CALL_ID_CHARS or len(s.name) > MAX_NAME_CHARS:
+        raise InvalidArgument("item.split: call_id or name too long")
+    kind = (
+        PayloadKind.CUSTOM
+        if s.kind == common_pb2.TOOL_CALL_KIND_CUSTOM_TOOL_CALL
+        else PayloadKind.FUNCTION
+    )
+    namespace = s.namespace if s.HasField("namespace") else None
+    if kind is PayloadKind.CUSTOM:
+        return ToolCall(ToolName(namespace, s.name), s.call_id, kind, input=s.arguments)
+    return ToolCall(ToolName(namespace, s.name), s.call_id, kind, arguments=s.arguments)
+
+
+class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ignore[misc]
+    """The gRPC face of a RouterApp."""
+
+    def __init__(self, app: RouterApp) -> None:
+        self._app = app
+        # One generator for every call's chunk ids: seeding one per call reads the OS
+        # entropy pool each time (calls all run on the event loop, so sharing is safe).
+        self._rng = random.Random()
+
+    def _caller(self, context: Ctx) -> Caller:
+        if self._app.auth.open:
+            # No credentials configured: skip copying the metadata and the peer identity.
+            return self._app.caller({}, {})
+        identity = {k: list(v) for k, v in (context.auth_context() or {}).items()}
+        return self._app.caller(_metadata(context), identity)
+
+    def _host(self, thread: ThreadState | None) -> HostContext:
+        host = self._app.host()
+        if thread is None:
+            return host
+        sessions = thread.sessions
+        return HostContext(
+            policy=host.policy,
+            parent_env=host.parent_env,
+            filesystem=host.filesystem,
+            # A session whose environment was lost still "exists": the runtime answers with
+            # the environment-lost text instead of the unknown-process one (spec 06 §5).
+            session_exists=sessions.exists,
+        )
+
+    async def _project(
+        self, request: Any, caller: Caller, thread: ThreadState | None
+    ) -> tuple[ProjectedCall, Any]:
+        turn = await self._app.turn(request.thread_id, request.turn, caller)
+        item = item_of(request.item, self._app.config.limits.max_item_bytes)
+        host = self._host(thread)
+        if _inline(item, turn):
+            projected = project(item, turn, host)
+        else:
+            # Decode and tree-sitter work is CPU-bound; keep the event loop responsive.
+            projected = await asyncio.to_thread(project, item, turn, host)
+        return self._with_reachability(projected), turn
+
+    def _with_reachability(self, projected: ProjectedCall) -> ProjectedCall:
+        """Warn in the projection when a selected remote environment is unreachable."""
+        if not isinstance(projected.outcome, ShellCall):
+            return projected
+        ids = dict.fromkeys(e.handler.environment_id for e in projected.outcome.elements)
+        notes = tuple(
+            f"environment `{env_id}` is unavailable: {reason}"
+            for env_id in ids
+            if (reason := self._app.unreachable(env_id)) is not None
+        )
+        return (
+            dataclasses.replace(projected, warnings=projected.warnings + notes)
+            if notes
+            else projected
+        )
+
+    @unary
+    async def ListTools(
+        self, request: router_pb2.ListToolsRequest, context: Ctx
+    ) -> router_pb2.ListToolsResponse:
+        """Tool specs the turn exposes, as Responses API `tools` entries."""
+        turn = await self._app.turn(
+            request.thread_id or "list-tools", request.turn, self._caller(context)
+        )
+        tools = list_tools(turn.tools)
+        return router_pb2.ListToolsResponse(
+            tools=[
+                router_pb2.ToolSpec(name=t["name"], json=json.dumps(t, ensure_ascii=False))
+                for t in tools
+            ]
+        )
+
+    @unary
+    async def Project(
+        self, request: router_pb2.ProjectRequest, context: Ctx
+    ) -> router_pb2.ProjectResponse:
+        """The dry run: decode and project, no side effects."""
+        caller = self._caller(context)
+        async with self._app.project_admission:
+            projected, _ = await self._project(request, caller, None)
+        response = router_pb2.ProjectResponse()
+        # Filled in place: a constructed Projection handed to the response would be copied.
+        fill_projection(response.projection, projected)
+        return response
+
+    @streaming
+    async def Execute(
+        self, request: router_pb2.ExecuteRequest, context: Ctx
+    ) -> AsyncIterator[router_pb2.ExecuteResponse | bytes]:
+        """The whole pipeline for one item, or the continuation of a parked call."""
+        caller = self._caller(context)
+        async with self._app.execute_admission:
+            which = request.WhichOneof("input")
+            if which is None:
+                raise InvalidArgument("set item or resume")
+            turn_thread = await self._app.threads.get_or_create(_valid_thread(request.thread_id))
+            ctx = RuntimeContext(
+                thread=turn_thread,
+                environments=self._app.environments,
+                policy_store=self._app.policy_store,
+                instance_id=self._app.instance_id,
+                rng=self._rng,
+            )
+            if which == "resume":
+                decision = DECISIONS.get(request.resume.decision)
+                if decision is None:
+                    raise InvalidArgument("resume.decision: unspecified")
+                events = resume_call(request.resume.approval_id, decision, ctx)
+            else:
+                projected, turn = await self._project(request, caller, turn_thread)
+                self._check_environments(caller, projected)
+                events = execute_call(projected, turn, ctx)
+            if self._app.redactor is not None:
+                events = self._app.redactor.events(events)
+            tool, environment = _labels(projected if which == "item" else None)
+            async for event in events:
+                if isinstance(event, CompletedEvent):
+                    self._app.metrics.call_completed(
+                        tool, event.termination.value, environment, event.wall_time_ms
+                    )
+                yield event_pb(event)
+
+    def _check_environments(self, caller: Caller, projected: ProjectedCall) -> None:
+        """PERMISSION_DENIED before anything runs on an environment the caller may not use."""
+        if isinstance(projected.outcome, ShellCall):
+            for element in projected.outcome.elements:
+                self._app.check_environment(caller, element.handler.environment_id)
+
+    @unary
+    async def ListEnvironments(
+        self, request: router_pb2.ListEnvironmentsRequest, context: Ctx
+    ) -> router_pb2.ListEnvironmentsResponse:
+        """Every configured environment with reachability and reported info."""
+        caller = self._caller(context)
+        statuses = await self._app.environments.statuses(refresh=request.refresh)
+        visible = [
+            s
+            for s in statuses
+            if caller.environments is None or s.environment_id in caller.environments
+        ]
+        return router_pb2.ListEnvironmentsResponse(environments=[status_pb(s) for s in visible])
+
+    @unary
+    async def ListSessions(
+        self, request: router_pb2.ListSessionsRequest, context: Ctx
+    ) -> router_pb2.ListSessionsResponse:
+        """Unified-exec sessions of a thread."""
+        self._caller(context)
+        thread = await self._app.threads.get(_valid_thread(request.thread_id))
+        return router_pb2.ListSessionsResponse(
+            sessions=[
+                router_pb2.SessionInfo(
+                    session_id=s.session_id,
+                    environment_id=s.environment_id,
+                    call_id=s.call_id,
+                    argv=list(s.argv),
+                    tty=s.tty,
+                    running=s.running,
+                    exit_code=s.exit_code,
+                    started_at_ms=s.started_at_ms,
+                    last_used_at_ms=s.last_used_at_ms,
+                )
+                for s in await thread.sessions.list_sessions()
+            ]
+        )
+
+    @unary
+    async def TerminateSession(
+        self, request: router_pb2.TerminateSessionRequest, context: Ctx
+    ) -> router_pb2.TerminateSessionResponse:
+        """Kill one unified-exec session (unknown → NOT_FOUND)."""
+        self._caller(context)
+        thread = await self._app.threads.get(_valid_thread(request.thread_id))
+        # An unknown session id is NOT_FOUND (UnknownSessionError) at the boundary.
+        was_running = await thread.sessions.terminate(request.session_id)
+        return router_pb2.TerminateSessionResponse(was_running=was_running)
+
+    @unary
+    async def Interrupt(
+        self, request: router_pb2.InterruptRequest, context: Ctx
+    ) -> router_pb2.InterruptResponse:
+        """Interrupt an in-flight Execute of a call."""
+        self._caller(context)
+        thread = await self._app.threads.get(_valid_thread(request.thread_id))
+        thread.interrupt(request.call_id)
+        return router_pb2.InterruptResponse()
+
+    @unary
+    async def EndThread(
+        self, request: router_pb2.EndThreadRequest, context: Ctx
+    ) -> router_pb2.EndThreadResponse:
+        """Kill a thread's sessions and drop its approvals and pending calls (idempotent)."""
+        self._caller(context)
+        # An unknown or already ended thread answers zero counts, not NOT_FOUND.
+        ended = await self._app.threads.end(_valid_thread(request.thread_id))
+        return router_pb2.EndThreadResponse(
+            terminated_sessions=ended.terminated_sessions,
+            dropped_pending_approvals=ended.dropped_pending_approvals,
+        )
+
+    @unary
+    async def GetServerInfo(
+        self, request: router_pb2.GetServerInfoRequest, context: Ctx
+    ) -> router_pb2.GetServerInfoResponse:
+        """Version, environments, rules files and the last rules error."""
+        caller = self._caller(context)
+        statuses = await self._app.environments.statuses()
+        out = router_pb2.GetServerInfoResponse(
+            version=VERSION,
+            instance_id=self._app.instance_id,
+            environments=[
+                status_pb(s)
+                for s in statuses
+                if caller.environments is None or s.environment_id in caller.environments
+            ],
+        )
+        store = self._app.policy_store
+        if store is not None:
+            out.rules_files.extend(str(p) for p in store.files)
+            if store.last_error:
+                out.last_rules_error.message = store.last_error.splitlines()[0]
+                out.last_rules_error.rendered = store.last_error
+        return out
+
+
+def _inline(item: str | ToolCall, turn: RouterTurn) -> bool:
+    """Whether projecting `item` is cheap and never blocks, so it may run on the loop."""
+    # A remote environment's filesystem (apply_patch verification) blocks on an RPC that
+    # needs this very loop; apply_patch reads local files. Both stay off the loop.
+    if any(env.remote for env in turn.handler.environments):
+        return False
+    if isinstance(item, str):
+        text = item
+    else:
+        text = item.tool_name.name + item.arguments + item.input + item.query
+    if len(text) > INLINE_PROJECT_MAX_CHARS:
+        return False
+    return "apply_patch" not in text and "applypatch" not in text
+
+
+def _labels(projected: ProjectedCall | None) -> tuple[str | None, str | None]:
+    """Metric labels of a call: tool name and environment (bounded later by Metrics)."""
+    if projected is None or projected.tool_name is None:
+        return None, None
+    outcome = projected.outcome
+    env = outcome.elements[0].handler.environment_id if isinstance(outcome, ShellCall) else None
+    return projected.tool_name.name, env
+
+
+def _valid_thread(thread_id: str) -> str:
+    from shellgate.router.runtime.threads import validate_thread_id
+
+    return validate_thread_id(thread_id)

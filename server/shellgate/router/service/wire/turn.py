@@ -1,0 +1,241 @@
+"""Protobuf `TurnContext` → the router's `RouterTurn`, with the configured defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from shellgate.common.enum_maps import INHERIT
+from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.router.decode.tools import ConfigShellToolType, EnvironmentRef, Features, ToolsConfig
+from shellgate.router.errors import InvalidArgument, NotFound, PermissionDenied
+from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
+from shellgate.router.handler.permissions import Grants, PermissionProfile
+from shellgate.router.handler.plan import Turn
+from shellgate.router.handler.shells import HostShellFacts
+from shellgate.router.output.truncation import TruncationPolicy
+from shellgate.router.pipeline import RouterTurn
+from shellgate.router.policy import PermissionProfile as PolicyProfile
+from shellgate.router.policy.approval_policy import ApprovalMode, ApprovalPolicy, GranularApproval
+from shellgate.router.service.config import TurnDefaults
+from shellgate.v1 import common_pb2
+
+MAX_ENV_POLICY_ITEMS = 1_024
+MAX_CWD_CHARS = 4_096
+
+_APPROVAL_NAMES = {
+    common_pb2.APPROVAL_POLICY_KIND_NEVER: "never",
+    common_pb2.APPROVAL_POLICY_KIND_ON_FAILURE: "on-failure",
+    common_pb2.APPROVAL_POLICY_KIND_ON_REQUEST: "on-request",
+    common_pb2.APPROVAL_POLICY_KIND_UNTRUSTED: "untrusted",
+    common_pb2.APPROVAL_POLICY_KIND_GRANULAR: "granular",
+}
+_PROFILE_NAMES = {
+    common_pb2.PERMISSION_PROFILE_KIND_READ_ONLY: "read-only",
+    common_pb2.PERMISSION_PROFILE_KIND_WORKSPACE_WRITE: "workspace-write",
+    common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS: "danger-full-access",
+    common_pb2.PERMISSION_PROFILE_KIND_EXTERNAL_SANDBOX: "external-sandbox",
+}
+_POLICY_PROFILES = {
+    "read-only": PolicyProfile.READ_ONLY,
+    "workspace-write": PolicyProfile.WORKSPACE_WRITE,
+    "danger-full-access": PolicyProfile.DISABLED,
+    "external-sandbox": PolicyProfile.EXTERNAL,
+}
+_SHELL_TOOL_NAMES = {
+    common_pb2.MODEL_SHELL_TOOL_TYPE_DEFAULT: "default",
+    common_pb2.MODEL_SHELL_TOOL_TYPE_LOCAL: "local",
+    common_pb2.MODEL_SHELL_TOOL_TYPE_UNIFIED_EXEC: "unified_exec",
+    common_pb2.MODEL_SHELL_TOOL_TYPE_DISABLED: "disabled",
+    common_pb2.MODEL_SHELL_TOOL_TYPE_SHELL_COMMAND: "shell_command",
+}
+# Unset inherit means "the configured default", not the daemon's default (all).
+_INHERIT_NAMES = {wire: str(inherit) for inherit, wire in INHERIT.to_wire.items()}
+_ACCESS_NAMES = {
+    common_pb2.FILE_SYSTEM_ACCESS_READ: "read",
+    common_pb2.FILE_SYSTEM_ACCESS_WRITE: "write",
+    common_pb2.FILE_SYSTEM_ACCESS_NONE: "none",
+}
+
+
+@dataclass(frozen=True)
+class EnvironmentView:
+    """What the router knows of one configured environment when a request arrives."""
+
+    environment_id: str
+    remote: bool
+    cwd: str
+    shell: ReportedShell | None
+    allow_login_shell: bool = True
+
+
+@dataclass(frozen=True)
+class TurnInputs:
+    """Server-side facts a turn conversion needs."""
+
+    defaults: TurnDefaults
+    environments: Mapping[str, EnvironmentView]
+    host_shell: HostShellFacts
+    allowed_environments: frozenset[str] | None = None
+
+
+_APPROVAL_MODES = {
+    "never": ApprovalMode.NEVER,
+    "on-failure": ApprovalMode.ON_FAILURE,
+    "on-request": ApprovalMode.ON_REQUEST,
+    "untrusted": ApprovalMode.UNLESS_TRUSTED,
+    "granular": ApprovalMode.GRANULAR,
+}
+
+
+def approval_policy(name: str, granular: GranularApproval | None) -> ApprovalPolicy:
+    """The approval policy of a configured name (`granular` switches only for `granular`)."""
+    mode = _APPROVAL_MODES.get(name)
+    if mode is None:
+        raise InvalidArgument(f"turn.approval_policy: unknown policy {name!r}")
+    return ApprovalPolicy(mode, granular)
+
+
+def _env_policy(turn: common_pb2.TurnContext, d: TurnDefaults) -> ShellEnvironmentPolicy:
+    if not turn.HasField("shell_environment_policy"):
+        return ShellEnvironmentPolicy.build(
+            inherit=d.env_inherit, ignore_default_excludes=d.env_ignore_default_excludes,
+            exclude=d.env_exclude, set_vars=dict(d.env_set), include_only=d.env_include_only,
+        )  # fmt: skip
+    p = turn.shell_environment_policy
+    if len(p.exclude) + len(p.set) + len(p.include_only) > MAX_ENV_POLICY_ITEMS:
+        raise InvalidArgument("turn.shell_environment_policy: too many entries")
+    return ShellEnvironmentPolicy.build(
+        inherit=_INHERIT_NAMES.get(p.inherit, d.env_inherit),
+        ignore_default_excludes=(
+            p.ignore_default_excludes
+            if p.HasField("ignore_default_excludes")
+            else d.env_ignore_default_excludes
+        ),
+        exclude=list(p.exclude),
+        set_vars=dict(sorted(p.set.items())),
+        include_only=list(p.include_only),
+    )
+
+
+def _features(f: common_pb2.FeatureSwitches) -> Features:
+    base = Features()
+    values = {
+        name: getattr(f, name) if f.HasField(name) else getattr(base, name)
+        for name in Features.__dataclass_fields__
+    }
+    return Features(**values)
+
+
+def _profile(p: common_pb2.AdditionalPermissions) -> PermissionProfile:
+    network = (
+        p.network.enabled if p.HasField("network") and p.network.HasField("enabled") else False
+    )
+    entries = frozenset(
+        (e.path, _ACCESS_NAMES.get(e.access, "read")) for e in p.file_system.entries
+    )
+    depth = (
+        p.file_system.glob_scan_max_depth if p.file_system.HasField("glob_scan_max_depth") else None
+    )
+    return PermissionProfile(network_enabled=network, entries=entries, glob_scan_max_depth=depth)
+
+
+def _grants(turn: common_pb2.TurnContext) -> Grants:
+    session: PermissionProfile | None = None
+    per_env: dict[str, PermissionProfile] = {}
+    for grant in turn.granted_permissions:
+        profile = _profile(grant.permissions)
+        if grant.scope == common_pb2.GRANT_SCOPE_SESSION:
+            session = profile
+        else:
+            per_env[grant.environment_id] = profile
+    return Grants(session=session, turn=per_env)
+
+
+def _environments(
+    turn: common_pb2.TurnContext, inputs: TurnInputs, allow_login: bool
+) -> tuple[TurnEnvironment, ...]:
+    chosen: Sequence[tuple[str, str]] = [(e.environment_id, e.cwd) for e in turn.environments]
+    if not chosen:
+        first = next(iter(inputs.environments.values()), None)
+        chosen = [] if first is None else [(first.environment_id, "")]
+    if len(chosen) > 16:
+        raise InvalidArgument("turn.environments: at most 16 environments per turn")
+    out: list[TurnEnvironment] = []
+    for env_id, cwd in chosen:
+        view = inputs.environments.get(env_id)
+        if view is None:
+            raise NotFound(f"turn.environments: unknown environment {env_id!r}")
+        if inputs.allowed_environments is not None and env_id not in inputs.allowed_environments:
+            raise PermissionDenied(f"environment {env_id!r} is not allowed for this client")
+        if len(cwd) > MAX_CWD_CHARS or "\0" in cwd:
+            raise InvalidArgument("turn.environments.cwd: too long or contains NUL")
+        if cwd and not cwd.startswith("/"):
+            raise InvalidArgument("turn.environments.cwd: must be an absolute path")
+        out.append(
+            TurnEnvironment(
+                id=env_id,
+                cwd=cwd or view.cwd,
+                remote=view.remote,
+                shell=view.shell,
+                allow_login_shell=allow_login and view.allow_login_shell,
+            )
+        )
+    return tuple(out)
+
+
+def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs) -> RouterTurn:
+    """Convert a wire turn, applying the configured defaults to every unset field."""
+    d = inputs.defaults
+    name = _APPROVAL_NAMES.get(turn.approval_policy.kind, d.approval_policy)
+    granular = None
+    if turn.approval_policy.HasField("granular"):
+        g = turn.approval_policy.granular
+        granular = GranularApproval(
+            g.sandbox_approval, g.rules, g.skill_approval, g.request_permissions,
+            g.mcp_elicitations,
+        )  # fmt: skip
+    policy = approval_policy(name, granular)
+    profile_name = _PROFILE_NAMES.get(turn.permission_profile.kind, d.permission_profile)
+    if profile_name not in _POLICY_PROFILES:
+        raise InvalidArgument(f"turn.permission_profile: unknown profile {profile_name!r}")
+    allow_login = (
+        turn.allow_login_shell if turn.HasField("allow_login_shell") else d.allow_login_shell
+    )
+    environments = _environments(turn, inputs, allow_login)
+    features = _features(turn.features)
+    truncation = TruncationPolicy.tokens(d.truncation_tokens)
+    if turn.truncation_policy.WhichOneof("limit") == "tokens":
+        truncation = TruncationPolicy.tokens(turn.truncation_policy.tokens)
+    elif turn.truncation_policy.WhichOneof("limit") == "bytes":
+        truncation = TruncationPolicy.bytes(turn.truncation_policy.bytes)
+    shell_tool = _SHELL_TOOL_NAMES.get(turn.shell_tool_type, d.shell_tool_type)
+    tools = ToolsConfig(
+        model_shell_type=ConfigShellToolType(shell_tool),
+        features=features,
+        environments=tuple(EnvironmentRef(e.id, e.remote) for e in environments),
+        allow_login_shell=allow_login,
+        apply_patch_freeform=turn.apply_patch_tool != common_pb2.APPLY_PATCH_TOOL_TYPE_DISABLED,
+        advertise_command_batches=turn.advertise_command_batches,
+    )
+    active = (
+        turn.permission_profile.active_profile_id
+        if turn.permission_profile.HasField("active_profile_id")
+        else None
+    )
+    handler = Turn(
+        environments=environments,
+        approval_policy=policy,
+        features=features,
+        host=inputs.host_shell,
+        grants=_grants(turn),
+    )
+    return RouterTurn(
+        thread_id=thread_id,
+        handler=handler,
+        tools=tools,
+        permission_profile=_POLICY_PROFILES[profile_name],
+        active_profile_id=active,
+        env_policy=_env_policy(turn, d),
+        truncation=truncation,
+    )
