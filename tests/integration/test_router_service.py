@@ -404,3 +404,36 @@ def test_metrics_endpoint_counts_calls_with_bounded_labels(tmp_path: Path) -> No
         'shellgate_calls_total{tool="exec_command",outcome="exited",environment="local"} 1' in text
     )
     assert "metrics-label-probe" not in text and "m1" not in text
+
+
+def test_thread_and_environment_limits_are_enforced(tmp_path: Path) -> None:
+    config = router_config(
+        local_cwd=str(tmp_path),
+        limits=Limits(max_threads=2, max_environments_per_turn=1, shutdown_grace_ms=500),
+    )
+    item = function_item("exec_command", {"cmd": "true", "login": False})
+    with running_router(config) as router:
+        for tid in ("t1", "t2", "t1"):  # an existing thread never counts twice
+            done = completed(execute(router.stub, router_pb2.ExecuteRequest(
+                thread_id=tid, turn=turn(), item=item)))  # fmt: skip
+            assert done.exit_code == 0
+        with pytest.raises(grpc.RpcError) as err:
+            execute(router.stub, router_pb2.ExecuteRequest(thread_id="t3", turn=turn(), item=item))
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "limits.max_threads = 2" in (err.value.details() or "")
+        # Ending a thread makes room again.
+        router.stub.EndThread(router_pb2.EndThreadRequest(thread_id="t1"), timeout=10)
+        done = completed(execute(router.stub, router_pb2.ExecuteRequest(
+            thread_id="t3", turn=turn(), item=item)))  # fmt: skip
+        assert done.exit_code == 0
+
+        two = turn()
+        local = two.environments.add()
+        local.environment_id = "local"
+        two.environments.add().CopyFrom(local)
+        with pytest.raises(grpc.RpcError) as err:
+            router.stub.Project(
+                router_pb2.ProjectRequest(thread_id="t3", turn=two, item=item), timeout=10
+            )
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "limits.max_environments_per_turn" in (err.value.details() or "")

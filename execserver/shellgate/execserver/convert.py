@@ -59,11 +59,6 @@ def exit_status_pb(status: ExitStatus, timed_out: bool) -> pb.ExitStatus:
     return pb.ExitStatus(code=status.code if status.code is not None else -1, timed_out=timed_out)
 
 
-def chunk_pb(chunk: SeqChunk) -> pb.OutputChunk:
-    """Wire output chunk."""
-    return pb.OutputChunk(seq=chunk.seq, stream=STREAMS[chunk.stream], data=chunk.data)
-
-
 def fill_chunk_pb(target: pb.OutputChunk, chunk: SeqChunk) -> None:
     """Set a (sub)message's fields from a chunk, so the data is copied once, not per level."""
     target.seq = chunk.seq

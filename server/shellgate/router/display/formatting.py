@@ -116,11 +116,6 @@ def positional_operands(args: Sequence[str], value_flags: Sequence[str]) -> list
     return out
 
 
-def _single_operand(args: Sequence[str], value_flags: Sequence[str]) -> str | None:
-    operands = positional_operands(args, value_flags)
-    return operands[0] if len(operands) == 1 else None
-
-
 def _valid_sed_range(arg: str | None) -> bool:
     """True for a `N[,M]p` sed script."""
     if arg is None or not arg.endswith("p"):

@@ -51,17 +51,6 @@ class TurnEnvironment:
     allow_login_shell: bool = True
 
 
-def validate_configured_id(env_id: str) -> str | None:
-    """Why a configured environment id is invalid, or None."""
-    if env_id != env_id.strip() or not env_id:
-        return "environment id must be non-empty without surrounding whitespace"
-    if env_id in _RESERVED_IDS:
-        return f"environment id `{env_id}` is reserved"
-    if not _ID_PATTERN.fullmatch(env_id):
-        return "environment id must be at most 64 characters of [A-Za-z0-9_-]"
-    return None
-
-
 def select_environment(
     tool: str, environments: Sequence[TurnEnvironment], environment_id: str | None
 ) -> TurnEnvironment | ToolError:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -68,16 +68,6 @@ def derive_exec_args(shell: ShellType, path: str, script: str, login: bool) -> l
     if shell is ShellType.POWERSHELL:
         return [path, "-Command", script] if login else [path, "-NoProfile", "-Command", script]
     return [path, "/c", script]
-
-
-def is_posix_shell(argv0: str) -> bool:
-    """True when argv0 is an allowlisted bash/zsh/sh."""
-    return detect_shell_type(argv0) in POSIX_SHELLS
-
-
-def argv_tuple(argv: Sequence[str]) -> tuple[str, ...]:
-    """A hashable copy of an argv."""
-    return tuple(argv)
 
 
 @dataclass(frozen=True)

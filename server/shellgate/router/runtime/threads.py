@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from shellgate.common.errors import LimitExceededError
 from shellgate.router.runtime.errors import (
     InvalidRuntimeArgumentError,
     RuntimeServiceError,
@@ -268,8 +269,10 @@ class ThreadRegistry:
         shared: SharedState | None = None,
         environments: SessionEnvironments | None = None,
         instance_id: str = "",
+        max_threads: int = 10_000,
     ) -> None:
         self._threads: dict[str, ThreadState] = {}
+        self._max_threads = max_threads
         self._session_factory = session_factory or (lambda _tid: SessionManager())
         self._clock = clock
         self._approval_ttl_ms = approval_ttl_ms
@@ -278,7 +281,18 @@ class ThreadRegistry:
         self._environments = environments
         self._instance_id = instance_id or uuid.uuid4().hex
 
+    def _check_room(self) -> None:
+        # `max_threads` bounds the threads this router holds state for (each keeps an
+        # approval cache, sessions and parked calls); past it a new thread is refused
+        # rather than evicting a live one whose sessions would be killed.
+        if len(self._threads) >= self._max_threads:
+            raise LimitExceededError(
+                f"thread limit reached: this router holds {len(self._threads)} threads "
+                f"(limits.max_threads = {self._max_threads}); end idle threads with EndThread"
+            )
+
     def _new(self, thread_id: str, generation: str) -> ThreadState:
+        self._check_room()
         sessions = self._session_factory(thread_id)
         sessions.bind(thread_id, self.shared, self._environments, self._instance_id)
         state = ThreadState(
@@ -311,6 +325,8 @@ class ThreadRegistry:
     async def get_or_create(self, thread_id: str) -> ThreadState:
         """The thread, created on first use (on any router)."""
         validate_thread_id(thread_id)
+        if thread_id not in self._threads:
+            self._check_room()  # before the shared record exists, so a refusal leaves none
         generation = await self.shared.ensure_thread(thread_id, uuid.uuid4().hex)
         state = await self._sync(thread_id, generation)
         assert state is not None

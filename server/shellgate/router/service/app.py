@@ -124,6 +124,7 @@ class RouterApp:
             shared=shared,
             environments=self.environments,
             instance_id=self.instance_id,
+            max_threads=config.limits.max_threads,
         )
         limits = config.limits
         self.execute_admission = Admission(
@@ -216,6 +217,7 @@ class RouterApp:
             environments=views,
             host_shell=self.host_shell,
             allowed_environments=caller.environments,
+            max_environments=self.config.limits.max_environments_per_turn,
         )
         converted = router_turn(thread_id, turn, inputs)
         self._turns[key] = converted

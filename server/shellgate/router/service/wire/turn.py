@@ -77,6 +77,8 @@ class TurnInputs:
     environments: Mapping[str, EnvironmentView]
     host_shell: HostShellFacts
     allowed_environments: frozenset[str] | None = None
+    # `[limits] max_environments_per_turn`: a longer `turn.environments` is refused.
+    max_environments: int = 16
 
 
 _APPROVAL_MODES = {
@@ -159,8 +161,11 @@ def _environments(
     if not chosen:
         first = next(iter(inputs.environments.values()), None)
         chosen = [] if first is None else [(first.environment_id, "")]
-    if len(chosen) > 16:
-        raise InvalidArgument("turn.environments: at most 16 environments per turn")
+    if len(chosen) > inputs.max_environments:
+        raise InvalidArgument(
+            f"turn.environments: at most {inputs.max_environments} environments per turn "
+            "(limits.max_environments_per_turn)"
+        )
     out: list[TurnEnvironment] = []
     for env_id, cwd in chosen:
         view = inputs.environments.get(env_id)
