@@ -13,6 +13,7 @@ from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.files import FileStat
 from shellgate.execserver.info import HostInfo
 from shellgate.execserver.managed import ProcessState
+from shellgate.execserver.start_spec import StartOrder
 from shellgate.v1 import exec_pb2 as pb
 from shellgate.v1 import shell_pb2 as shell_pb
 
@@ -50,6 +51,35 @@ def sandbox_from_pb(request: shell_pb.SandboxRequest) -> SandboxSpec:
     if mode is None:
         raise InvalidArgumentError("sandbox.mode is not a known value")
     return SandboxSpec(mode, tuple(request.writable_roots), request.network_access)
+
+
+def start_order_from_pb(request: pb.StartRequest) -> StartOrder:
+    """The domain Start order from its wire form (enum values checked here)."""
+    shell_type: str | None = None
+    if request.shell_type != shell_pb.SHELL_TYPE_UNSPECIFIED:
+        # An unknown number names no shell, so it can match no native shell.
+        shell_type = SHELL_TYPES.domain(request.shell_type) or f"unknown({request.shell_type})"
+    direct = request.shell_mode in (shell_pb.SHELL_MODE_UNSPECIFIED, shell_pb.SHELL_MODE_DIRECT)
+    has = request.HasField
+    return StartOrder(
+        argv=tuple(request.argv),
+        cwd=request.cwd,
+        env=dict(request.env),
+        env_policy=env_policy_from_pb(request.env_policy) if has("env_policy") else None,
+        direct_mode=direct,
+        shell_type=shell_type,
+        tty=request.tty,
+        rows=request.rows,
+        cols=request.cols,
+        stdin_open=request.stdin_open,
+        arg0=request.arg0 if has("arg0") else None,
+        sandbox=sandbox_from_pb(request.sandbox) if has("sandbox") else None,
+        owner=request.owner,
+        detach=request.detach,
+        owner_ttl_ms=request.owner_ttl_ms if has("owner_ttl_ms") else None,
+        timeout_ms=request.timeout_ms if has("timeout_ms") else None,
+        request_id=request.request_id if has("request_id") else None,
+    )
 
 
 def exit_status_pb(status: ExitStatus, timed_out: bool) -> pb.ExitStatus:

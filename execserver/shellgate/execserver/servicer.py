@@ -11,19 +11,14 @@ from typing import Any
 
 from shellgate.common.auth import Authenticator
 from shellgate.common.boundary import streaming, unary
-from shellgate.common.enum_maps import SHELL_TYPES, SIGNALS, STREAMS
-from shellgate.common.env_policy import exec_server_child_env
+from shellgate.common.enum_maps import SIGNALS, STREAMS
 from shellgate.common.errors import (
     InvalidArgumentError,
     ProcessExitedError,
-    ShellMismatchError,
     SpawnError,
-    UnsupportedShellModeError,
 )
 from shellgate.common.grpc import output_encoding as wire
-from shellgate.common.process.base import SpawnRequest
 from shellgate.common.process.retention import SeqChunk
-from shellgate.common.sandbox import SandboxMode, wrap_argv
 from shellgate.execserver import convert, files, validate
 from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.confine import Confinement
@@ -31,9 +26,9 @@ from shellgate.execserver.follow import Awaiting, Closed, Event, Exited, Gap, fo
 from shellgate.execserver.info import HostInfo
 from shellgate.execserver.managed import ManagedProcess, ProcessState
 from shellgate.execserver.process_table import ProcessTable, StartSpec
+from shellgate.execserver.start_spec import build_start_spec
 from shellgate.v1 import exec_pb2 as pb
 from shellgate.v1 import exec_pb2_grpc as pb_grpc
-from shellgate.v1 import shell_pb2 as shell_pb
 
 log = logging.getLogger(__name__)
 Ctx = Any  # grpc.aio.ServicerContext
@@ -113,63 +108,9 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         return convert.host_info_pb(self._host, self._config, self._caller(context))
 
     def _spec(self, request: pb.StartRequest, caller: str) -> StartSpec:
-        config = self._config
-        validate.check_owner(request.owner, config)
-        validate.check_argv(list(request.argv), config)
-        validate.check_env(request.env, config, "env")
-        if request.shell_mode not in (
-            shell_pb.SHELL_MODE_UNSPECIFIED, shell_pb.SHELL_MODE_DIRECT
-        ):
-            raise UnsupportedShellModeError("exec-server runs argv directly (direct mode only)")
-        native = self._host.shell
-        if request.shell_type != shell_pb.SHELL_TYPE_UNSPECIFIED and (
-            native is None or SHELL_TYPES[native.name] != request.shell_type
-        ):
-            raise ShellMismatchError(
-                f"requested shell differs from the native shell "
-                f"{native.name if native else 'none'}"
-            )
-        validate.check_size(request.rows, request.cols, config, allow_zero=True)
-        cwd = validate.resolve_cwd(request.cwd, self._host.cwd)
-        policy = (
-            convert.env_policy_from_pb(request.env_policy)
-            if request.HasField("env_policy")
-            else None
-        )
-        # os.environ is read (copied) only when a policy asks for the daemon's env.
-        env = exec_server_child_env(os.environ, policy, dict(request.env))
-        argv: tuple[str, ...] = tuple(request.argv)
-        sandboxed = False
-        if request.HasField("sandbox"):
-            sandbox = convert.sandbox_from_pb(request.sandbox)
-            # The host that runs the process decides (the SSH backend probed its remote).
-            host = self._host
-            argv, extra = wrap_argv(
-                argv, cwd, sandbox,
-                bwrap=host.bwrap_path or None,
-                unavailable_reason=host.sandbox_unavailable_reason if not host.sandbox else "",
-            )
-            env.update(extra)
-            sandboxed = sandbox.mode is not SandboxMode.NONE
-        spawn = SpawnRequest(
-            argv=argv,
-            cwd=cwd,
-            env=env,
-            tty=request.tty,
-            rows=request.rows or 24,
-            cols=request.cols or 80,
-            stdin_open=request.stdin_open,
-            arg0=request.arg0 if request.HasField("arg0") and not sandboxed else None,
-        )
-        return StartSpec(
-            caller=caller,
-            owner=request.owner,
-            spawn=spawn,
-            detach=request.detach,
-            owner_ttl_ms=request.owner_ttl_ms if request.HasField("owner_ttl_ms") else None,
-            timeout_ms=request.timeout_ms if request.HasField("timeout_ms") else None,
-            request_id=request.request_id if request.HasField("request_id") else None,
-            sandboxed=sandboxed,
+        order = convert.start_order_from_pb(request)
+        return build_start_spec(
+            order, caller, host=self._host, config=self._config, daemon_env=os.environ
         )
 
     @streaming
