@@ -1,5 +1,5 @@
-"""Runtime fixes: turn env policy on remote spawns, secure channel defaults, the thread
-sweeper, and unified-exec wall times (spec 05 §3.3, §5.5; 06 §2)."""
+"""Runtime: the idle-thread sweeper, remote spawns carrying the turn env policy, secure
+channel defaults, and unified-exec wall times (spec 05 §3.3, §5.5; 06 §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ExecService gaps closed against a real in-process daemon: sandbox denial, confined file
+"""ExecService against a real in-process daemon: sandbox denial, confined file
 operations, the exit drain cut-off, paced Start streams, caps and arg0."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Audit: float/str renderings and the retention-overflow body (spec 01 §5.1, 05 §3.6)."""
+"""Output rendering: floats, Rust str debug and the retention-overflow body (spec 01 §5.1, 05 §3.6)."""
 
 from __future__ import annotations
 

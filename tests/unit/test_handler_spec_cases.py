@@ -1,4 +1,4 @@
-"""Audit: handler-stage rules whose spec text was missed (spec 02 §2, §4.1 step 9, §4.3)."""
+"""Handler-stage rules whose spec text was missed (spec 02 §2, §4.1 step 9, §4.3)."""
 
 from __future__ import annotations
 
