@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from shellgate.router.output.decoding import bytes_to_string_smart, decode_utf8_lossy
 from shellgate.router.output.head_tail import HeadTailBuffer
 from shellgate.router.output.texts import (
     UnifiedExecErrorText,
@@ -16,11 +17,7 @@ from shellgate.router.output.texts import (
     unified_response_text,
     write_stdin_failed,
 )
-from shellgate.router.output.truncation import (
-    TruncationPolicy,
-    bytes_to_string_smart,
-    decode_utf8_lossy,
-)
+from shellgate.router.output.truncation import TruncationPolicy
 
 TOKENS = TruncationPolicy.tokens(10_000)
 

@@ -8,12 +8,12 @@ import struct
 from collections.abc import Sequence
 from decimal import Decimal
 
+from shellgate.router.output.decoding import decode_utf8_lossy
 from shellgate.router.output.head_tail import HeadTailSnapshot
 from shellgate.router.output.truncation import (
     TruncationPolicy,
     approx_tokens_from_byte_count,
     count_lines,
-    decode_utf8_lossy,
     formatted_truncate_text,
     truncate_text,
     truncation_warning,

@@ -25,12 +25,12 @@ from shellgate.router.envelope import (
     launch_argv,
     launch_env,
 )
+from shellgate.router.output.decoding import bytes_to_string_smart
 from shellgate.router.output.head_tail import CappedStream, aggregate_output
 from shellgate.router.output.texts import format_exec_output_freeform, io_error_text
 from shellgate.router.output.truncation import (
     TruncationPolicy,
     approx_token_count,
-    bytes_to_string_smart,
     utf8_len,
 )
 from shellgate.router.runtime.spawn import SandboxSpec, Spawned, Spawner, SpawnFailure

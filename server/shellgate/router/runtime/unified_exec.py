@@ -13,6 +13,7 @@ from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.common.process.base import Signal, SpawnRequest
 from shellgate.router.decode.rust_text import debug_str
 from shellgate.router.envelope import ExecutionEnvelope, launch_argv, launch_env
+from shellgate.router.output.decoding import decode_utf8_lossy
 from shellgate.router.output.texts import (
     UnifiedExecErrorText,
     exec_command_failed,
@@ -24,7 +25,6 @@ from shellgate.router.output.texts import (
 from shellgate.router.output.truncation import (
     TruncationPolicy,
     approx_tokens_from_byte_count,
-    decode_utf8_lossy,
     utf8_len,
 )
 from shellgate.router.output.unified_rules import (

@@ -6,6 +6,7 @@ from typing import Any
 
 from shellgate.common import env_policy as envp
 from shellgate.router.cli.conformance import EvalFailure, EvalFn
+from shellgate.router.output import decoding
 from shellgate.router.output import texts as output_format
 from shellgate.router.output import truncation as output
 from shellgate.router.output import unified_rules as unified
@@ -144,7 +145,7 @@ FUNCTIONS: dict[str, EvalFn] = {
     "count_lines": lambda s: output.count_lines(s),
     "truncate_text": lambda inp: _text_policy(inp, output.truncate_text),
     "formatted_truncate_text": lambda inp: _text_policy(inp, output.formatted_truncate_text),
-    "bytes_to_string_smart": lambda h: output.bytes_to_string_smart(bytes.fromhex(h)),
+    "bytes_to_string_smart": lambda h: decoding.bytes_to_string_smart(bytes.fromhex(h)),
     "classic_duration_seconds": lambda ms: output_format.classic_duration_seconds(ms),
     "format_exec_output_freeform": _freeform,
     "format_batch_output": lambda inp: output_format.format_batch_output(
