@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from shellgate.common.errors import SandboxUnavailableError
+from shellgate.common.seccomp import network_filter_path
 
 NETWORK_DISABLED_ENV = "CODEX_SANDBOX_NETWORK_DISABLED"
 # Case-insensitive substrings that make a failed sandboxed run a denial (spec 05 §1.3).
@@ -43,19 +44,29 @@ class SandboxSpec:
     network_access: bool = False
 
 
+# Names under a writable root that stay read-only, as Codex 0.169 keeps them (observed:
+# `codex sandbox` under workspace-write binds each existing one read-only): repository
+# metadata (hooks run as the user later), agent settings and cloud credentials.
+PROTECTED_NAMES = (".git", ".agents", ".codex", ".aws")
+# Process isolation Codex's bwrap argv also has: a new session (no controlling terminal to
+# inject into), its own PID namespace (the host's processes are invisible and unsignalable,
+# and everything in it dies with the command), its own IPC namespace, no capabilities.
+_ISOLATION = (
+    "--new-session", "--die-with-parent", "--unshare-pid", "--unshare-ipc",
+    "--cap-drop", "ALL",
+)  # fmt: skip
+
+
 @lru_cache(maxsize=1)
 def sandbox_unavailable_reason() -> str:
-    """Empty when bubblewrap works here; otherwise why not (probed once)."""
+    """Empty when bubblewrap works here with every flag the sandbox uses; otherwise why not."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bwrap not found"
+    probe_argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                  *_ISOLATION, "--unshare-net", "true"]  # fmt: skip
     try:
-        probe = subprocess.run(
-            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "true"],
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
+        probe = subprocess.run(probe_argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap failed: {exc}"
     if probe.returncode != 0:
@@ -63,11 +74,53 @@ def sandbox_unavailable_reason() -> str:
     return ""
 
 
+def _protected_binds(root: str) -> list[str]:
+    """Read-only re-binds of the protected names that exist under a writable root.
+
+    A `.git` file (a worktree's pointer) also protects the directory it points to.
+    """
+    args: list[str] = []
+    for name in PROTECTED_NAMES:
+        path = os.path.join(root, name)
+        if not os.path.lexists(path):
+            continue
+        args += ["--ro-bind", path, path]
+        if name == ".git" and os.path.isfile(path):
+            target = _gitdir_target(path)
+            if target is not None:
+                args += ["--ro-bind-try", target, target]
+    return args
+
+
+def _gitdir_target(pointer: str) -> str | None:
+    try:
+        with open(pointer, encoding="utf-8", errors="replace") as f:
+            first = f.readline(4096).strip()
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    target = first.removeprefix("gitdir:").strip()
+    return os.path.normpath(os.path.join(os.path.dirname(pointer), target))
+
+
 def bwrap_argv(
-    bwrap: str, argv: tuple[str, ...], cwd: str, spec: SandboxSpec
+    bwrap: str,
+    argv: tuple[str, ...],
+    cwd: str,
+    spec: SandboxSpec,
+    *,
+    masked_paths: tuple[str, ...] = (),
+    seccomp_path: str | None = None,
+    new_session: bool = True,
 ) -> tuple[tuple[str, ...], dict[str, str]]:
-    """The bubblewrap launch argv (for whichever host runs it) and the env additions."""
-    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    """The bubblewrap launch argv (for whichever host runs it) and the env additions.
+
+    `masked_paths` (the service's own credentials: token files, TLS keys, its config) read
+    as empty inside the sandbox. `seccomp_path` names the network filter for this host;
+    when given and the network is off, `socket()` fails with EPERM as under Codex.
+    """
+    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev"]
     if spec.mode is SandboxMode.WORKSPACE_WRITE:
         for root in spec.writable_roots:
             if not os.path.isabs(root):
@@ -75,13 +128,24 @@ def bwrap_argv(
             # --bind-try: a root missing on the host that runs it is skipped, not an error
             # (the check happens there, not on the daemon's filesystem).
             args += ["--bind-try", root, root]
+        for root in spec.writable_roots:
+            args += _protected_binds(root)
+    for path in masked_paths:
+        # /dev/null over a file: it exists but reads empty, whatever the command's uid.
+        args += ["--ro-bind-try", "/dev/null", path]
+    isolation = _ISOLATION if new_session else _ISOLATION[1:]
+    args += [*isolation, "--proc", "/proc"]
     extra: dict[str, str] = {}
+    prefix: tuple[str, ...] = ()
     if not spec.network_access:
         args.append("--unshare-net")
         extra[NETWORK_DISABLED_ENV] = "1"
-    # bwrap dies with its parent, so the group kill and parent-death rules still hold.
-    args += ["--die-with-parent", "--chdir", cwd, "--", *argv]
-    return tuple(args), extra
+        if seccomp_path is not None:
+            # bwrap reads the filter from an fd; a POSIX sh opens it (fd 3) and execs bwrap.
+            prefix = ("/bin/sh", "-c", 'exec 3<"$0" && exec "$@"', seccomp_path)
+            args += ["--seccomp", "3"]
+    args += ["--chdir", cwd, "--", *argv]
+    return (*prefix, *args), extra
 
 
 def wrap_argv(
@@ -91,11 +155,17 @@ def wrap_argv(
     *,
     bwrap: str | None = None,
     unavailable_reason: str | None = None,
+    masked_paths: tuple[str, ...] = (),
+    runs_here: bool = True,
+    tty: bool = False,
 ) -> tuple[tuple[str, ...], dict[str, str]]:
     """The launch argv under bubblewrap and the env additions; refuses when unavailable.
 
     Without `bwrap`/`unavailable_reason` this host is probed; a backend that runs
-    elsewhere (SSH) passes what it found on its own host.
+    elsewhere (SSH) passes what it found on its own host and `runs_here=False`: its
+    commands get the network namespace but not the seccomp filter, which only a child of
+    this process can open. A `tty` command keeps its terminal as controlling terminal
+    (no new session), so Ctrl-C typed into it still reaches it.
     """
     if spec.mode is SandboxMode.NONE:
         return argv, {}
@@ -104,7 +174,11 @@ def wrap_argv(
         # Never run a sandboxed request unsandboxed.
         raise SandboxUnavailableError(f"sandbox unavailable: {reason or 'bwrap not found'}")
     path = bwrap or shutil.which("bwrap") or "bwrap"
-    return bwrap_argv(path, argv, cwd, spec)
+    seccomp = network_filter_path() if runs_here and not spec.network_access else None
+    return bwrap_argv(
+        path, argv, cwd, spec,
+        masked_paths=masked_paths, seccomp_path=seccomp, new_session=not tty,
+    )  # fmt: skip
 
 
 def is_sandbox_denied(

@@ -86,6 +86,13 @@ class ServerConfig:
     max_pty_rows: int = 1_000
     max_pty_cols: int = 1_000
     shutdown_grace_ms: int = 5_000
+    # The file this configuration was read from (empty: none); set by load_config.
+    source_file: str = ""
+
+    def secret_files(self) -> tuple[str, ...]:
+        """Files that hold the daemon's credentials, masked inside every sandbox."""
+        files = (self.source_file, self.token_file, self.tls_key_file, self.ssh.key_file)
+        return tuple(dict.fromkeys(f for f in files if f))
 
 
 def _build(cls: type[Any], table: dict[str, Any], where: str) -> Any:
@@ -117,4 +124,4 @@ def load_config(path: str | None, overrides: dict[str, Any] | None = None) -> Se
         table = tomllib.loads(Path(path).read_text())
     table.update({k: v for k, v in (overrides or {}).items() if v is not None})
     config: ServerConfig = _build(ServerConfig, table, "")
-    return config
+    return dataclasses.replace(config, source_file=str(Path(path).resolve())) if path else config

@@ -75,6 +75,9 @@ def build_start_spec(
             argv, cwd, order.sandbox,
             bwrap=host.bwrap_path or None,
             unavailable_reason=host.sandbox_unavailable_reason if not host.sandbox else "",
+            masked_paths=config.secret_files() if host.backend == "local" else (),
+            runs_here=host.backend == "local",
+            tty=order.tty,
         )  # fmt: skip
         env.update(extra)
         sandboxed = order.sandbox.mode is not SandboxMode.NONE

@@ -233,10 +233,12 @@ class LocalBackend:
                 stdio = (slave, slave, slave)
                 out.append((master, Stream.PTY))
             else:
-                stdin_child: int = subprocess.DEVNULL
                 if request.stdin_open:
                     stdin_child, stdin_parent = os.pipe2(os.O_CLOEXEC)
-                    fds_to_close.append(stdin_child)
+                else:
+                    # Read-only, as Codex opens it (subprocess.DEVNULL would be read-write).
+                    stdin_child = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+                fds_to_close.append(stdin_child)
                 out_r, out_w = os.pipe2(os.O_CLOEXEC)
                 err_r, err_w = os.pipe2(os.O_CLOEXEC)
                 fds_to_close += [out_w, err_w]

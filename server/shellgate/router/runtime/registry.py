@@ -78,8 +78,11 @@ class LocalEnvironment:
         cwd: str | None = None,
         configured_shell: str | None = None,
         backend: LocalBackend | None = None,
+        masked_paths: tuple[str, ...] = (),
     ) -> None:
         self.cwd = cwd or os.getcwd()
+        # The router's own credentials (token files, keys, its config): empty in a sandbox.
+        self._masked_paths = masked_paths
         self.shell_facts = gather_host_shell_facts(configured_shell)
         self.shell: Shell = host_user_shell(self.shell_facts)
         self._backend = backend or LocalBackend(ROUTER_PROCESS_LIMITS)
@@ -112,7 +115,10 @@ class LocalEnvironment:
         argv = request.argv
         if sandbox.mode is not SandboxMode.NONE:
             try:
-                argv, extra = wrap_argv(request.argv, request.cwd, sandbox)
+                argv, extra = wrap_argv(
+                    request.argv, request.cwd, sandbox,
+                    masked_paths=self._masked_paths, tty=request.tty,
+                )  # fmt: skip
             except SandboxUnavailableError as exc:
                 raise SpawnFailure(exc.message) from exc
             env.update(extra)

@@ -101,7 +101,9 @@ class RouterApp:
             self.policy_store = PolicyStore([Path(d).expanduser() for d in config.rules_dirs])
             self.policy_store.load_initial()
         local = (
-            LocalEnvironment(cwd=config.local_cwd or os.getcwd())
+            LocalEnvironment(
+                cwd=config.local_cwd or os.getcwd(), masked_paths=config.secret_files()
+            )
             if config.local_environment
             else None
         )

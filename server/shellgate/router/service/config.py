@@ -95,11 +95,22 @@ class RouterConfig:
     # Exec-server daemons discovered through DNS (one environment per resolved address).
     discovery: tuple[DnsDiscoveryConfig, ...] = ()
     redact_values_files: tuple[str, ...] = ()
+    # The file this configuration was read from (empty: none); set by load_config.
+    source_file: str = ""
 
     @property
     def tls(self) -> bool:
         """True when the listener serves TLS."""
         return bool(self.tls_cert_file and self.tls_key_file)
+
+    def secret_files(self) -> tuple[str, ...]:
+        """Files that hold the router's credentials, masked inside every sandbox."""
+        files = [self.source_file, self.token_file, self.tls_key_file, *self.redact_values_files]
+        for env in self.environments:
+            files += [env.token_file, env.tls_key_file]
+        for found in self.discovery:
+            files += [found.token_file, found.tls_key_file]
+        return tuple(dict.fromkeys(f for f in files if f))
 
     def validate(self) -> None:
         """Refuse unsafe or inconsistent settings."""
@@ -194,4 +205,5 @@ def load_config(path: str | None, **overrides: Any) -> RouterConfig:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from exc
     data.update({k: v for k, v in overrides.items() if v is not None})
-    return parse_config(data)
+    config = parse_config(data)
+    return dataclasses.replace(config, source_file=str(Path(path).resolve())) if path else config
