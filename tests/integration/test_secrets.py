@@ -44,7 +44,7 @@ def _proc_environ(pid: int) -> bytes:
 
 
 @pytest.mark.parametrize("ignore_default_excludes", [False, True])
-def test_router_environment_secrets_are_invisible_to_commands(
+def test_router_environment_secrets_reach_commands_only_when_asked(
     monkeypatch: pytest.MonkeyPatch, ignore_default_excludes: bool
 ) -> None:
     for name, value in SECRETS.items():
@@ -52,9 +52,8 @@ def test_router_environment_secrets_are_invisible_to_commands(
     with router_subprocess(["--log-level", "WARNING"]) as (proc, port):
         own = _proc_environ(proc.pid)
         assert not any(name.encode() in own for name in SECRETS)
+        assert not any(value.encode() in own for value in SECRETS.values())
         ctx = turn()
-        # Even a turn that asks for the default excludes to be ignored sees nothing: the
-        # router dropped the variables from its own environment at start.
         ctx.shell_environment_policy.ignore_default_excludes = ignore_default_excludes
         item = function_item("exec_command", {"cmd": _ancestry_script(proc.pid), "login": False})
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -63,7 +62,17 @@ def test_router_environment_secrets_are_invisible_to_commands(
                 execute(stub, router_pb2.ExecuteRequest(thread_id="s", turn=ctx, item=item))
             )
         assert done.exit_code == 0, done.output_text
-        _assert_clean(done.output_text, proc.pid)
+        command_env, _, walk = done.output_text.partition("\n==\n")
+        # The walk starts at the command itself; every ancestor after it (the router's own
+        # environment block included) must hold none of them.
+        ancestors = walk.split("\n== ", 1)[1]
+        _assert_clean("== " + ancestors, proc.pid)
+        # No variable of shellgate's own making reaches a command (Codex sets none).
+        assert "SHELLGATE_" not in command_env.replace("SHELLGATE_TEST_MARK=", "")
+        # Spec decision 3b: like Codex, a policy that ignores the default excludes passes the
+        # router's secret-named variables on; the default policy strips them.
+        for name, value in SECRETS.items():
+            assert (f"{name}={value}" in command_env) is ignore_default_excludes, name
 
 
 def test_daemon_environment_secrets_are_invisible_to_commands() -> None:

@@ -5,28 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
-import re
 import signal
 import sys
 from typing import Any
 
+from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process_tuning import tune_process
 from shellgate.execserver.config import load_config
 from shellgate.execserver.server import start_server
-
-# Variables the daemon must not keep in its own environment (spec 06 §9, decision 3b).
-_SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN", re.IGNORECASE)
-_REEXEC_MARK = "SHELLGATE_EXECSERVER_SCRUBBED"
-
-
-def _scrub_and_reexec() -> None:
-    """Re-execute without secret-looking variables so /proc/<pid>/environ holds none."""
-    if os.environ.get(_REEXEC_MARK) == "1":
-        return
-    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
-    env[_REEXEC_MARK] = "1"
-    os.execve(sys.executable, [sys.executable, "-m", "shellgate.execserver.cli", *sys.argv[1:]], env)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     args = _parser().parse_args(argv)
     if argv is None:
-        _scrub_and_reexec()
+        scrub_and_reexec("shellgate.execserver.cli", sys.argv[1:])
+    # The daemon's commands never get its secret-named variables back (Codex's client sends
+    # ignoreDefaultExcludes, so the daemon's own stripping is what protects them).
+    take_held()
     logging.basicConfig(
         level=args.log_level.upper(), stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -4,41 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fnmatch
 import logging
 import os
 import signal
 import sys
 
-from shellgate.common.env_policy import DEFAULT_EXCLUDES
+from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process_tuning import tune_process
 from shellgate.router.policy import RulesLoadError
 from shellgate.router.service.config import ConfigError, load_config
 from shellgate.router.service.redaction import install_log_filter
 from shellgate.router.service.server import serve_forever, start_router
-
-_REEXEC_MARK = "SHELLGATE_ROUTER_SCRUBBED"
-
-
-def _is_secret_name(name: str) -> bool:
-    """True for the default-excluded names (*KEY*, *SECRET*, *TOKEN*, any case)."""
-    return any(fnmatch.fnmatchcase(name.upper(), pattern) for pattern in DEFAULT_EXCLUDES)
-
-
-def scrub_and_reexec() -> None:
-    """Re-execute `shellgate serve` without secret-looking variables (spec 06 §9).
-
-    Commands inherit from the router's environment, and any local user can read
-    /proc/<router pid>/environ of their parent: credentials belong in files, so the router
-    drops them from its own environment before it starts. Exec keeps the pid and fds.
-    """
-    if os.environ.get(_REEXEC_MARK) == "1" or sys.argv[1:2] != ["serve"]:
-        return
-    if not any(_is_secret_name(name) for name in os.environ):
-        return
-    env = {k: v for k, v in os.environ.items() if not _is_secret_name(k)}
-    env[_REEXEC_MARK] = "1"
-    os.execve(sys.executable, [sys.executable, "-m", "shellgate.router.cli.main", *sys.argv[1:]], env)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="INFO")
 
 
-async def _main(args: argparse.Namespace) -> int:
+async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     overrides = {
         "listen": args.listen,
         "health_listen": args.health_listen,
@@ -71,7 +47,9 @@ async def _main(args: argparse.Namespace) -> int:
         print(f"shellgate serve: {exc}", file=sys.stderr)
         return 2
     try:
-        router = await start_router(config)
+        # Commands may still see the held variables, but only through a policy that sets
+        # ignore_default_excludes: they are in parent_env, never in os.environ.
+        router = await start_router(config, parent_env={**os.environ, **held})
     except RulesLoadError as exc:
         print(f"shellgate serve: rules failed to load:\n{exc.render()}", file=sys.stderr)
         return 2
@@ -106,6 +84,8 @@ def _reload(app: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point."""
-    scrub_and_reexec()
+    if sys.argv[1:2] == ["serve"]:
+        scrub_and_reexec("shellgate.router.cli.main", sys.argv[1:])
+    held = take_held()
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    return asyncio.run(_main(args))
+    return asyncio.run(_main(args, held))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,10 +81,12 @@ class RunningRouter:
             await self.health_server.stop(0)
 
 
-async def start_router(config: RouterConfig) -> RunningRouter:
+async def start_router(
+    config: RouterConfig, *, parent_env: Mapping[str, str] | None = None
+) -> RunningRouter:
     """Validate the config, bind, register services and start serving."""
     config.validate()
-    app = RouterApp(config)
+    app = RouterApp(config, parent_env=parent_env)
     limits = config.limits
     server = grpc.aio.server(
         interceptors=[DecodeGuardInterceptor()],
