@@ -310,10 +310,11 @@ def test_health_and_reflection(router: Router) -> None:
 
 def test_tokens_and_environment_allow_lists(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
-    tokens.write_text("alice s3cret-alice\nbob s3cret-bob\n")
+    tokens.write_text("alice s3cret-alice\nbob s3cret-bob\nlocal s3cret-local\n")
     config = router_config(
         token_file=str(tokens),
-        client_environments=(("bob", ("elsewhere",)),),
+        # A subject named `local` is not the unauthenticated local caller (issue 13 #7).
+        client_environments=(("bob", ("elsewhere",)), ("local", ("elsewhere",))),
         local_cwd=str(tmp_path),
     )
     with running_router(config) as router:
@@ -330,11 +331,12 @@ def test_tokens_and_environment_allow_lists(tmp_path: Path) -> None:
             request, timeout=10, metadata=[("authorization", "Bearer s3cret-alice")]
         )
         assert ok.projection.call_id == "c1"
-        with pytest.raises(grpc.RpcError) as err:
-            router.stub.Project(
-                request, timeout=10, metadata=[("authorization", "Bearer s3cret-bob")]
-            )
-        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        for token in ("s3cret-bob", "s3cret-local"):
+            with pytest.raises(grpc.RpcError) as err:
+                router.stub.Project(
+                    request, timeout=10, metadata=[("authorization", f"Bearer {token}")]
+                )
+            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED, token
 
 
 def test_non_loopback_listen_needs_tls_or_insecure() -> None:

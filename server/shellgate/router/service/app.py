@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from shellgate.common.auth import LOCAL_CALLER, Authenticator, load_tokens
+from shellgate.common.auth import Authenticator, load_tokens
 from shellgate.common.enum_maps import SHELL_TYPES
 from shellgate.router.apply_patch import PatchFileSystem
 from shellgate.router.errors import PermissionDenied, ResourceExhausted
@@ -144,9 +144,10 @@ class RouterApp:
     ) -> Caller:
         """Authenticate a request (UNAUTHENTICATED on failure)."""
         subject = self.auth.authenticate(metadata, identity)
-        envs = self._client_envs.get(subject)
-        if subject == LOCAL_CALLER:
-            envs = None
+        # Only an unauthenticated router (no tokens, no mTLS) has the unrestricted local
+        # caller; an authenticated subject that happens to be named `local` is a subject
+        # like any other and keeps its allow-list.
+        envs = None if self.auth.open else self._client_envs.get(subject)
         return Caller(subject, envs)
 
     def check_environment(self, caller: Caller, environment_id: str) -> None:
