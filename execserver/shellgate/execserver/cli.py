@@ -46,8 +46,12 @@ async def _serve(args: argparse.Namespace) -> int:
         "tls_client_ca_file": args.tls_client_ca_file,
         "root": args.root,
     }
-    config = load_config(args.config, overrides)
-    running = await start_server(config)
+    try:
+        config = load_config(args.config, overrides)
+        running = await start_server(config)
+    except (ValueError, OSError) as exc:  # bad settings, unreadable files, a busy port
+        print(f"shellgate-execserver serve: {exc}", file=sys.stderr)
+        return 2
     # Malloc thresholds and GC, once everything loaded at start is in place.
     tune_process()
     if args.print_port:

@@ -15,9 +15,14 @@ from grpc_reflection.v1alpha import reflection
 from shellgate.common.auth import Authenticator, load_tokens
 from shellgate.common.grpc.health_listener import (
     check_health_listen,
-    is_loopback_host,
     set_serving,
     start_with_health,
+)
+from shellgate.common.grpc.listen import (
+    EXCLUSIVE_PORT_OPTIONS,
+    bind,
+    is_loopback_host,
+    split_listen,
 )
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
 from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
@@ -101,7 +106,11 @@ class RunningServer:
 
 async def start_server(config: ServerConfig) -> RunningServer:
     """Bind, register services, start; raises ValueError for an unsafe listen address."""
-    host, _, port_text = config.listen.rpartition(":")
+    try:
+        host, port_number = split_listen(config.listen)
+    except ValueError as exc:
+        raise ValueError(f"listen: {exc} (port 0-65535)") from exc
+    port_text = str(port_number)
     creds = _credentials(config)
     if not is_loopback(host) and creds is None and not config.insecure:
         raise ValueError(f"refusing to listen on non-loopback {host} without TLS or --insecure")
@@ -127,6 +136,7 @@ async def start_server(config: ServerConfig) -> RunningServer:
         options=[
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
+            *EXCLUSIVE_PORT_OPTIONS,
         ]
     )
     add_exec_service(servicer, server)
@@ -138,11 +148,7 @@ async def start_server(config: ServerConfig) -> RunningServer:
         server,
     )
     address = f"{host}:{port_text}"
-    port = (
-        server.add_secure_port(address, creds)
-        if creds is not None
-        else server.add_insecure_port(address)
-    )
+    port = bind(server, address, creds)
     health_server, health_port = await start_with_health(
         server.start, health, SERVICE_NAME, config.health_listen
     )

@@ -8,32 +8,14 @@ shutdown), and it registers nothing else: no reflection, no ExecService, no rout
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Awaitable, Callable
 
 import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
+from shellgate.common.grpc.listen import EXCLUSIVE_PORT_OPTIONS, bind, split_listen
 from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
-
-
-def split_listen(listen: str) -> tuple[str, int]:
-    """(host, port) of a `host:port` / `[v6]:port` address; ValueError when malformed."""
-    host, sep, port_text = listen.rpartition(":")
-    if not sep or not host or not port_text.isdigit() or int(port_text) > 65_535:
-        raise ValueError(f"listen address {listen!r} must be host:port")
-    return host, int(port_text)
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for localhost and loopback IP addresses (brackets around IPv6 allowed)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_health_listen(health_listen: str, listen: str) -> None:
@@ -54,11 +36,11 @@ async def start_health_listener(address: str, health: HealthServicer) -> tuple[g
     server = grpc.aio.server(
         interceptors=[DecodeGuardInterceptor()],
         # Health requests are tiny; a small limit keeps this unauthenticated port cheap.
-        options=[("grpc.max_receive_message_length", 64 * 1024)],
+        options=[("grpc.max_receive_message_length", 64 * 1024), *EXCLUSIVE_PORT_OPTIONS],
         maximum_concurrent_rpcs=64,
     )
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    port = server.add_insecure_port(address)
+    port = bind(server, address)
     await server.start()
     return server, port
 

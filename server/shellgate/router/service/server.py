@@ -14,6 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from shellgate.common.grpc.health_listener import set_serving, start_with_health
+from shellgate.common.grpc.listen import EXCLUSIVE_PORT_OPTIONS, bind
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
 from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
 from shellgate.router.runtime.remote.discovery import DnsDiscovery
@@ -93,6 +94,7 @@ async def start_router(
         options=[
             ("grpc.max_receive_message_length", limits.max_message_bytes),
             ("grpc.max_send_message_length", limits.max_send_message_bytes),
+            *EXCLUSIVE_PORT_OPTIONS,
         ],
     )
     # Execute yields its output chunks already serialized (see servicer.output_event_bytes).
@@ -108,11 +110,7 @@ async def start_router(
         (SERVICE_NAME, HEALTH_NAME, reflection.SERVICE_NAME), server
     )
     creds = server_credentials(config)
-    port = (
-        server.add_secure_port(config.listen, creds)
-        if creds is not None
-        else server.add_insecure_port(config.listen)
-    )
+    port = bind(server, config.listen, creds)
     if config.metrics_listen and not (is_loopback_address(config.metrics_listen) or config.insecure):
         raise ConfigError(
             f"metrics_listen {config.metrics_listen} is not loopback; set insecure = true"
