@@ -77,6 +77,44 @@ def test_tokens_ownership_and_no_token_in_logs(tmp_path: Path) -> None:
     assert not environ.exists()
 
 
+def test_hashed_token_lines_authenticate_without_storing_the_token(tmp_path: Path) -> None:
+    made = subprocess.run(
+        [sys.executable, "-m", "shellgate.execserver.cli", "hash-token", "carol"],
+        input=f"{TOKEN_A}\n", capture_output=True, text=True, check=True, timeout=30,
+    )  # fmt: skip
+    line = made.stdout.strip()
+    assert line.startswith("carol sha256:") and TOKEN_A not in line
+    path = tmp_path / "tokens"
+    path.write_text(f"{line}\nbob {TOKEN_B}\n")
+    with daemon_subprocess(["--token-file", str(path), "--log-level", "WARNING"]) as d:
+
+        async def main() -> None:
+            async with exec_stub(d.target) as stub:
+                info = await stub.GetInfo(pb.GetInfoRequest(), metadata=_auth(TOKEN_A))
+                assert info.caller == "carol"
+                # The digest itself is not a token.
+                digest = line.split("sha256:")[1]
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await stub.GetInfo(pb.GetInfoRequest(), metadata=_auth(digest))
+                assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+                bob = await stub.GetInfo(pb.GetInfoRequest(), metadata=_auth(TOKEN_B))
+                assert bob.caller == "bob"
+
+        asyncio.run(main())
+
+
+def test_malformed_hashed_token_line_refuses_start(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    path.write_text("carol sha256:not-hex\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "shellgate.execserver.cli", "serve", "--listen", "127.0.0.1:0",
+         "--token-file", str(path)],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert f"{path}:1" in result.stderr and "64 hex digits" in result.stderr
+
+
 def test_secret_variables_are_scrubbed_from_the_daemon_environment(tmp_path: Path) -> None:
     import os
 

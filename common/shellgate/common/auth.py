@@ -1,7 +1,13 @@
-"""Caller authentication: bearer tokens from a file (constant-time compare), optional mTLS."""
+"""Caller authentication: bearer tokens from a file (constant-time compare), optional mTLS.
+
+A token file line is `subject token`, `subject sha256:<hex digest of the token>` or a bare
+token. Hashed lines let an operator keep a file that, if leaked (it is readable wherever the
+daemon runs), gives no usable token; `shellgate-execserver hash-token` prints the line.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,15 +18,43 @@ from shellgate.common.errors import UnauthenticatedError
 LOCAL_CALLER = "local"
 
 
+_HASHED_PREFIX = "sha256:"
+
+
 @dataclass(frozen=True)
 class TokenEntry:
-    """One accepted token and the caller subject it authenticates."""
+    """One accepted token (or its SHA-256 digest) and the caller subject it authenticates."""
 
     subject: str
     token: bytes
+    hashed: bool = False
 
     def __repr__(self) -> str:  # never let a token reach a log line
         return f"TokenEntry(subject={self.subject!r}, token=<redacted>)"
+
+    def matches(self, presented: bytes, presented_digest: bytes) -> bool:
+        """Constant-time comparison with a presented token."""
+        if self.hashed:
+            return hmac.compare_digest(self.token, presented_digest)
+        return hmac.compare_digest(self.token, presented)
+
+
+def hashed_token_line(subject: str, token: str) -> str:
+    """The token-file line that accepts `token` for `subject` without storing it."""
+    return f"{subject} {_HASHED_PREFIX}{hashlib.sha256(token.encode()).hexdigest()}"
+
+
+def _entry(subject: str, value: str, where: str) -> TokenEntry:
+    if value.startswith(_HASHED_PREFIX):
+        digest = value.removeprefix(_HASHED_PREFIX)
+        try:
+            raw = bytes.fromhex(digest)
+        except ValueError:
+            raw = b""
+        if len(raw) != hashlib.sha256().digest_size:
+            raise ValueError(f"{where}: {_HASHED_PREFIX} must be followed by 64 hex digits")
+        return TokenEntry(subject, raw, hashed=True)
+    return TokenEntry(subject, value.encode())
 
 
 def load_tokens(path: str) -> tuple[TokenEntry, ...]:
@@ -31,12 +65,13 @@ def load_tokens(path: str) -> tuple[TokenEntry, ...]:
         if not text or text.startswith("#"):
             continue
         parts = text.split()
+        where = f"{path}:{number}"
         if len(parts) == 1:
-            entries.append(TokenEntry(f"token-{number}", parts[0].encode()))
+            entries.append(_entry(f"token-{number}", parts[0], where))
         elif len(parts) == 2:
-            entries.append(TokenEntry(parts[0], parts[1].encode()))
+            entries.append(_entry(parts[0], parts[1], where))
         else:
-            raise ValueError(f"{path}:{number}: expected `subject token` or `token`")
+            raise ValueError(f"{where}: expected `subject token` or `token`")
     if not entries:
         raise ValueError(f"{path}: no tokens")
     return tuple(entries)
@@ -64,10 +99,11 @@ class Authenticator:
             if scheme.lower() != "bearer" or not presented:
                 raise UnauthenticatedError("missing bearer token")
             candidate = presented.strip().encode()
+            digest = hashlib.sha256(candidate).digest()
             subject = ""
             # Compare against every entry so timing does not reveal which one matched.
             for entry in self._tokens:
-                if hmac.compare_digest(entry.token, candidate):
+                if entry.matches(candidate, digest):
                     subject = entry.subject
             if not subject:
                 raise UnauthenticatedError("invalid bearer token")

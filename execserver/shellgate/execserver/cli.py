@@ -9,6 +9,7 @@ import signal
 import sys
 from typing import Any
 
+from shellgate.common.auth import hashed_token_line
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process_tuning import tune_process
 from shellgate.execserver.config import load_config
@@ -32,7 +33,24 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-client-ca", dest="tls_client_ca_file")
     serve.add_argument("--root", help="default cwd reported by GetInfo")
     serve.add_argument("--log-level", default="INFO")
+    hash_token = sub.add_parser(
+        "hash-token",
+        help="print a token-file line holding a token's SHA-256 instead of the token",
+        description="Reads the token from standard input (so it stays out of argv and shell "
+        "history) and prints `SUBJECT sha256:<hex>` for the daemon's token file.",
+    )
+    hash_token.add_argument("subject", help="the caller subject the token authenticates")
     return parser
+
+
+def _hash_token(subject: str) -> int:
+    token = sys.stdin.readline().strip()
+    if not token or len(subject.split()) != 1:
+        print("shellgate-execserver hash-token: need one subject word and a token on stdin",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    print(hashed_token_line(subject, token))
+    return 0
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -69,6 +87,8 @@ async def _serve(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     args = _parser().parse_args(argv)
+    if args.command == "hash-token":
+        return _hash_token(args.subject)
     if argv is None:
         scrub_and_reexec("shellgate.execserver.cli", sys.argv[1:])
     # The daemon's commands never get its secret-named variables back (Codex's client sends
