@@ -10,6 +10,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shellgate.client.errors import from_rpc_error
 from shellgate.v1 import router_pb2
 
 from tests.execserver_harness import Daemon, daemon_subprocess
@@ -126,6 +127,7 @@ def test_daemon_never_echoes_the_parser_text(daemon: Daemon) -> None:
     assert caught.value.details() == (
         "request is not a valid message for /shellgate.v1.ExecService/Read"
     )
+    assert from_rpc_error(caught.value).reason == "invalid_argument"
 
 
 def test_daemon_still_serves_after_garbage(daemon: Daemon) -> None:

@@ -223,9 +223,14 @@ def test_unified_exec_sessions(client: Client) -> None:
 def test_request_errors_are_typed(client: Client) -> None:
     with pytest.raises(InvalidArgumentError) as err:
         client.project(exec_command_item("ls"), thread_id="bad thread id!")
-    assert "thread_id" in err.value.details
-    with pytest.raises(NotFoundError):
+    assert "thread_id" in err.value.details and err.value.reason == "invalid_argument"
+    with pytest.raises(NotFoundError) as missing:
         list(client.resume("00000000-0000-4000-8000-000000000000", Decision.APPROVED))
+    # Two NOT_FOUNDs a harness tells apart by the stable reason, not by the message text.
+    assert missing.value.reason == "unknown_approval"
+    with pytest.raises(NotFoundError) as missing:
+        client.terminate_session(999_999)
+    assert missing.value.reason == "unknown_session" and missing.value.errno is None
 
 
 def test_turn_file_json_is_accepted(client: Client, tmp_path: Path) -> None:

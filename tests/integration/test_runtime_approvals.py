@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from shellgate.common.errors import UnknownApprovalError
 from shellgate.router.policy import PermissionProfile
-from shellgate.router.runtime.errors import UnknownApprovalError
 from shellgate.router.runtime.events import (
     ApprovalDecision,
     ApprovalKind,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
 import subprocess
@@ -11,6 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from shellgate.common.errors import NotATtyError, ProcessExitedError, StdinClosedError
+from shellgate.common.process.base import Signal, SpawnRequest
+from shellgate.common.sandbox import SandboxSpec
+from shellgate.router.apply_patch.fs import PatchIoError
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
 from shellgate.router.runtime.events import Termination
 from shellgate.router.runtime.remote.environment import RemoteConfig, RemoteEnvironment
@@ -138,5 +143,37 @@ def test_remote_lost_and_unavailable(
             assert done.termination is Termination.ENVIRONMENT_LOST
             status = {s.environment_id: s for s in await h.registry.statuses()}
             assert not status["box"].reachable and status["box"].last_error
+
+    asyncio.run(main())
+
+
+def test_remote_errors_keep_their_class_and_errno(
+    tmp_path: Path, daemon: tuple[object, int]
+) -> None:
+    # The daemon's reason (and errno) pick the error, not words in its message.
+    async def main() -> None:
+        env = RemoteEnvironment(
+            RemoteConfig("box", f"127.0.0.1:{daemon[1]}", connect_timeout_ms=2_000,
+                         call_timeout_ms=5_000),
+            client_env=dict(os.environ),
+        )  # fmt: skip
+        try:
+            request = SpawnRequest(argv=("sleep", "30"), cwd=str(tmp_path))
+            spawned = await env.spawn(request, SandboxSpec(), detach=False, owner="t")
+            handle = spawned.handle
+            with pytest.raises(NotATtyError, match=r"^process has no tty$"):
+                await handle.resize(30, 100)
+            with pytest.raises(StdinClosedError, match=r"^stdin is not open$"):
+                await handle.write(b"x")
+            await handle.terminate()
+            with pytest.raises(ProcessExitedError):
+                await handle.signal(Signal.INTERRUPT)
+            files = env.filesystem()
+            with pytest.raises(PatchIoError) as err:
+                await asyncio.to_thread(files.read_text, str(tmp_path / "missing.txt"))
+            assert (err.value.message, err.value.errno) == (
+                "No such file or directory (os error 2)", errno.ENOENT)  # fmt: skip
+        finally:
+            await env.aclose()
 
     asyncio.run(main())

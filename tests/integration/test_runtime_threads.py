@@ -6,8 +6,8 @@ import asyncio
 import uuid
 
 import pytest
-from shellgate.router.runtime.errors import (
-    InvalidRuntimeArgumentError,
+from shellgate.common.errors import (
+    InvalidArgumentError,
     UnknownApprovalError,
     UnknownCallError,
     UnknownThreadError,
@@ -32,7 +32,7 @@ def test_valid_thread_ids(tid: str) -> None:
 
 @pytest.mark.parametrize("tid", ["", "x" * 129, "a b", "a/b", "é", "a\n"])
 def test_invalid_thread_ids(tid: str) -> None:
-    with pytest.raises(InvalidRuntimeArgumentError) as err:
+    with pytest.raises(InvalidArgumentError) as err:
         validate_thread_id(tid)
     assert err.value.code == "INVALID_ARGUMENT"
 

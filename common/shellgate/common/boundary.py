@@ -1,4 +1,4 @@
-"""The one translation point from domain errors to gRPC status codes."""
+"""The one translation point from domain errors to gRPC statuses (code, message, reason)."""
 
 from __future__ import annotations
 
@@ -10,21 +10,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
-from shellgate.common.errors import ExecServerError
+from shellgate.common.errors import ServiceError
+from shellgate.common.grpc.status import status_for
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def status_of(exc: ExecServerError) -> grpc.StatusCode:
-    """The gRPC code of a domain error."""
-    code: grpc.StatusCode = grpc.StatusCode[exc.code]
-    return code
-
-
 async def _abort_for(exc: BaseException, context: grpc.aio.ServicerContext[Any, Any]) -> None:
-    if isinstance(exc, ExecServerError):
-        await context.abort(status_of(exc), exc.message)
+    if isinstance(exc, ServiceError):
+        # The reason and errno ride in the grpc-status-details-bin trailer (ErrorInfo).
+        status = status_for(exc)
+        await context.abort(status.code, status.details, status.trailing_metadata)
     incident = uuid.uuid4().hex[:12]
     # The exception goes to our log only; callers get the incident id, never the text.
     log.error("internal error, incident %s", incident, exc_info=exc)
@@ -34,7 +31,7 @@ async def _abort_for(exc: BaseException, context: grpc.aio.ServicerContext[Any, 
 def unary(
     fn: Callable[[Any, Any, Any], Awaitable[T]],
 ) -> Callable[[Any, Any, Any], Awaitable[T]]:
-    """Wrap a unary handler: domain errors → their status, anything else → INTERNAL."""
+    """Wrap a unary handler: domain errors → their status and reason, anything else → INTERNAL."""
 
     @functools.wraps(fn)
     async def wrapper(self: Any, request: Any, context: Any) -> T:

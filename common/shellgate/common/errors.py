@@ -1,150 +1,308 @@
-"""Domain errors of the exec-server, each carrying its gRPC status code name and a reason."""
+"""Every domain error of both daemons: one table, each class a row (gRPC code, stable reason).
+
+The boundary (`shellgate.common.boundary`) sends an error as its status code, its message
+and a `google.rpc.ErrorInfo` detail (domain "shellgate", the reason, `errno` when set);
+`shellgate.common.grpc.status.error_from_status` rebuilds the same class from the reason.
+One class per status code sits under the base; a reason it does not know degrades to it.
+Model-level failures (exit codes, timeouts, policy rejections) are tool outputs, not these.
+
+    ServiceError                        INTERNAL             internal
+    ├── InvalidArgumentError            INVALID_ARGUMENT     invalid_argument
+    ├── UnauthenticatedError            UNAUTHENTICATED      unauthenticated
+    ├── PermissionDeniedError           PERMISSION_DENIED    permission_denied
+    │   ├── PathNotAllowedError                              path_not_writable
+    │   └── EnvironmentNotAllowedError                       environment_not_allowed
+    ├── NotFoundError                   NOT_FOUND            not_found
+    │   ├── ProcessNotFoundError                             unknown_process
+    │   ├── FileNotFoundExecError                            no_such_file (errno)
+    │   ├── UnknownThreadError                               unknown_thread
+    │   ├── UnknownApprovalError                             unknown_approval
+    │   ├── UnknownSessionError                              unknown_session
+    │   ├── UnknownCallError                                 unknown_call
+    │   └── EnvironmentNotFoundError                         unknown_environment
+    ├── FailedPreconditionError         FAILED_PRECONDITION  failed_precondition
+    │   ├── UnsupportedShellModeError                        unsupported_shell_mode
+    │   ├── ShellMismatchError                               shell_mismatch
+    │   ├── SandboxUnavailableError                          sandbox_unavailable
+    │   ├── ProcessExitedError                               process_exited
+    │   ├── StdinClosedError                                 stdin_closed
+    │   ├── NotATtyError                                     not_a_tty
+    │   ├── HostKeyMismatchError                             host_key_mismatch
+    │   ├── SpawnError                                       spawn_failed (errno)
+    │   ├── FileOperationError                               file_operation_failed (errno)
+    │   └── PendingElsewhereError                            pending_elsewhere
+    ├── ResourceExhaustedError          RESOURCE_EXHAUSTED   resource_exhausted
+    │   └── LimitExceededError                               limit_exceeded
+    └── UnavailableError                UNAVAILABLE          unavailable
+        ├── EnvironmentLostError                             environment_lost
+        ├── DrainingError                                    draining
+        └── SharedStateUnavailableError                      shared_state_unavailable
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+__all__ = [
+    "DrainingError",
+    "EnvironmentLostError",
+    "EnvironmentNotAllowedError",
+    "EnvironmentNotFoundError",
+    "FailedPreconditionError",
+    "FileNotFoundExecError",
+    "FileOperationError",
+    "HostKeyMismatchError",
+    "InvalidArgumentError",
+    "LimitExceededError",
+    "NotATtyError",
+    "NotFoundError",
+    "PathNotAllowedError",
+    "PendingElsewhereError",
+    "PermissionDeniedError",
+    "ProcessExitedError",
+    "ProcessNotFoundError",
+    "ResourceExhaustedError",
+    "SandboxUnavailableError",
+    "ServiceError",
+    "SharedStateUnavailableError",
+    "ShellMismatchError",
+    "SpawnError",
+    "StdinClosedError",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "UnknownApprovalError",
+    "UnknownCallError",
+    "UnknownSessionError",
+    "UnknownThreadError",
+    "UnsupportedShellModeError",
+    "all_error_classes",
+]
 
-class ExecServerError(Exception):
+
+class ServiceError(Exception):
     """Base of every error that becomes a gRPC status; subclasses set `code` and `reason`."""
 
     code: ClassVar[str] = "INTERNAL"
     reason: ClassVar[str] = "internal"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, errno: int | None = None) -> None:
         super().__init__(message)
         self.message = message
+        # The OS errno behind the failure, when there is one; it travels with the reason.
+        self.errno = errno
 
 
-class InvalidArgumentError(ExecServerError):
+# --- one class per status code: what an unknown reason degrades to ----------------------
+
+
+class InvalidArgumentError(ServiceError):
     """A request field is malformed or out of its limit (the message names the field)."""
 
     code = "INVALID_ARGUMENT"
     reason = "invalid_argument"
 
 
-class UnauthenticatedError(ExecServerError):
+class UnauthenticatedError(ServiceError):
     """No, bad or expired credentials."""
 
     code = "UNAUTHENTICATED"
     reason = "unauthenticated"
 
 
-class ProcessNotFoundError(ExecServerError):
-    """Unknown process id for this caller (other callers' processes look unknown too)."""
-
-    code = "NOT_FOUND"
-    reason = "unknown_process"
-
-
-class FileNotFoundExecError(ExecServerError):
-    """A file operation named a path that does not exist."""
-
-    code = "NOT_FOUND"
-    reason = "no_such_file"
-
-
-class PathNotAllowedError(ExecServerError):
-    """A file operation outside the writable roots of the requested sandbox."""
+class PermissionDeniedError(ServiceError):
+    """The caller may not do this."""
 
     code = "PERMISSION_DENIED"
+    reason = "permission_denied"
+
+
+class NotFoundError(ServiceError):
+    """The request names something that does not exist (for this caller)."""
+
+    code = "NOT_FOUND"
+    reason = "not_found"
+
+
+class FailedPreconditionError(ServiceError):
+    """The request cannot be honoured in the current state."""
+
+    code = "FAILED_PRECONDITION"
+    reason = "failed_precondition"
+
+
+class ResourceExhaustedError(ServiceError):
+    """A limit was hit; retry later."""
+
+    code = "RESOURCE_EXHAUSTED"
+    reason = "resource_exhausted"
+
+
+class UnavailableError(ServiceError):
+    """The server is draining or something it needs is unreachable."""
+
+    code = "UNAVAILABLE"
+    reason = "unavailable"
+
+
+# --- PERMISSION_DENIED -------------------------------------------------------------------
+
+
+class PathNotAllowedError(PermissionDeniedError):
+    """A file operation outside the writable roots of the requested sandbox."""
+
     reason = "path_not_writable"
 
 
-class UnsupportedShellModeError(ExecServerError):
+class EnvironmentNotAllowedError(PermissionDeniedError):
+    """The caller may not use this environment."""
+
+    reason = "environment_not_allowed"
+
+
+# --- NOT_FOUND ---------------------------------------------------------------------------
+
+
+class ProcessNotFoundError(NotFoundError):
+    """Unknown process id for this caller (other callers' processes look unknown too)."""
+
+    reason = "unknown_process"
+
+
+class FileNotFoundExecError(NotFoundError):
+    """A file operation named a path that does not exist."""
+
+    reason = "no_such_file"
+
+
+class UnknownThreadError(NotFoundError):
+    """No such thread."""
+
+    reason = "unknown_thread"
+
+
+class UnknownApprovalError(NotFoundError):
+    """No pending approval with that id (never existed, expired, or already answered)."""
+
+    reason = "unknown_approval"
+
+
+class UnknownSessionError(NotFoundError):
+    """No unified-exec session with that id in the thread."""
+
+    reason = "unknown_session"
+
+
+class UnknownCallError(NotFoundError):
+    """No in-flight call with that id in the thread."""
+
+    reason = "unknown_call"
+
+
+class EnvironmentNotFoundError(NotFoundError):
+    """No configured environment with that id."""
+
+    reason = "unknown_environment"
+
+
+# --- FAILED_PRECONDITION -----------------------------------------------------------------
+
+
+class UnsupportedShellModeError(FailedPreconditionError):
     """The daemon runs argv directly (Direct mode) and refuses anything else."""
 
-    code = "FAILED_PRECONDITION"
     reason = "unsupported_shell_mode"
 
 
-class ShellMismatchError(ExecServerError):
+class ShellMismatchError(FailedPreconditionError):
     """The request names a shell type different from the daemon's native one."""
 
-    code = "FAILED_PRECONDITION"
     reason = "shell_mismatch"
 
 
-class SandboxUnavailableError(ExecServerError):
+class SandboxUnavailableError(FailedPreconditionError):
     """A sandbox was requested but this host cannot apply it; nothing runs unsandboxed."""
 
-    code = "FAILED_PRECONDITION"
     reason = "sandbox_unavailable"
 
 
-class ProcessExitedError(ExecServerError):
+class ProcessExitedError(FailedPreconditionError):
     """Signal, write or resize sent to a process that already finished."""
 
-    code = "FAILED_PRECONDITION"
     reason = "process_exited"
 
 
-class StdinClosedError(ExecServerError):
+class StdinClosedError(FailedPreconditionError):
     """Write to a process whose stdin is not open (pipes without stdin, or after EOF)."""
 
-    code = "FAILED_PRECONDITION"
     reason = "stdin_closed"
 
 
-class NotATtyError(ExecServerError):
+class NotATtyError(FailedPreconditionError):
     """Resize of a process that has no PTY."""
 
-    code = "FAILED_PRECONDITION"
     reason = "not_a_tty"
 
 
-class HostKeyMismatchError(ExecServerError):
+class HostKeyMismatchError(FailedPreconditionError):
     """The SSH host key does not match the pinned key."""
 
-    code = "FAILED_PRECONDITION"
     reason = "host_key_mismatch"
 
 
-class SpawnError(ExecServerError):
+class SpawnError(FailedPreconditionError):
     """The process could not be started (missing program or cwd, permission)."""
 
-    code = "FAILED_PRECONDITION"
     reason = "spawn_failed"
 
-    def __init__(self, message: str, errno: int = 0) -> None:
-        super().__init__(message)
-        self.errno = errno
 
-
-class FileOperationError(ExecServerError):
+class FileOperationError(FailedPreconditionError):
     """A file operation failed for a reason other than a missing path."""
 
-    code = "FAILED_PRECONDITION"
     reason = "file_operation_failed"
 
 
-class LimitExceededError(ExecServerError):
+class PendingElsewhereError(FailedPreconditionError):
+    """The approval is pending on another router instance, which holds the parked call."""
+
+    reason = "pending_elsewhere"
+
+
+# --- RESOURCE_EXHAUSTED ------------------------------------------------------------------
+
+
+class LimitExceededError(ResourceExhaustedError):
     """A concurrency cap or quota was reached."""
 
-    code = "RESOURCE_EXHAUSTED"
     reason = "limit_exceeded"
 
 
-class EnvironmentLostError(ExecServerError):
+# --- UNAVAILABLE -------------------------------------------------------------------------
+
+
+class EnvironmentLostError(UnavailableError):
     """The environment (SSH connection) is unreachable."""
 
-    code = "UNAVAILABLE"
     reason = "environment_lost"
 
 
-class DrainingError(ExecServerError):
+class DrainingError(UnavailableError):
     """The daemon is shutting down and accepts no new work."""
 
-    code = "UNAVAILABLE"
     reason = "draining"
 
 
-def all_error_classes() -> list[type[ExecServerError]]:
-    """Every concrete domain error class (the table a test walks)."""
-    found: list[type[ExecServerError]] = []
-    pending: list[type[ExecServerError]] = [ExecServerError]
+class SharedStateUnavailableError(UnavailableError):
+    """The shared store cannot be reached; nothing is assumed (an approval is never granted)."""
+
+    reason = "shared_state_unavailable"
+
+
+def all_error_classes() -> list[type[ServiceError]]:
+    """Every domain error class, the base first (the table tests and the decoder walk)."""
+    found: list[type[ServiceError]] = []
+    pending: list[type[ServiceError]] = [ServiceError]
     while pending:
-        cls = pending.pop()
+        cls = pending.pop(0)
         found.append(cls)
         pending.extend(cls.__subclasses__())
     return found

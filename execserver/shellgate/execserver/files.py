@@ -38,8 +38,8 @@ def _os_error(exc: OSError) -> Exception:
     # The message form the contract names: `{strerror} (os error {errno})`.
     text = f"{exc.strerror} (os error {exc.errno})"
     if exc.errno == errno.ENOENT:
-        return FileNotFoundExecError(text)
-    return FileOperationError(text)
+        return FileNotFoundExecError(text, exc.errno)
+    return FileOperationError(text, exc.errno)
 
 
 def _absolute(path: str, field: str) -> str:
@@ -172,7 +172,7 @@ def remove(
     except FileNotFoundError:
         if not missing_ok:
             raise FileNotFoundExecError(
-                f"{os.strerror(errno.ENOENT)} (os error {errno.ENOENT})"
+                f"{os.strerror(errno.ENOENT)} (os error {errno.ENOENT})", errno.ENOENT
             ) from None
     except OSError as exc:
         raise _os_error(exc) from exc

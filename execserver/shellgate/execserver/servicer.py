@@ -122,7 +122,7 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         try:
             proc, reused = await self._table.start(spec)
         except SpawnError as exc:
-            failed = pb.SpawnFailed(errno=exc.errno, message=exc.message)
+            failed = pb.SpawnFailed(errno=exc.errno or 0, message=exc.message)
             yield pb.StartResponse(event=pb.ProcessEvent(spawn_failed=failed))
             return
         # Paced from the first byte: registered before the pump task gets to run.

@@ -16,6 +16,8 @@ from typing import Any
 
 import grpc
 import grpc.aio
+from shellgate.common.errors import InvalidArgumentError
+from shellgate.common.grpc.status import status_for
 
 Deserializer = Callable[[bytes], Any]
 
@@ -24,10 +26,10 @@ async def _decode(raw: bytes, deserialize: Deserializer, context: Any, method: s
     try:
         return deserialize(raw)
     except Exception:
-        # Never echo the parser's text: it may quote caller bytes.
-        await context.abort(
-            grpc.StatusCode.INVALID_ARGUMENT, f"request is not a valid message for {method}"
-        )
+        # Never echo the parser's text: it may quote caller bytes. The status carries the
+        # same ErrorInfo reason as any other INVALID_ARGUMENT.
+        status = status_for(InvalidArgumentError(f"request is not a valid message for {method}"))
+        await context.abort(status.code, status.details, status.trailing_metadata)
 
 
 async def _stream_via_write(result: Any, context: Any) -> Any:

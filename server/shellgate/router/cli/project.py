@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
+from shellgate.common.errors import ServiceError
 from shellgate.router.apply_patch import LocalFileSystem
-from shellgate.router.errors import ServiceError
 from shellgate.router.handler.environments import ReportedShell
 from shellgate.router.pipeline import HostContext, project
 from shellgate.router.policy import RulesLoadError, load_rules

@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import replace
 
 from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.errors import EnvironmentNotFoundError
 from shellgate.common.process.base import OutputChunk
 from shellgate.router.apply_patch import (
     EMPTY_PATCH_REJECTION,
@@ -18,7 +19,6 @@ from shellgate.router.output.texts import render_unified_response
 from shellgate.router.policy import Forbidden, NeedsApproval, Skip
 from shellgate.router.projection import CommandElement, PatchElement
 from shellgate.router.runtime.classic import classic_text, run_classic, spawn_failure_text
-from shellgate.router.runtime.errors import EnvironmentNotFoundError
 from shellgate.router.runtime.events import (
     ApprovalDecision,
     ApprovalKind,

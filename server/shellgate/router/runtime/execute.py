@@ -13,6 +13,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable
 
+from shellgate.common.errors import InvalidArgumentError, ServiceError
 from shellgate.common.process.base import OutputChunk
 from shellgate.router.decode.tool_call import PayloadKind
 from shellgate.router.output.texts import abort_message, format_batch_output
@@ -28,7 +29,6 @@ from shellgate.router.projection import (
     WriteStdinCall,
 )
 from shellgate.router.runtime.elements import run_command_element, run_patch
-from shellgate.router.runtime.errors import InvalidRuntimeArgumentError, RuntimeServiceError
 from shellgate.router.runtime.events import (
     ApprovalDecision,
     ApprovalRequiredEvent,
@@ -83,7 +83,7 @@ async def resume_call(
     if decision not in state.offered:
         # Put it back: a wrong answer must not lose the call.
         await ctx.thread.put_back(pending)
-        raise InvalidRuntimeArgumentError(f"decision: {decision} is not on offer")
+        raise InvalidArgumentError(f"decision: {decision} is not on offer")
     async for event in _drive(state, ctx, decision):
         yield event
 
@@ -197,7 +197,7 @@ async def _drive(
             _log.exception("call %s failed", state.projected.call_id)
             if not ended:
                 # Service errors (e.g. the shared store is down) have a safe, clear message.
-                detail = str(exc) if isinstance(exc, RuntimeServiceError) else type(exc).__name__
+                detail = str(exc) if isinstance(exc, ServiceError) else type(exc).__name__
                 text = f"execution error: {detail}"
                 failure = ElementResult(text, True, Termination.TOOL_ERROR, success=False)
                 _complete(state, emit, failure, text)

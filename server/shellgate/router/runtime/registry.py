@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shellgate.common.env_policy import ShellEnvironmentPolicy
-from shellgate.common.errors import SandboxUnavailableError, SpawnError
+from shellgate.common.errors import EnvironmentNotFoundError, SandboxUnavailableError, SpawnError
 from shellgate.common.process.base import SpawnRequest
 from shellgate.common.process.limits import MIB, ProcessLimits
 from shellgate.common.process.local import LocalBackend
@@ -17,7 +17,6 @@ from shellgate.common.sandbox import SandboxMode, SandboxSpec, wrap_argv
 from shellgate.router.apply_patch.fs import PatchFileSystem
 from shellgate.router.apply_patch.local_fs import LocalFileSystem
 from shellgate.router.handler.shells import HostShellFacts, Shell, host_user_shell
-from shellgate.router.runtime.errors import EnvironmentNotFoundError
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.spawn import Spawned, SpawnFailure
 
@@ -135,7 +134,7 @@ class LocalEnvironment:
             handle = await self._backend.start(spawn)
         except SpawnError as exc:
             message = os.strerror(exc.errno) if exc.errno else exc.message
-            raise SpawnFailure(message, exc.errno) from exc
+            raise SpawnFailure(message, exc.errno or 0) from exc
         return Spawned(handle, str(handle.pid), sandbox.mode is not SandboxMode.NONE)
 
     def filesystem(self) -> PatchFileSystem:

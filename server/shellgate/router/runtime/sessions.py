@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shellgate.common.errors import UnknownSessionError
 from shellgate.router.output.unified_rules import (
     MAX_UNIFIED_EXEC_PROCESSES,
     ProcessUsage,
@@ -16,7 +17,6 @@ from shellgate.router.output.unified_rules import (
     process_id_to_prune,
     process_limit_warning,
 )
-from shellgate.router.runtime.errors import UnknownSessionError
 from shellgate.router.runtime.store.shared_sessions import (
     SessionEnvironments,
     reattach,

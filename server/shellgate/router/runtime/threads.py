@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from shellgate.common.errors import LimitExceededError
-from shellgate.router.runtime.errors import (
-    InvalidRuntimeArgumentError,
-    RuntimeServiceError,
+from shellgate.common.errors import (
+    InvalidArgumentError,
+    LimitExceededError,
+    PendingElsewhereError,
     UnknownApprovalError,
     UnknownCallError,
     UnknownThreadError,
@@ -33,7 +33,6 @@ __all__ = [
     "InFlightCall",
     "InMemoryThreadStore",
     "PendingApproval",
-    "PendingElsewhereError",
     "ThreadRegistry",
     "ThreadState",
     "ThreadStore",
@@ -51,15 +50,8 @@ Clock = Callable[[], float]
 def validate_thread_id(thread_id: str) -> str:
     """Return the id, or raise INVALID_ARGUMENT (1-128 chars of [A-Za-z0-9._:-])."""
     if not _THREAD_ID.fullmatch(thread_id):
-        raise InvalidRuntimeArgumentError("thread_id: must be 1-128 characters of [A-Za-z0-9._:-]")
+        raise InvalidArgumentError("thread_id: must be 1-128 characters of [A-Za-z0-9._:-]")
     return thread_id
-
-
-class PendingElsewhereError(RuntimeServiceError):
-    """The approval is pending on another router instance, which holds the parked call."""
-
-    code = "FAILED_PRECONDITION"
-    reason = "pending_elsewhere"
 
 
 @dataclass

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from shellgate.common.auth import Authenticator, load_tokens
 from shellgate.common.enum_maps import SHELL_TYPES
+from shellgate.common.errors import EnvironmentNotAllowedError, LimitExceededError
 from shellgate.router.apply_patch import PatchFileSystem
-from shellgate.router.errors import PermissionDenied, ResourceExhausted
 from shellgate.router.handler.environments import ReportedShell
 from shellgate.router.handler.shells import HostShellFacts
 from shellgate.router.pipeline import HostContext, RouterTurn
@@ -71,7 +71,7 @@ class Admission:
         try:
             await asyncio.wait_for(self._sem.acquire(), self._wait_s)
         except TimeoutError:
-            raise ResourceExhausted(
+            raise LimitExceededError(
                 f"too many concurrent {self._name} calls; retry later"
             ) from None
 
@@ -153,7 +153,7 @@ class RouterApp:
     def check_environment(self, caller: Caller, environment_id: str) -> None:
         """PERMISSION_DENIED when the caller may not use the environment."""
         if caller.environments is not None and environment_id not in caller.environments:
-            raise PermissionDenied(f"environment {environment_id!r} is not allowed for this client")
+            raise EnvironmentNotAllowedError(f"environment {environment_id!r} is not allowed for this client")
 
     # --- environments and turns ----------------------------------------------------------
     async def environment_views(self, wanted: set[str] | None = None) -> dict[str, EnvironmentView]:

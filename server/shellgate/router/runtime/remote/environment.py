@@ -13,11 +13,8 @@ import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.common.enum_maps import INHERIT, SANDBOX_MODES, SIGNALS, STREAMS
 from shellgate.common.env_policy import ShellEnvironmentPolicy, exec_server_env_payload
-from shellgate.common.errors import (
-    NotATtyError,
-    ProcessExitedError,
-    StdinClosedError,
-)
+from shellgate.common.errors import FailedPreconditionError, NotFoundError, ProcessExitedError
+from shellgate.common.grpc.status import error_from_status
 from shellgate.common.process.base import (
     ExitStatus,
     OutputChunk,
@@ -143,15 +140,14 @@ class RemoteProcess:
         try:
             return await self._env.call(method, request)
         except grpc.aio.AioRpcError as exc:
-            if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
-                text = exc.details() or ""
-                if "tty" in text:
-                    raise NotATtyError(text) from exc
-                if "stdin" in text:
-                    raise StdinClosedError(text) from exc
-                raise ProcessExitedError(text) from exc
-            if exc.code() == grpc.StatusCode.NOT_FOUND:
-                raise ProcessExitedError(exc.details() or "unknown process") from exc
+            # The daemon's reason picks the class: ProcessExitedError, StdinClosedError,
+            # NotATtyError (FAILED_PRECONDITION); anything else stays the RPC error.
+            error = error_from_status(exc)
+            if isinstance(error, NotFoundError):
+                # The daemon no longer keeps the process: to this handle it has exited.
+                raise ProcessExitedError(error.message or "unknown process") from exc
+            if isinstance(error, FailedPreconditionError):
+                raise error from exc
             raise
 
     async def write(self, data: bytes) -> None:

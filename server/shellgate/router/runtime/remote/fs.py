@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import uuid
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 import grpc
 import grpc.aio
+from shellgate.common.grpc.status import error_from_status
 from shellgate.router.apply_patch.fs import (
     INVALID_UTF8,
     FileStat,
@@ -24,13 +24,12 @@ if TYPE_CHECKING:
 
 __all__ = ["RemoteFileSystem"]
 
-_OS_ERROR = re.compile(r"\(os error (\d+)\)\s*$")
-
 
 def _io_error(exc: grpc.aio.AioRpcError) -> PatchIoError:
-    text = exc.details() or exc.code().name
-    found = _OS_ERROR.search(text)
-    return PatchIoError(text, int(found.group(1)) if found else None)
+    # The daemon's text is already `{strerror} (os error {errno})`; the errno comes from the
+    # status's ErrorInfo, not from that text.
+    error = error_from_status(exc)
+    return PatchIoError(exc.details() or exc.code().name, error.errno if error else None)
 
 
 class RemoteFileSystem:

@@ -14,11 +14,8 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
-from shellgate.router.runtime.store.shared_state import (
-    PendingRecord,
-    SessionRecord,
-    SharedStateUnavailableError,
-)
+from shellgate.common.errors import SharedStateUnavailableError
+from shellgate.router.runtime.store.shared_state import PendingRecord, SessionRecord
 
 __all__ = ["DEFAULT_PREFIX", "RedisSharedState"]
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from shellgate.router.runtime.errors import EnvironmentNotFoundError
+from shellgate.common.errors import EnvironmentNotFoundError
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.spawn import EnvironmentUnavailableError
 from shellgate.router.runtime.store.shared_state import SessionRecord

@@ -18,22 +18,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
-from shellgate.router.runtime.errors import RuntimeServiceError
-
 __all__ = [
     "InMemorySharedState",
     "PendingRecord",
     "SessionRecord",
     "SharedState",
-    "SharedStateUnavailableError",
 ]
-
-
-class SharedStateUnavailableError(RuntimeServiceError):
-    """The shared store cannot be reached; nothing is assumed (an approval is never granted)."""
-
-    code = "UNAVAILABLE"
-    reason = "shared_state_unavailable"
 
 
 @dataclass(frozen=True)

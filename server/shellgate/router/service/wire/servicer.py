@@ -11,9 +11,9 @@ from typing import Any
 
 import grpc
 from shellgate.common.boundary import streaming, unary
+from shellgate.common.errors import InvalidArgumentError
 from shellgate.router.decode.tool_call import PayloadKind, ToolCall, ToolName
 from shellgate.router.decode.tools import list_tools
-from shellgate.router.errors import InvalidArgument
 from shellgate.router.pipeline import HostContext, RouterTurn, project
 from shellgate.router.projection import ProjectedCall, ShellCall
 from shellgate.router.runtime.events import (
@@ -44,15 +44,15 @@ def item_of(item: common_pb2.ToolCallItem, max_bytes: int) -> str | ToolCall:
     which = item.WhichOneof("item")
     if which == "raw_json":
         if len(item.raw_json.encode()) > max_bytes:
-            raise InvalidArgument(f"item.raw_json: larger than {max_bytes} bytes")
+            raise InvalidArgumentError(f"item.raw_json: larger than {max_bytes} bytes")
         return item.raw_json
     if which != "split":
-        raise InvalidArgument("item: set raw_json or split")
+        raise InvalidArgumentError("item: set raw_json or split")
     s = item.split
     if len(s.arguments.encode()) > max_bytes:
-        raise InvalidArgument(f"item.split.arguments: larger than {max_bytes} bytes")
+        raise InvalidArgumentError(f"item.split.arguments: larger than {max_bytes} bytes")
     if len(s.call_id) > MAX_CALL_ID_CHARS or len(s.name) > MAX_NAME_CHARS:
-        raise InvalidArgument("item.split: call_id or name too long")
+        raise InvalidArgumentError("item.split: call_id or name too long")
     kind = (
         PayloadKind.CUSTOM
         if s.kind == common_pb2.TOOL_CALL_KIND_CUSTOM_TOOL_CALL
@@ -161,7 +161,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         async with self._app.execute_admission:
             which = request.WhichOneof("input")
             if which is None:
-                raise InvalidArgument("set item or resume")
+                raise InvalidArgumentError("set item or resume")
             turn_thread = await self._app.threads.get_or_create(_valid_thread(request.thread_id))
             ctx = RuntimeContext(
                 thread=turn_thread,
@@ -173,7 +173,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             if which == "resume":
                 decision = DECISIONS.get(request.resume.decision)
                 if decision is None:
-                    raise InvalidArgument("resume.decision: unspecified")
+                    raise InvalidArgumentError("resume.decision: unspecified")
                 events = resume_call(request.resume.approval_id, decision, ctx)
             else:
                 projected, turn = await self._project(request, caller, turn_thread)

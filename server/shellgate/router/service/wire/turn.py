@@ -7,8 +7,12 @@ from dataclasses import dataclass
 
 from shellgate.common.enum_maps import INHERIT
 from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.errors import (
+    EnvironmentNotAllowedError,
+    EnvironmentNotFoundError,
+    InvalidArgumentError,
+)
 from shellgate.router.decode.tools import ConfigShellToolType, EnvironmentRef, Features, ToolsConfig
-from shellgate.router.errors import InvalidArgument, NotFound, PermissionDenied
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
 from shellgate.router.handler.permissions import Grants, PermissionProfile
 from shellgate.router.handler.plan import Turn
@@ -94,7 +98,7 @@ def approval_policy(name: str, granular: GranularApproval | None) -> ApprovalPol
     """The approval policy of a configured name (`granular` switches only for `granular`)."""
     mode = _APPROVAL_MODES.get(name)
     if mode is None:
-        raise InvalidArgument(f"turn.approval_policy: unknown policy {name!r}")
+        raise InvalidArgumentError(f"turn.approval_policy: unknown policy {name!r}")
     return ApprovalPolicy(mode, granular)
 
 
@@ -106,7 +110,7 @@ def _env_policy(turn: common_pb2.TurnContext, d: TurnDefaults) -> ShellEnvironme
         )  # fmt: skip
     p = turn.shell_environment_policy
     if len(p.exclude) + len(p.set) + len(p.include_only) > MAX_ENV_POLICY_ITEMS:
-        raise InvalidArgument("turn.shell_environment_policy: too many entries")
+        raise InvalidArgumentError("turn.shell_environment_policy: too many entries")
     return ShellEnvironmentPolicy.build(
         inherit=_INHERIT_NAMES.get(p.inherit, d.env_inherit),
         ignore_default_excludes=(
@@ -162,7 +166,7 @@ def _environments(
         first = next(iter(inputs.environments.values()), None)
         chosen = [] if first is None else [(first.environment_id, "")]
     if len(chosen) > inputs.max_environments:
-        raise InvalidArgument(
+        raise InvalidArgumentError(
             f"turn.environments: at most {inputs.max_environments} environments per turn "
             "(limits.max_environments_per_turn)"
         )
@@ -170,13 +174,13 @@ def _environments(
     for env_id, cwd in chosen:
         view = inputs.environments.get(env_id)
         if view is None:
-            raise NotFound(f"turn.environments: unknown environment {env_id!r}")
+            raise EnvironmentNotFoundError(f"turn.environments: unknown environment {env_id!r}")
         if inputs.allowed_environments is not None and env_id not in inputs.allowed_environments:
-            raise PermissionDenied(f"environment {env_id!r} is not allowed for this client")
+            raise EnvironmentNotAllowedError(f"environment {env_id!r} is not allowed for this client")
         if len(cwd) > MAX_CWD_CHARS or "\0" in cwd:
-            raise InvalidArgument("turn.environments.cwd: too long or contains NUL")
+            raise InvalidArgumentError("turn.environments.cwd: too long or contains NUL")
         if cwd and not cwd.startswith("/"):
-            raise InvalidArgument("turn.environments.cwd: must be an absolute path")
+            raise InvalidArgumentError("turn.environments.cwd: must be an absolute path")
         out.append(
             TurnEnvironment(
                 id=env_id,
@@ -203,7 +207,7 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
     policy = approval_policy(name, granular)
     profile_name = _PROFILE_NAMES.get(turn.permission_profile.kind, d.permission_profile)
     if profile_name not in _POLICY_PROFILES:
-        raise InvalidArgument(f"turn.permission_profile: unknown profile {profile_name!r}")
+        raise InvalidArgumentError(f"turn.permission_profile: unknown profile {profile_name!r}")
     allow_login = (
         turn.allow_login_shell if turn.HasField("allow_login_shell") else d.allow_login_shell
     )
