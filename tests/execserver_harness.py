@@ -28,7 +28,9 @@ FAST_LIMITS = ProcessLimits(kill_grace_ms=500, drain_ms=1_000)
 
 def daemon_config(**overrides: Any) -> ServerConfig:
     """A loopback config with short grace periods."""
-    base = ServerConfig(listen="127.0.0.1:0", process=FAST_LIMITS, sweep_interval_ms=200)
+    base = ServerConfig(
+        listen="127.0.0.1:0", process=FAST_LIMITS, sweep_interval_ms=200, local_token=False
+    )
     return replace(base, **overrides)
 
 
@@ -47,11 +49,20 @@ class Daemon:
 
 @contextlib.contextmanager
 def daemon_subprocess(
-    extra_args: Sequence[str] = (), env: dict[str, str] | None = None, timeout_s: float = 20.0
+    extra_args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    timeout_s: float = 20.0,
+    *,
+    local_token: bool = False,
 ) -> Iterator[Daemon]:
-    """Run `shellgate-execserver serve --listen 127.0.0.1:0 --print-port`; SIGTERM on exit."""
+    """Run `shellgate-execserver serve --listen 127.0.0.1:0 --print-port`; SIGTERM on exit.
+
+    Without `local_token` the daemon trusts local callers (`--no-local-token`).
+    """
     args = [sys.executable, "-m", "shellgate.execserver.cli", "serve",
             "--listen", "127.0.0.1:0", "--print-port", *extra_args]
+    if not local_token:
+        args.append("--no-local-token")
     proc = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or dict(os.environ)
     )

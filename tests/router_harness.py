@@ -26,7 +26,9 @@ INHERIT_ALL = shell_pb2.ShellEnvironmentPolicy(inherit=shell_pb2.SHELL_ENVIRONME
 
 def router_config(**overrides: Any) -> RouterConfig:
     """A loopback router config with short grace periods."""
-    base = RouterConfig(listen="127.0.0.1:0", limits=Limits(shutdown_grace_ms=1_000))
+    base = RouterConfig(
+        listen="127.0.0.1:0", limits=Limits(shutdown_grace_ms=1_000), local_token=False
+    )
     return replace(base, **overrides)
 
 
@@ -121,11 +123,17 @@ def completed(events: Sequence[router_pb2.ExecuteResponse]) -> router_pb2.Execut
 
 @contextlib.contextmanager
 def router_subprocess(
-    extra_args: Sequence[str] = (), timeout_s: float = 20.0
+    extra_args: Sequence[str] = (), timeout_s: float = 20.0, *, local_token: bool = False
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """`shellgate serve --listen 127.0.0.1:0 --print-port` as a child; SIGTERM on exit."""
+    """`shellgate serve --listen 127.0.0.1:0 --print-port` as a child; SIGTERM on exit.
+
+    Without `local_token` the child trusts local callers (`--no-local-token`), so tests can
+    use bare stubs; the default's generated token is tested on its own.
+    """
     args = [sys.executable, "-m", "shellgate.router.cli.main", "serve", "--listen", "127.0.0.1:0",
             "--print-port", *extra_args]  # fmt: skip
+    if not local_token:
+        args.append("--no-local-token")
     proc = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)
     )

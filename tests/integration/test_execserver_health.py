@@ -129,6 +129,7 @@ def test_execserver_health_port_is_plaintext_health_only(tmp_path: Path) -> None
 def test_router_health_port_is_plaintext_health_only(tmp_path: Path) -> None:
     tls = _tls_main(tmp_path)
     config = RouterConfig(
+        local_token=False,
         listen="127.0.0.1:0",
         tls_cert_file=tls.server_cert,
         tls_key_file=tls.server_key,
@@ -211,7 +212,7 @@ def test_watch_on_the_main_ports_passes_the_decode_guard() -> None:
 
     async def main() -> None:
         daemon = await start_server(daemon_config())
-        router = await start_router(RouterConfig(listen="127.0.0.1:0"))
+        router = await start_router(RouterConfig(listen="127.0.0.1:0", local_token=False))
         try:
             assert await first_status(daemon.port, EXEC) == SERVING
             assert await first_status(router.port, ROUTER) == SERVING

@@ -57,6 +57,7 @@ def routers(
     rules = tmp_path_factory.mktemp("rules")
     (rules / "base.rules").write_text('prefix_rule(pattern=["touch"], decision="prompt")\n')
     config = RouterConfig(
+        local_token=False,
         listen="127.0.0.1:0",
         environments=(
             RemoteConfig(
@@ -228,7 +229,7 @@ def test_keys_expire_with_the_idle_ttl(routers: tuple[Router, Router], redis_url
 def test_redis_outage_is_unavailable() -> None:
     """Last: its own redis-server, stopped under a router."""
     with redis_server() as url:
-        config = RouterConfig(listen="127.0.0.1:0")
+        config = RouterConfig(listen="127.0.0.1:0", local_token=False)
         with shared_router(config, url) as r:
             ok = run(r, "exec_command", {"cmd": "true"}, "o1", env="local", thread="o")
             assert completed(ok).exit_code == 0

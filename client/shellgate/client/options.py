@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import grpc
+from shellgate.client.local_token import local_token_for
 
 __all__ = [
     "DEFAULT_TARGET",
@@ -119,4 +120,7 @@ def merge_options(
         merged = replace(merged, tls=tls)
     if token is not None:
         merged = replace(merged, token=token)
+    if merged.token is None:
+        # A local `shellgate serve` publishes a token only its user can read (loopback only).
+        merged = replace(merged, token=local_token_for(merged.target))
     return merged

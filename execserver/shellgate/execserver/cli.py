@@ -28,6 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--insecure", action="store_true", default=None,
                        help="allow a non-loopback listen address without TLS")
     serve.add_argument("--token-file", help="bearer tokens, one per line")
+    serve.add_argument(
+        "--no-local-token", dest="local_token", action="store_false", default=None,
+        help="trust every local user: no generated token on a loopback address without "
+        "--token-file or mTLS (default: a random token in a 0600 file, see the docs)",
+    )  # fmt: skip
     serve.add_argument("--tls-cert", dest="tls_cert_file")
     serve.add_argument("--tls-key", dest="tls_key_file")
     serve.add_argument("--tls-client-ca", dest="tls_client_ca_file")
@@ -59,6 +64,7 @@ async def _serve(args: argparse.Namespace) -> int:
         "health_listen": args.health_listen,
         "insecure": args.insecure,
         "token_file": args.token_file,
+        "local_token": args.local_token,
         "tls_cert_file": args.tls_cert_file,
         "tls_key_file": args.tls_key_file,
         "tls_client_ca_file": args.tls_client_ca_file,

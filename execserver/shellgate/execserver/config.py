@@ -51,6 +51,9 @@ class ServerConfig:
     # Client CA for mTLS; when set, clients must present a certificate it signed.
     tls_client_ca_file: str = ""
     token_file: str = ""
+    # With no token_file and no mTLS on loopback, generate a random token readable only by
+    # this user (shellgate.common.local_token); false trusts every local user.
+    local_token: bool = True
     backend: str = "local"
     ssh: SshConfig = field(default_factory=SshConfig)
     # Root for relative cwds and GetInfo's cwd; empty = the daemon's own cwd.

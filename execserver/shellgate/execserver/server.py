@@ -12,7 +12,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
-from shellgate.common.auth import Authenticator, load_tokens
+from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.grpc.health_listener import (
     check_health_listen,
     set_serving,
@@ -26,6 +26,7 @@ from shellgate.common.grpc.listen import (
 )
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
 from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
+from shellgate.common.local_token import LocalToken
 from shellgate.common.process.base import Backend
 from shellgate.common.process.local import LocalBackend
 from shellgate.execserver.config import ServerConfig
@@ -88,6 +89,8 @@ class RunningServer:
     # The plaintext health-only listener (health_listen), when configured.
     health_server: grpc.aio.Server | None = None
     health_port: int | None = None
+    # The generated local token (the default on loopback without credentials).
+    local_token: LocalToken | None = None
 
     async def stop(self, grace_ms: int = 5_000) -> None:
         """NOT_SERVING, stop accepting, kill every process group, then stop the server."""
@@ -102,6 +105,8 @@ class RunningServer:
         # The health port goes last, so probes see NOT_SERVING for the whole shutdown.
         if self.health_server is not None:
             await self.health_server.stop(0)
+        if self.local_token is not None:
+            self.local_token.withdraw()
 
 
 async def start_server(config: ServerConfig) -> RunningServer:
@@ -116,6 +121,10 @@ async def start_server(config: ServerConfig) -> RunningServer:
         raise ValueError(f"refusing to listen on non-loopback {host} without TLS or --insecure")
     check_health_listen(config.health_listen, config.listen)
     tokens = load_tokens(config.token_file) if config.token_file else ()
+    local = None
+    if config.local_token and not tokens and not config.tls_client_ca_file and is_loopback(host):
+        local = LocalToken("execserver")
+        tokens = (TokenEntry("local", local.token.encode()),)
     auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))
     backend, host_info = await build_backend(config)
     limits = TableLimits(
@@ -156,4 +165,15 @@ async def start_server(config: ServerConfig) -> RunningServer:
     log.info("exec-server listening on %s:%d (backend %s)", host, port, backend.name)
     if health_port is not None:
         log.info("exec-server health listening on port %d (plaintext, health only)", health_port)
-    return RunningServer(server, port, table, servicer, health, sweeper, health_server, health_port)
+    running = RunningServer(
+        server, port, table, servicer, health, sweeper, health_server, health_port
+    )
+    if local is not None:
+        try:
+            path = local.publish(port)
+        except OSError as exc:
+            await running.stop(0)
+            raise OSError(f"cannot write the local token file: {exc}") from exc
+        running.local_token = local
+        log.info("local callers authenticate with the token in %s", path)
+    return running

@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "project": ("shellgate.router.cli.project", "print the projection of one output item"),
     "eval": ("shellgate.router.cli.eval", "conformance: JSON lines in, answers out"),
     "policy": ("shellgate.router.cli.policy", "exec-policy tools (check)"),
+    "token": ("shellgate.client.token_cli", "print the local router's generated token"),
 }
 
 

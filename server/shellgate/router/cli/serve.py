@@ -30,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="plaintext host:port serving only grpc.health.v1 (default none)",
     )  # fmt: skip
     parser.add_argument("--rules-dir", action="append", dest="rules_dirs", help=".rules folder")
+    parser.add_argument(
+        "--no-local-token", dest="local_token", action="store_false", default=None,
+        help="trust every local user: no generated token on a loopback address without "
+        "token_file or mTLS (default: a random token in a 0600 file; `shellgate token` prints it)",
+    )  # fmt: skip
     parser.add_argument("--print-port", action="store_true", help="print the bound port first")
     parser.add_argument("--log-level", default="INFO")
 
@@ -40,6 +45,7 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
         "health_listen": args.health_listen,
         "insecure": args.insecure,
         "rules_dirs": args.rules_dirs,
+        "local_token": args.local_token,
     }
     try:
         config = load_config(args.config, **overrides)
@@ -70,6 +76,10 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
         print(router.port, flush=True)
     else:
         print(f"shellgate router listening on port {router.port}", file=sys.stderr, flush=True)
+    if router.local_token_path is not None:
+        print(f"shellgate: local callers authenticate with the token in {router.local_token_path} "
+              "(shellgate call finds it; for grpcurl: -H \"authorization: Bearer $(shellgate token)\")",
+              file=sys.stderr, flush=True)  # fmt: skip
     await serve_forever(router, stop)
     return 0
 

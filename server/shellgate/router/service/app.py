@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from shellgate.common.auth import Authenticator, load_tokens
+from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.enum_maps import SHELL_TYPES
 from shellgate.common.errors import EnvironmentNotAllowedError, LimitExceededError
 from shellgate.router.apply_patch import PatchFileSystem
@@ -44,6 +44,8 @@ _SHELL_NAMES = {wire: name for name, wire in SHELL_TYPES.to_wire.items()}
 # Converted turns kept per (thread, wire turn, environment views, caller's environments):
 # a client sends the same TurnContext with every call of a turn, and the conversion is pure.
 TURN_CACHE_SIZE = 256
+# The subject of callers holding the generated local token (shellgate.common.local_token).
+LOCAL_SUBJECT = "local"
 _NO_RULES = Policy()
 
 
@@ -82,12 +84,20 @@ class Admission:
 class RouterApp:
     """Everything the router serves from, with one owner."""
 
-    def __init__(self, config: RouterConfig, *, parent_env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        config: RouterConfig,
+        *,
+        parent_env: Mapping[str, str] | None = None,
+        local_token: str | None = None,
+    ):
         self.config = config
         self.instance_id = uuid.uuid4().hex
         self.parent_env = dict(os.environ if parent_env is None else parent_env)
         self.host_shell: HostShellFacts = gather_host_shell_facts(config.local_shell or None)
         tokens = load_tokens(config.token_file) if config.token_file else ()
+        if local_token is not None:
+            tokens = (TokenEntry(LOCAL_SUBJECT, local_token.encode()),)
         self.auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))
         self._client_envs = {s: frozenset(e) for s, e in config.client_environments}
         # Read once at start: a missing or bad values file refuses to start (ConfigError).

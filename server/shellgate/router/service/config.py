@@ -79,6 +79,9 @@ class RouterConfig:
     tls_client_ca_file: str = ""
     # `subject token` lines (as the exec-server's token file); empty = no token auth.
     token_file: str = ""
+    # With no token_file and no mTLS on loopback, generate a random token readable only by
+    # this user (shellgate.common.local_token); false trusts every local user.
+    local_token: bool = True
     # subject -> environments it may use; a subject not listed may use every environment.
     client_environments: tuple[tuple[str, tuple[str, ...]], ...] = ()
     local_environment: bool = True
@@ -102,6 +105,15 @@ class RouterConfig:
     def tls(self) -> bool:
         """True when the listener serves TLS."""
         return bool(self.tls_cert_file and self.tls_key_file)
+
+    def wants_local_token(self) -> bool:
+        """Whether start-up generates and publishes a local token (the safe default)."""
+        return (
+            self.local_token
+            and not self.token_file
+            and not self.tls_client_ca_file
+            and is_loopback_address(self.listen)
+        )
 
     def secret_files(self) -> tuple[str, ...]:
         """Files that hold the router's credentials, masked inside every sandbox."""

@@ -17,6 +17,7 @@ from shellgate.common.grpc.health_listener import set_serving, start_with_health
 from shellgate.common.grpc.listen import EXCLUSIVE_PORT_OPTIONS, bind
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
 from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
+from shellgate.common.local_token import LocalToken
 from shellgate.router.runtime.remote.discovery import DnsDiscovery
 from shellgate.router.runtime.sweeper import run_thread_sweeper
 from shellgate.router.service.app import RouterApp
@@ -58,6 +59,9 @@ class RunningRouter:
     health_port: int | None = None
     background: list[asyncio.Task[None]] = field(default_factory=list)
     stop_background: asyncio.Event = field(default_factory=asyncio.Event)
+    # The generated local token's file (the default on loopback without credentials).
+    local_token: LocalToken | None = None
+    local_token_path: Path | None = None
 
     async def stop(self) -> None:
         """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
@@ -80,6 +84,8 @@ class RunningRouter:
         # Last, so probes see NOT_SERVING for the whole shutdown.
         if self.health_server is not None:
             await self.health_server.stop(0)
+        if self.local_token is not None:
+            self.local_token.withdraw()
 
 
 async def start_router(
@@ -87,7 +93,10 @@ async def start_router(
 ) -> RunningRouter:
     """Validate the config, bind, register services and start serving."""
     config.validate()
-    app = RouterApp(config, parent_env=parent_env)
+    local = LocalToken("router") if config.wants_local_token() else None
+    app = RouterApp(
+        config, parent_env=parent_env, local_token=local.token if local is not None else None
+    )
     limits = config.limits
     server = grpc.aio.server(
         interceptors=[DecodeGuardInterceptor()],
@@ -133,6 +142,13 @@ async def start_router(
         start, health, SERVICE_NAME, config.health_listen
     )
     running = RunningRouter(server, port, app, health, metrics_server, health_server, health_port)
+    if local is not None:
+        try:
+            running.local_token_path = local.publish(port)
+        except OSError as exc:
+            await running.stop()
+            raise OSError(f"cannot write the local token file: {exc}") from exc
+        running.local_token = local
     # Owned background tasks: cancelled and awaited by stop().
     stop = running.stop_background
     running.background.append(

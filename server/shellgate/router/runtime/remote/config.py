@@ -8,8 +8,11 @@ from pathlib import Path
 
 import grpc
 import grpc.aio
+from shellgate.common.local_token import read_local_token
 
-__all__ = ["RemoteConfig", "is_loopback_target", "make_channel", "read_token"]
+__all__ = [
+    "RemoteConfig", "is_loopback_target", "local_daemon_token", "make_channel", "read_token",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,15 @@ def read_token(path: str) -> str:
         if text and not text.startswith("#"):
             return text.split()[-1]
     raise ValueError(f"{path}: no token")
+
+
+def local_daemon_token(config: RemoteConfig) -> str | None:
+    """The token a daemon of this user on a loopback target generated (read per call: the
+    daemon may start, or restart with a new token, after the router)."""
+    if config.token_file or not is_loopback_target(config.target):
+        return None
+    port = config.target.rpartition(":")[2]
+    return read_local_token("execserver", int(port)) if port.isdigit() else None
 
 
 def make_channel(config: RemoteConfig) -> grpc.aio.Channel:

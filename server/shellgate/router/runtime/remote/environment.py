@@ -24,7 +24,12 @@ from shellgate.common.process.base import (
 )
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.router.apply_patch.fs import PatchFileSystem
-from shellgate.router.runtime.remote.config import RemoteConfig, make_channel, read_token
+from shellgate.router.runtime.remote.config import (
+    RemoteConfig,
+    local_daemon_token,
+    make_channel,
+    read_token,
+)
 from shellgate.router.runtime.remote.fs import RemoteFileSystem
 from shellgate.router.runtime.spawn import EnvironmentUnavailableError, Spawned, SpawnFailure
 from shellgate.v1 import exec_pb2, exec_pb2_grpc, shell_pb2
@@ -235,8 +240,9 @@ class RemoteEnvironment:
         return True
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
-        """Call metadata (the bearer token when configured)."""
-        return (("authorization", f"Bearer {self._token}"),) if self._token else ()
+        """Call metadata: the configured bearer token, else a local daemon's generated one."""
+        token = self._token or local_daemon_token(self.config)
+        return (("authorization", f"Bearer {token}"),) if token else ()
 
     def mark_unreachable(self, reason: str) -> None:
         """Record a failure; the next call reconnects (and refreshes GetInfo)."""
