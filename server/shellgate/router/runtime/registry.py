@@ -202,11 +202,16 @@ class EnvironmentRegistry:
         """Environment ids in configuration order."""
         return list(self._envs)
 
-    async def statuses(self, *, refresh: bool = False) -> list[EnvironmentStatus]:
-        """Reachability, last error and info of every environment (probing when asked)."""
+    async def statuses(
+        self, *, refresh: bool = False, visible: frozenset[str] | None = None
+    ) -> list[EnvironmentStatus]:
+        """Reachability, last error and info of the environments in `visible` (None: all),
+        probing them when asked; an environment a caller may not see is never probed."""
         out: list[EnvironmentStatus] = []
         # A copy: discovery may add environments while the probes await.
         for env in list(self._envs.values()):
+            if visible is not None and env.environment_id not in visible:
+                continue
             if isinstance(env, LocalEnvironment):
                 out.append(EnvironmentStatus(env.environment_id, False, "", True, "", None))
                 continue

@@ -321,11 +321,31 @@ class RemoteEnvironment:
         return True
 
     async def probe(self) -> bool:
-        """Reconnect and refresh GetInfo now; returns reachability."""
-        self._stub = None
-        with contextlib.suppress(EnvironmentUnavailableError):
-            await self.stub()
-        return self.reachable
+        """Refresh GetInfo now (connecting when not connected); returns reachability.
+
+        A connected channel is reused, never closed: in-flight calls and streams of other
+        callers run on it, and a status refresh must not disturb them.
+        """
+        stub = self._stub
+        if stub is None:
+            with contextlib.suppress(EnvironmentUnavailableError):
+                await self.stub()
+            return self.reachable
+        try:
+            self.info = await stub.GetInfo(
+                exec_pb2.GetInfoRequest(),
+                timeout=self.config.call_timeout_ms / 1000,
+                metadata=self.metadata(),
+            )
+        except grpc.aio.AioRpcError as exc:
+            # Reported, not acted on: the channel reconnects by itself, and live streams
+            # end (or not) on their own.
+            self.reachable = False
+            self.last_error = f"{exc.code().name}: {exc.details()}"
+            return False
+        self.reachable = True
+        self.last_error = None
+        return True
 
     async def spawn(
         self,

@@ -201,13 +201,10 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
     ) -> router_pb2.ListEnvironmentsResponse:
         """Every configured environment with reachability and reported info."""
         caller = self._caller(context)
-        statuses = await self._app.environments.statuses(refresh=request.refresh)
-        visible = [
-            s
-            for s in statuses
-            if caller.environments is None or s.environment_id in caller.environments
-        ]
-        return router_pb2.ListEnvironmentsResponse(environments=[status_pb(s) for s in visible])
+        statuses = await self._app.environments.statuses(
+            refresh=request.refresh, visible=caller.environments
+        )
+        return router_pb2.ListEnvironmentsResponse(environments=[status_pb(s) for s in statuses])
 
     @unary
     async def ListSessions(
