@@ -1,7 +1,8 @@
-"""The orchestrator: run a projected call (or resume one) as a stream of domain events.
+"""The Execute stream driver: a projected call, or its resumption, as a stream of events.
 
 Every path ends in exactly one `CompletedEvent` — or one `ApprovalRequiredEvent` when the
-call parks for approval — so call/output pairing never breaks (spec 06 §3, §4).
+call parks for approval — so call/output pairing never breaks (spec 06 §3, §4). The call's
+states and transitions are in `call_state`; each element goes through the `orchestrator`.
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable
 
-from shellgate.common.process.base import OutputChunk
 from shellgate.router.decode.tool_call import PayloadKind
-from shellgate.router.output.texts import abort_message, format_batch_output
+from shellgate.router.output.texts import abort_message
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import (
     ApplyPatchToolCall,
@@ -27,7 +27,22 @@ from shellgate.router.projection import (
     ToolErrorOutcome,
     WriteStdinCall,
 )
-from shellgate.router.runtime.elements import run_command_element, run_patch
+from shellgate.router.runtime.call_state import (
+    Aborted,
+    Answer,
+    AwaitingApproval,
+    Call,
+    CallState,
+    ElementOutcome,
+    Ended,
+    Finished,
+    InvalidTransition,
+    Running,
+    advance,
+    crash,
+    resume,
+)
+from shellgate.router.runtime.context import Emit, OutputRoom, RuntimeContext, RuntimeRequest
 from shellgate.router.runtime.errors import InvalidRuntimeArgumentError, RuntimeServiceError
 from shellgate.router.runtime.events import (
     ApprovalDecision,
@@ -36,13 +51,13 @@ from shellgate.router.runtime.events import (
     ExecuteEvent,
     OutputEvent,
     ProjectionEvent,
-    TerminalInteractionEvent,
     Termination,
     output_item_json,
 )
-from shellgate.router.runtime.gating import writable_roots
-from shellgate.router.runtime.state import CallState, ElementResult, Emit, RuntimeContext
-from shellgate.router.runtime.unified_exec import write_stdin
+from shellgate.router.runtime.orchestrator import ToolRuntime, orchestrate
+from shellgate.router.runtime.runtimes.apply_patch import element_patch, tool_call_patch
+from shellgate.router.runtime.runtimes.classic import ShellRuntime
+from shellgate.router.runtime.runtimes.unified_exec import UnifiedExecRuntime, run_write_stdin
 
 __all__ = ["execute_call", "resume_call"]
 
@@ -65,10 +80,10 @@ async def execute_call(
     projected: ProjectedCall, turn: RouterTurn, ctx: RuntimeContext
 ) -> AsyncIterator[ExecuteEvent]:
     """Run a new call: `projection`, then its events, ending in completed/approval_required."""
-    state = CallState(projected, turn, started_at=time.monotonic())
+    record = Call(projected, turn, started_at=time.monotonic())
     # The call starts before the projection is sent: sending it is a write the client must
     # acknowledge, and the spawn need not wait for that (the projection still comes first).
-    async for event in _drive(state, ctx, None, first=ProjectionEvent(projected)):
+    async for event in _drive(record, ctx, Running(), None, first=ProjectionEvent(projected)):
         yield event
 
 
@@ -77,14 +92,16 @@ async def resume_call(
 ) -> AsyncIterator[ExecuteEvent]:
     """Continue a parked call where it stopped; unknown/expired id → NOT_FOUND."""
     pending = await ctx.thread.take_pending(approval_id)
-    state = pending.payload
-    if not isinstance(state, CallState):  # pragma: no cover - only CallState is parked
-        raise TypeError("pending payload is not a call state")
-    if decision not in state.offered:
+    parked = pending.payload
+    if not isinstance(parked, AwaitingApproval):  # pragma: no cover - only calls are parked
+        raise TypeError("pending payload is not a parked call")
+    try:
+        running, answer = resume(parked, decision)
+    except InvalidRuntimeArgumentError:
         # Put it back: a wrong answer must not lose the call.
         await ctx.thread.put_back(pending)
-        raise InvalidRuntimeArgumentError(f"decision: {decision} is not on offer")
-    async for event in _drive(state, ctx, decision):
+        raise
+    async for event in _drive(parked.call, ctx, running, answer):
         yield event
 
 
@@ -114,9 +131,10 @@ def _coalesces(projected: ProjectedCall) -> bool:
 
 
 async def _drive(
-    state: CallState,
+    record: Call,
     ctx: RuntimeContext,
-    decision: ApprovalDecision | None,
+    state: Running,
+    answer: Answer | None,
     first: ExecuteEvent | None = None,
 ) -> AsyncIterator[ExecuteEvent]:
     # A plain deque with one wakeup future: output arriving while the client is behind is
@@ -125,9 +143,8 @@ async def _drive(
     queue: deque[object] = deque()
     wakeup: list[asyncio.Future[None]] = []
     loop = asyncio.get_running_loop()
-    call = ctx.thread.begin_call(state.projected.call_id)
-    state.interrupt = call.interrupt
-    coalesce = _coalesces(state.projected)
+    call = ctx.thread.begin_call(record.projected.call_id)
+    coalesce = _coalesces(record.projected)
     # Per element: chunks merged into an earlier one, so later seqs stay contiguous.
     absorbed: dict[int, int] = {}
 
@@ -189,22 +206,22 @@ async def _drive(
         put(_PendingOutput(event, event.seq - skipped))
 
     async def run() -> None:
-        state.output_room = room if coalesce else None
+        execution = _Execution(record, ctx, emit, call.interrupt, room if coalesce else None, state)
         try:
-            await _run(state, ctx, decision, emit)
+            await execution.run(answer)
         except Exception as exc:
             # Pairing must survive our own bugs: the model still gets an output.
-            _log.exception("call %s failed", state.projected.call_id)
+            _log.exception("call %s failed", record.projected.call_id)
             if not ended:
                 # Service errors (e.g. the shared store is down) have a safe, clear message.
                 detail = str(exc) if isinstance(exc, RuntimeServiceError) else type(exc).__name__
-                text = f"execution error: {detail}"
-                failure = ElementResult(text, True, Termination.TOOL_ERROR, success=False)
-                _complete(state, emit, failure, text)
+                execution.fail(f"execution error: {detail}")
         finally:
             put(_DONE)
 
-    task = asyncio.create_task(run(), name=f"execute-{state.projected.call_id}")
+    # Owned by this generator: the `finally` below cancels and awaits it when the stream
+    # ends early, so no call outlives its Execute.
+    task = asyncio.create_task(run(), name=f"execute-{record.projected.call_id}")
     try:
         if first is not None:
             # Let the call reach its first real wait (the spawn) before the first event is
@@ -240,153 +257,161 @@ async def _drive(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         ctx.thread.end_call(call)
-        state.interrupt = None
 
 
-def _complete(state: CallState, emit: Emit, result: ElementResult, text: str) -> None:
-    custom = state.projected.payload_kind is PayloadKind.CUSTOM
-    success = result.success if result.success is not None else not result.failed
-    emit(
-        CompletedEvent(
-            output_item_json=output_item_json(state.projected.call_id, text, custom=custom),
-            output_text=text,
-            success=success,
-            exit_code=result.exit_code,
-            session_id=result.session_id,
-            wall_time_ms=round((time.monotonic() - state.started_at) * 1000),
-            original_token_count=result.original_token_count,
-            truncated=result.truncated,
-            termination=result.termination,
-            model_warnings=tuple(state.warnings + result.warnings),
-        )
-    )
+class _Execution:
+    """One Execute stream's run of a call: it holds the call's current state and reports it."""
 
+    def __init__(
+        self,
+        call: Call,
+        ctx: RuntimeContext,
+        emit: Emit,
+        interrupt: asyncio.Event,
+        output_room: OutputRoom | None,
+        state: CallState,
+    ) -> None:
+        self.call = call
+        self.ctx = ctx
+        self.emit = emit
+        self.interrupt = interrupt
+        self.output_room = output_room
+        # Replaced by each transition; read when a bug ends the call (`fail`).
+        self.state = state
 
-def _abort(state: CallState, emit: Emit, tool: str, result: ElementResult) -> None:
-    text = abort_message(tool, (time.monotonic() - state.started_at) * 1000)
-    aborted = ElementResult(
-        text, True, Termination.CANCELLED, success=False, session_id=result.session_id,
-        warnings=result.warnings,
-    )  # fmt: skip
-    _complete(state, emit, aborted, text)
-
-
-async def _run(
-    state: CallState, ctx: RuntimeContext, decision: ApprovalDecision | None, emit: Emit
-) -> None:
-    outcome = state.projected.outcome
-    if isinstance(outcome, NoToolCallOutcome):
-        emit(CompletedEvent("", "", False, None, None, 0, None, False, Termination.NONE, ()))
-    elif isinstance(outcome, ToolErrorOutcome):
-        result = ElementResult(outcome.text, True, Termination.TOOL_ERROR, success=False)
-        _complete(state, emit, result, outcome.text)
-    elif isinstance(outcome, WriteStdinCall):
-        await _write_stdin(state, ctx, outcome, emit)
-    elif isinstance(outcome, ApplyPatchToolCall):
-        result = await run_patch(
-            state, ctx, decision, emit, result=outcome.result,
-            environment_id=outcome.environment_id, roots=(outcome.cwd, "/tmp"), argv=(),
-            element=None, unified_frame=False,
+    def request(self, index: int) -> RuntimeRequest:
+        """What the runtime of element `index` runs with."""
+        projected = self.call.projected
+        name = projected.tool_name
+        return RuntimeRequest(
+            self.ctx, self.call.turn, projected.call_id, index, self.emit, self.interrupt,
+            self.output_room, exec_frame=name is not None and name.name == "exec_command",
         )  # fmt: skip
-        _finish_single(state, emit, result, "apply_patch")
-    elif isinstance(outcome, ShellCall):
-        await _shell(state, ctx, outcome, decision, emit)
 
+    async def run(self, answer: Answer | None) -> None:
+        """Run the call from its current state to its end, or until it parks."""
+        outcome = self.call.projected.outcome
+        match outcome:
+            case NoToolCallOutcome():
+                self.emit(
+                    CompletedEvent("", "", False, None, None, 0, None, False, Termination.NONE, ())
+                )
+                return
+            case ToolErrorOutcome(text=text):
+                self._advance(Finished(text, Termination.TOOL_ERROR, success=False))
+            case WriteStdinCall():
+                self._advance(await run_write_stdin(self.request(0), outcome))
+            case ApplyPatchToolCall():
+                request = self.request(0)
+                self._advance(await _element(tool_call_patch(request, outcome), request, answer))
+            case ShellCall():
+                await self._shell(outcome, answer)
+        match self.state:
+            case AwaitingApproval():
+                await self._park(self.state)
+            case Ended():
+                self._end(self.state)
+            case Running():
+                raise InvalidTransition("the call stopped while running")
 
-def _finish_single(state: CallState, emit: Emit, result: ElementResult, tool: str) -> None:
-    if result.paused:
-        return
-    if result.aborted:
-        _abort(state, emit, tool, result)
-        return
-    _complete(state, emit, result, result.text)
+    async def _shell(self, call: ShellCall, answer: Answer | None) -> None:
+        while isinstance(self.state, Running):
+            index = self.state.index
+            if self.interrupt.is_set():
+                self._advance(Aborted())
+                continue
+            request = self.request(index)
+            self._advance(await _element(_runtime(call, request), request, answer))
+            # The decision answered this element only; later elements meet their own gates.
+            answer = None
 
+    def _advance(self, outcome: ElementOutcome) -> None:
+        self.state = advance(self.call, self.state, outcome)
 
-async def _shell(
-    state: CallState,
-    ctx: RuntimeContext,
-    call: ShellCall,
-    decision: ApprovalDecision | None,
-    emit: Emit,
-) -> None:
-    failed = False
-    while state.index < len(call.elements):
-        if state.interrupt is not None and state.interrupt.is_set():
-            _abort(state, emit, call.tool, ElementResult("", True, Termination.CANCELLED))
-            return
-        element = call.elements[state.index]
-        if isinstance(element, PatchElement):
-            result = await run_patch(
-                state, ctx, decision, emit, result=element.result,
-                environment_id=element.handler.environment_id,
-                roots=writable_roots(element.envelope, ctx.extra_writable_roots),
-                argv=element.handler.argv, element=element,
-                unified_frame=call.tool == "exec_command",
-            )  # fmt: skip
-        else:
-            assert isinstance(element, CommandElement)
-            result = await run_command_element(state, element, ctx, decision, emit)
-        # The decision answered this element only; later elements meet their own gates.
-        decision = None
-        if result.paused:
-            return
-        if result.aborted:
-            _abort(state, emit, call.tool, result)
-            return
-        state.blocks.append(result.text)
-        state.warnings.extend(result.warnings)
-        result.warnings = []
-        state.last = result
-        state.truncated = state.truncated or result.truncated
-        if result.failed:
-            failed = True
-            break
-        state.index += 1
-    last = state.last
-    assert last is not None
-    if call.tool == "exec_command" or not call.batch:
-        _complete(state, emit, last, last.text)
-        return
-    not_run = [el.handler.argv[-1] for el in call.elements[state.index + 1 :]] if failed else []
-    text = format_batch_output(state.blocks, not_run)
-    summary = ElementResult(
-        text, failed, last.termination, success=not failed, exit_code=last.exit_code,
-        original_token_count=last.original_token_count,
-        truncated=state.truncated,
-    )  # fmt: skip
-    _complete(state, emit, summary, text)
+    def fail(self, text: str) -> None:
+        """A bug stopped the call: answer with `text` (the stream must still pair)."""
+        self.state = crash(self.state, text)
+        self._end(self.state)
 
-
-async def _write_stdin(
-    state: CallState, ctx: RuntimeContext, call: WriteStdinCall, emit: Emit
-) -> None:
-    params = call.params
-
-    def on_output(chunk: OutputChunk, seq: int) -> None:
-        emit(OutputEvent(0, chunk.stream, seq, chunk.data))
-
-    resp = await write_stdin(
-        manager=ctx.thread.sessions, session_id=params.session_id, chars=params.chars,
-        yield_time_ms=call.yield_time_ms, policy=call.output_policy, listener=on_output,
-        interrupt=state.interrupt, rng=ctx.rng,
-    )  # fmt: skip
-    if resp.error:
-        result = ElementResult(resp.text, True, Termination.TOOL_ERROR, success=False)
-        _complete(state, emit, result, resp.text)
-        return
-    if params.chars or resp.session_id is not None:
-        emit(TerminalInteractionEvent(params.session_id, params.chars))
-    if resp.interrupted:
-        _abort(
-            state,
-            emit,
-            "write_stdin",
-            ElementResult("", True, Termination.CANCELLED, session_id=resp.session_id),
+    async def _park(self, awaiting: AwaitingApproval) -> None:
+        parked, subject = awaiting.parked, awaiting.parked.subject
+        pending = await self.ctx.thread.add_pending(self.call.projected.call_id, awaiting)
+        self.emit(
+            ApprovalRequiredEvent(
+                approval_id=pending.approval_id,
+                call_id=self.call.projected.call_id,
+                kind=parked.kind,
+                element_index=parked.element_index,
+                argv=subject.argv,
+                cwd=subject.cwd,
+                environment_id=subject.environment_id,
+                reason=parked.reason,
+                proposed_amendment=parked.amendment,
+                approval_key_digest=parked.key,
+                available_decisions=parked.offered,
+                element=subject.element,
+                expires_in_ms=round((pending.expires_at - pending.created_at) * 1000),
+            )
         )
-        return
-    result = ElementResult(
-        resp.text, False, resp.termination, success=True, exit_code=resp.exit_code,
-        session_id=resp.session_id, original_token_count=resp.original_token_count,
-        truncated=resp.truncated,
-    )  # fmt: skip
-    _complete(state, emit, result, resp.text)
+
+    def _end(self, ended: Ended) -> None:
+        match ended.result:
+            case Finished() as done:
+                self._complete(done)
+            case Aborted(session_id=session_id, warnings=warnings):
+                elapsed_ms = (time.monotonic() - self.call.started_at) * 1000
+                text = abort_message(_tool_label(self.call.projected), elapsed_ms)
+                self._complete(
+                    Finished(
+                        text, Termination.CANCELLED, success=False, session_id=session_id,
+                        warnings=warnings,
+                    )
+                )  # fmt: skip
+
+    def _complete(self, result: Finished) -> None:
+        projected = self.call.projected
+        custom = projected.payload_kind is PayloadKind.CUSTOM
+        self.emit(
+            CompletedEvent(
+                output_item_json=output_item_json(projected.call_id, result.text, custom=custom),
+                output_text=result.text,
+                success=result.success,
+                exit_code=result.exit_code,
+                session_id=result.session_id,
+                wall_time_ms=round((time.monotonic() - self.call.started_at) * 1000),
+                original_token_count=result.original_token_count,
+                truncated=result.truncated,
+                termination=result.termination,
+                model_warnings=result.warnings,
+            )
+        )
+
+
+def _runtime(call: ShellCall, request: RuntimeRequest) -> ToolRuntime | Finished:
+    """The runtime of a shell call's element (or an apply_patch's answer before approval)."""
+    match call.elements[request.element_index]:
+        case PatchElement() as patch:
+            return element_patch(request, patch, unified_frame=call.tool == "exec_command")
+        case CommandElement() as command if request.exec_frame:
+            return UnifiedExecRuntime(request, command)
+        case CommandElement() as command:
+            return ShellRuntime(request, command)
+
+
+async def _element(
+    runtime: ToolRuntime | Finished, request: RuntimeRequest, answer: Answer | None
+) -> ElementOutcome:
+    if isinstance(runtime, Finished):
+        return runtime
+    return await orchestrate(runtime, request, answer)
+
+
+def _tool_label(projected: ProjectedCall) -> str:
+    """The tool named in the abort text."""
+    match projected.outcome:
+        case ShellCall(tool=tool):
+            return tool
+        case WriteStdinCall():
+            return "write_stdin"
+        case _:
+            return "apply_patch"
