@@ -32,6 +32,7 @@ from shellgate.router.runtime.spawn import NO_SANDBOX, EnvironmentUnavailableErr
 
 __all__ = [
     "SANDBOX_RETRY_REASON",
+    "AnyApprovalKey",
     "Ask",
     "Gate",
     "Proceed",
@@ -108,7 +109,7 @@ class SandboxDenied:
     result: Finished
 
 
-class ApprovalKey(Protocol):
+class AnyApprovalKey(Protocol):
     """What "approved for session" remembers of an element, by its digest (spec 06 §8)."""
 
     def digest(self) -> str:
@@ -123,7 +124,7 @@ class ToolRuntime(Protocol):
         """What the turn's policy requires before the first attempt."""
         ...
 
-    def approval_key(self) -> ApprovalKey:
+    def approval_key(self) -> AnyApprovalKey:
         """The key an approval is remembered under."""
         ...
 
