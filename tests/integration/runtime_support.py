@@ -18,6 +18,7 @@ from shellgate.router.handler.plan import Turn
 from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.pipeline import HostContext, RouterTurn, project
 from shellgate.router.policy import PermissionProfile
+from shellgate.router.runtime.context import RuntimeContext
 from shellgate.router.runtime.events import (
     ApprovalDecision,
     ApprovalRequiredEvent,
@@ -31,7 +32,6 @@ from shellgate.router.runtime.registry import (
     gather_host_shell_facts,
 )
 from shellgate.router.runtime.sessions import SessionManager
-from shellgate.router.runtime.state import RuntimeContext
 from shellgate.router.runtime.threads import InMemoryThreadStore, ThreadState
 from shellgate.router.service.rules_store import PolicyStore
 from shellgate.router.service.wire.turn import approval_policy

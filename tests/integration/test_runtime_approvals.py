@@ -1,13 +1,18 @@
-"""Approval round trip, amendments, the session cache, forbidden, sandbox retry (spec 06 §3)."""
+"""Approval round trip, amendments, the session cache, forbidden, sandbox retry, apply_patch
+(spec 02 §6.4, 06 §3)."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from shellgate.common.errors import UnknownApprovalError
+from shellgate.router.pipeline import project
 from shellgate.router.policy import PermissionProfile
 from shellgate.router.runtime.events import (
     ApprovalDecision,
@@ -15,6 +20,7 @@ from shellgate.router.runtime.events import (
     StartedEvent,
     Termination,
 )
+from shellgate.router.runtime.execute import execute_call
 
 from tests.integration.runtime_support import Harness, approval, completed, normalise
 
@@ -151,5 +157,78 @@ def test_sandbox_denial_offers_unsandboxed_retry(tmp_path: Path) -> None:
             done = completed(await h.resume(ask.approval_id, ApprovalDecision.DENIED))
             assert done.output_text.startswith("Exit code: 1\n")
             assert "Read-only file system" in done.output_text
+
+    asyncio.run(main())
+
+
+PATCH_Z = "*** Begin Patch\n*** Add File: z.txt\n+zed\n*** End Patch\n"
+
+
+def _patch_digest(patch: str, cwd: str) -> str:
+    # The approval key as spec'd, written out here so the test does not reuse the code.
+    key = {"kind": "apply_patch", "environment_id": "local", "patch": patch, "cwd": cwd}
+    text = json.dumps(key, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_apply_patch_asks_rejects_and_remembers(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with Harness(
+            tmp_path, approval="on-request", profile=PermissionProfile.READ_ONLY
+        ) as h:
+            script = f"apply_patch <<'EOF'\n{PATCH_Z}EOF\n"
+            ask = approval(await h.run("shell_command", {"command": script}))
+            assert ask.kind is ApprovalKind.APPLY_PATCH and ask.element_index == 0
+            assert ask.argv[-1] == script and ask.cwd == str(tmp_path)
+            assert ask.reason == "" and ask.proposed_amendment is None
+            # The heredoc's body is the patch, without its last newline.
+            assert ask.approval_key_digest == _patch_digest(PATCH_Z[:-1], str(tmp_path))
+            assert ApprovalDecision.APPROVED_WITH_AMENDMENT not in ask.available_decisions
+            done = completed(await h.resume(ask.approval_id, ApprovalDecision.DENIED))
+            assert done.output_text == "patch rejected by user"
+            assert done.termination is Termination.REJECTED and not done.success
+            assert not (tmp_path / "z.txt").exists()
+            ask = approval(await h.run("shell_command", {"command": script}, "call-2"))
+            done = completed(await h.resume(ask.approval_id, ApprovalDecision.APPROVED_FOR_SESSION))
+            assert done.success and (tmp_path / "z.txt").read_text() == "zed\n"
+            # Under `never` a read-only turn rejects patches, except one approved for the
+            # session (the cache is read before the patch's safety check).
+            h.approval = "never"
+            assert completed(await h.run("shell_command", {"command": script}, "call-3")).success
+            other = script.replace("z.txt", "w.txt")
+            done = completed(await h.run("shell_command", {"command": other}, "call-4"))
+            assert done.output_text == (
+                "patch rejected: writing is blocked by read-only sandbox; rejected by user "
+                "approval settings"
+            )
+            assert done.termination is Termination.REJECTED and not done.success
+            empty = "apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF\n"
+            done = completed(await h.run("shell_command", {"command": empty}, "call-5"))
+            assert done.output_text == "patch rejected: empty patch"
+            assert not (tmp_path / "w.txt").exists()
+
+    asyncio.run(main())
+
+
+def test_apply_patch_tool_asks_then_aborts_or_applies(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with Harness(tmp_path, approval="untrusted") as h:
+            item = json.dumps({"type": "custom_tool_call", "name": "apply_patch",
+                               "call_id": "p1", "input": PATCH_Z})  # fmt: skip
+            turn = h.turn()
+            projected = project(item, turn, h.host())
+            ask = approval([e async for e in execute_call(projected, turn, h.ctx)])
+            assert ask.kind is ApprovalKind.APPLY_PATCH
+            assert ask.argv == () and ask.element is None and ask.cwd == str(tmp_path)
+            done = completed(await h.resume(ask.approval_id, ApprovalDecision.ABORT))
+            assert re.fullmatch(r"aborted by user after \d+\.\ds", done.output_text)
+            assert done.termination is Termination.CANCELLED and not (tmp_path / "z.txt").exists()
+            ask = approval([e async for e in execute_call(projected, turn, h.ctx)])
+            done = completed(await h.resume(ask.approval_id, ApprovalDecision.APPROVED))
+            assert done.output_text == (
+                "Exit code: 0\nWall time: 0 seconds\nOutput:\n"
+                "Success. Updated the following files:\nA z.txt\n"
+            )
+            assert done.output_item_json.startswith('{"type":"custom_tool_call_output"')
 
     asyncio.run(main())

@@ -172,6 +172,7 @@ def exec_command_approval_key(
 class ApplyPatchApprovalKey:
     """What "approved for session" remembers for an apply_patch call (namespace apply_patch)."""
 
+    environment_id: str
     patch: str
     cwd: str
 
@@ -179,3 +180,16 @@ class ApplyPatchApprovalKey:
     def namespace(self) -> str:
         """The approval-cache namespace."""
         return "apply_patch"
+
+    def to_json(self) -> dict[str, object]:
+        """The key record that the digest covers: `{kind, environment_id, patch, cwd}`."""
+        return {
+            "kind": "apply_patch",
+            "environment_id": self.environment_id,
+            "patch": self.patch,
+            "cwd": self.cwd,
+        }
+
+    def digest(self) -> str:
+        """Lowercase hex SHA-256 of the key's canonical JSON; stable across processes."""
+        return hashlib.sha256(canonical_json(self.to_json())).hexdigest()

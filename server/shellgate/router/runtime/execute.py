@@ -1,7 +1,8 @@
-"""The orchestrator: run a projected call (or resume one) as a stream of domain events.
+"""The Execute stream driver: a projected call, or its resumption, as a stream of events.
 
 Every path ends in exactly one `CompletedEvent` — or one `ApprovalRequiredEvent` when the
-call parks for approval — so call/output pairing never breaks (spec 06 §3, §4).
+call parks for approval — so call/output pairing never breaks (spec 06 §3, §4). The call's
+states and transitions are in `call_state`; each element goes through the `orchestrator`.
 """
 
 from __future__ import annotations
@@ -14,21 +15,11 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable
 
 from shellgate.common.errors import InvalidArgumentError, ServiceError
-from shellgate.common.process.base import OutputChunk
-from shellgate.router.decode.tool_call import PayloadKind
-from shellgate.router.output.texts import abort_message, format_batch_output
 from shellgate.router.pipeline import RouterTurn
-from shellgate.router.projection import (
-    ApplyPatchToolCall,
-    CommandElement,
-    NoToolCallOutcome,
-    PatchElement,
-    ProjectedCall,
-    ShellCall,
-    ToolErrorOutcome,
-    WriteStdinCall,
-)
-from shellgate.router.runtime.elements import run_command_element, run_patch
+from shellgate.router.projection import ProjectedCall, ShellCall
+from shellgate.router.runtime.call_runner import CallRunner
+from shellgate.router.runtime.call_state import Answer, AwaitingApproval, Call, Running, resume
+from shellgate.router.runtime.context import RuntimeContext
 from shellgate.router.runtime.events import (
     ApprovalDecision,
     ApprovalRequiredEvent,
@@ -36,13 +27,7 @@ from shellgate.router.runtime.events import (
     ExecuteEvent,
     OutputEvent,
     ProjectionEvent,
-    TerminalInteractionEvent,
-    Termination,
-    output_item_json,
 )
-from shellgate.router.runtime.gating import writable_roots
-from shellgate.router.runtime.state import CallState, ElementResult, Emit, RuntimeContext
-from shellgate.router.runtime.unified_exec import write_stdin
 
 __all__ = ["execute_call", "resume_call"]
 
@@ -65,10 +50,10 @@ async def execute_call(
     projected: ProjectedCall, turn: RouterTurn, ctx: RuntimeContext
 ) -> AsyncIterator[ExecuteEvent]:
     """Run a new call: `projection`, then its events, ending in completed/approval_required."""
-    state = CallState(projected, turn, started_at=time.monotonic())
+    record = Call(projected, turn, started_at=time.monotonic())
     # The call starts before the projection is sent: sending it is a write the client must
     # acknowledge, and the spawn need not wait for that (the projection still comes first).
-    async for event in _drive(state, ctx, None, first=ProjectionEvent(projected)):
+    async for event in _drive(record, ctx, Running(), None, first=ProjectionEvent(projected)):
         yield event
 
 
@@ -77,14 +62,16 @@ async def resume_call(
 ) -> AsyncIterator[ExecuteEvent]:
     """Continue a parked call where it stopped; unknown/expired id → NOT_FOUND."""
     pending = await ctx.thread.take_pending(approval_id)
-    state = pending.payload
-    if not isinstance(state, CallState):  # pragma: no cover - only CallState is parked
-        raise TypeError("pending payload is not a call state")
-    if decision not in state.offered:
+    parked = pending.payload
+    if not isinstance(parked, AwaitingApproval):  # pragma: no cover - only calls are parked
+        raise TypeError("pending payload is not a parked call")
+    try:
+        running, answer = resume(parked, decision)
+    except InvalidArgumentError:
         # Put it back: a wrong answer must not lose the call.
         await ctx.thread.put_back(pending)
-        raise InvalidArgumentError(f"decision: {decision} is not on offer")
-    async for event in _drive(state, ctx, decision):
+        raise
+    async for event in _drive(parked.call, ctx, running, answer):
         yield event
 
 
@@ -114,9 +101,10 @@ def _coalesces(projected: ProjectedCall) -> bool:
 
 
 async def _drive(
-    state: CallState,
+    record: Call,
     ctx: RuntimeContext,
-    decision: ApprovalDecision | None,
+    state: Running,
+    answer: Answer | None,
     first: ExecuteEvent | None = None,
 ) -> AsyncIterator[ExecuteEvent]:
     # A plain deque with one wakeup future: output arriving while the client is behind is
@@ -125,9 +113,8 @@ async def _drive(
     queue: deque[object] = deque()
     wakeup: list[asyncio.Future[None]] = []
     loop = asyncio.get_running_loop()
-    call = ctx.thread.begin_call(state.projected.call_id)
-    state.interrupt = call.interrupt
-    coalesce = _coalesces(state.projected)
+    call = ctx.thread.begin_call(record.projected.call_id)
+    coalesce = _coalesces(record.projected)
     # Per element: chunks merged into an earlier one, so later seqs stay contiguous.
     absorbed: dict[int, int] = {}
 
@@ -189,22 +176,22 @@ async def _drive(
         put(_PendingOutput(event, event.seq - skipped))
 
     async def run() -> None:
-        state.output_room = room if coalesce else None
+        runner = CallRunner(record, ctx, emit, call.interrupt, room if coalesce else None, state)
         try:
-            await _run(state, ctx, decision, emit)
+            await runner.run(answer)
         except Exception as exc:
             # Pairing must survive our own bugs: the model still gets an output.
-            _log.exception("call %s failed", state.projected.call_id)
+            _log.exception("call %s failed", record.projected.call_id)
             if not ended:
                 # Service errors (e.g. the shared store is down) have a safe, clear message.
                 detail = str(exc) if isinstance(exc, ServiceError) else type(exc).__name__
-                text = f"execution error: {detail}"
-                failure = ElementResult(text, True, Termination.TOOL_ERROR, success=False)
-                _complete(state, emit, failure, text)
+                runner.fail(f"execution error: {detail}")
         finally:
             put(_DONE)
 
-    task = asyncio.create_task(run(), name=f"execute-{state.projected.call_id}")
+    # Owned by this generator: the `finally` below cancels and awaits it when the stream
+    # ends early, so no call outlives its Execute.
+    task = asyncio.create_task(run(), name=f"execute-{record.projected.call_id}")
     try:
         if first is not None:
             # Let the call reach its first real wait (the spawn) before the first event is
@@ -240,153 +227,3 @@ async def _drive(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         ctx.thread.end_call(call)
-        state.interrupt = None
-
-
-def _complete(state: CallState, emit: Emit, result: ElementResult, text: str) -> None:
-    custom = state.projected.payload_kind is PayloadKind.CUSTOM
-    success = result.success if result.success is not None else not result.failed
-    emit(
-        CompletedEvent(
-            output_item_json=output_item_json(state.projected.call_id, text, custom=custom),
-            output_text=text,
-            success=success,
-            exit_code=result.exit_code,
-            session_id=result.session_id,
-            wall_time_ms=round((time.monotonic() - state.started_at) * 1000),
-            original_token_count=result.original_token_count,
-            truncated=result.truncated,
-            termination=result.termination,
-            model_warnings=tuple(state.warnings + result.warnings),
-        )
-    )
-
-
-def _abort(state: CallState, emit: Emit, tool: str, result: ElementResult) -> None:
-    text = abort_message(tool, (time.monotonic() - state.started_at) * 1000)
-    aborted = ElementResult(
-        text, True, Termination.CANCELLED, success=False, session_id=result.session_id,
-        warnings=result.warnings,
-    )  # fmt: skip
-    _complete(state, emit, aborted, text)
-
-
-async def _run(
-    state: CallState, ctx: RuntimeContext, decision: ApprovalDecision | None, emit: Emit
-) -> None:
-    outcome = state.projected.outcome
-    if isinstance(outcome, NoToolCallOutcome):
-        emit(CompletedEvent("", "", False, None, None, 0, None, False, Termination.NONE, ()))
-    elif isinstance(outcome, ToolErrorOutcome):
-        result = ElementResult(outcome.text, True, Termination.TOOL_ERROR, success=False)
-        _complete(state, emit, result, outcome.text)
-    elif isinstance(outcome, WriteStdinCall):
-        await _write_stdin(state, ctx, outcome, emit)
-    elif isinstance(outcome, ApplyPatchToolCall):
-        result = await run_patch(
-            state, ctx, decision, emit, result=outcome.result,
-            environment_id=outcome.environment_id, roots=(outcome.cwd, "/tmp"), argv=(),
-            element=None, unified_frame=False,
-        )  # fmt: skip
-        _finish_single(state, emit, result, "apply_patch")
-    elif isinstance(outcome, ShellCall):
-        await _shell(state, ctx, outcome, decision, emit)
-
-
-def _finish_single(state: CallState, emit: Emit, result: ElementResult, tool: str) -> None:
-    if result.paused:
-        return
-    if result.aborted:
-        _abort(state, emit, tool, result)
-        return
-    _complete(state, emit, result, result.text)
-
-
-async def _shell(
-    state: CallState,
-    ctx: RuntimeContext,
-    call: ShellCall,
-    decision: ApprovalDecision | None,
-    emit: Emit,
-) -> None:
-    failed = False
-    while state.index < len(call.elements):
-        if state.interrupt is not None and state.interrupt.is_set():
-            _abort(state, emit, call.tool, ElementResult("", True, Termination.CANCELLED))
-            return
-        element = call.elements[state.index]
-        if isinstance(element, PatchElement):
-            result = await run_patch(
-                state, ctx, decision, emit, result=element.result,
-                environment_id=element.handler.environment_id,
-                roots=writable_roots(element.envelope, ctx.extra_writable_roots),
-                argv=element.handler.argv, element=element,
-                unified_frame=call.tool == "exec_command",
-            )  # fmt: skip
-        else:
-            assert isinstance(element, CommandElement)
-            result = await run_command_element(state, element, ctx, decision, emit)
-        # The decision answered this element only; later elements meet their own gates.
-        decision = None
-        if result.paused:
-            return
-        if result.aborted:
-            _abort(state, emit, call.tool, result)
-            return
-        state.blocks.append(result.text)
-        state.warnings.extend(result.warnings)
-        result.warnings = []
-        state.last = result
-        state.truncated = state.truncated or result.truncated
-        if result.failed:
-            failed = True
-            break
-        state.index += 1
-    last = state.last
-    assert last is not None
-    if call.tool == "exec_command" or not call.batch:
-        _complete(state, emit, last, last.text)
-        return
-    not_run = [el.handler.argv[-1] for el in call.elements[state.index + 1 :]] if failed else []
-    text = format_batch_output(state.blocks, not_run)
-    summary = ElementResult(
-        text, failed, last.termination, success=not failed, exit_code=last.exit_code,
-        original_token_count=last.original_token_count,
-        truncated=state.truncated,
-    )  # fmt: skip
-    _complete(state, emit, summary, text)
-
-
-async def _write_stdin(
-    state: CallState, ctx: RuntimeContext, call: WriteStdinCall, emit: Emit
-) -> None:
-    params = call.params
-
-    def on_output(chunk: OutputChunk, seq: int) -> None:
-        emit(OutputEvent(0, chunk.stream, seq, chunk.data))
-
-    resp = await write_stdin(
-        manager=ctx.thread.sessions, session_id=params.session_id, chars=params.chars,
-        yield_time_ms=call.yield_time_ms, policy=call.output_policy, listener=on_output,
-        interrupt=state.interrupt, rng=ctx.rng,
-    )  # fmt: skip
-    if resp.error:
-        result = ElementResult(resp.text, True, Termination.TOOL_ERROR, success=False)
-        _complete(state, emit, result, resp.text)
-        return
-    if params.chars or resp.session_id is not None:
-        emit(TerminalInteractionEvent(params.session_id, params.chars))
-    if resp.interrupted:
-        _abort(
-            state,
-            emit,
-            "write_stdin",
-            ElementResult("", True, Termination.CANCELLED, session_id=resp.session_id),
-        )
-        return
-    result = ElementResult(
-        resp.text, False, resp.termination, success=True, exit_code=resp.exit_code,
-        session_id=resp.session_id, original_token_count=resp.original_token_count,
-        truncated=resp.truncated,
-    )  # fmt: skip
-    _complete(state, emit, result, resp.text)

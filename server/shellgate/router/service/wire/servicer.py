@@ -16,11 +16,11 @@ from shellgate.router.decode.tool_call import PayloadKind, ToolCall, ToolName
 from shellgate.router.decode.tools import list_tools
 from shellgate.router.pipeline import HostContext, RouterTurn, project
 from shellgate.router.projection import ProjectedCall, ShellCall
+from shellgate.router.runtime.context import RuntimeContext
 from shellgate.router.runtime.events import (
     CompletedEvent,
 )
 from shellgate.router.runtime.execute import execute_call, resume_call
-from shellgate.router.runtime.state import RuntimeContext
 from shellgate.router.runtime.threads import ThreadState
 from shellgate.router.service.app import VERSION, Caller, RouterApp
 from shellgate.router.service.wire.events import DECISIONS, event_pb, status_pb

@@ -6,17 +6,13 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.common.process.base import Signal, SpawnRequest
-from shellgate.router.decode.rust_text import debug_str
 from shellgate.router.envelope import ExecutionEnvelope, launch_argv, launch_env
 from shellgate.router.output.decoding import decode_utf8_lossy
 from shellgate.router.output.texts import (
     UnifiedExecErrorText,
-    exec_command_failed,
     render_unified_response,
     unified_output_body,
     unified_overflow_body,
@@ -32,32 +28,27 @@ from shellgate.router.output.unified_rules import (
     POST_EXIT_STREAM_CLOSE_WAIT_MS,
     POST_WRITE_REACTION_MS,
 )
-from shellgate.router.runtime.events import Termination
+from shellgate.router.projection import WriteStdinCall
+from shellgate.router.runtime.call_state import Aborted, Finished
+from shellgate.router.runtime.context import RuntimeRequest, rejected_text
+from shellgate.router.runtime.events import StartedEvent, TerminalInteractionEvent, Termination
+from shellgate.router.runtime.runtimes.command import CommandRuntime
 from shellgate.router.runtime.sessions import SessionManager
-from shellgate.router.runtime.spawn import (
-    EnvironmentUnavailableError,
-    SandboxSpec,
-    Spawner,
-    SpawnFailure,
-)
-from shellgate.router.runtime.unified_process import OutputListener, ProcessMeta, UnifiedProcess
+from shellgate.router.runtime.spawn import EnvironmentUnavailableError, SandboxSpec, SpawnFailure
+from shellgate.router.runtime.unified_process import ProcessMeta, UnifiedProcess
 
 __all__ = [
     "CTRL_C",
+    "UnifiedExecRuntime",
     "UnifiedResponse",
     "collect",
     "environment_lost_note",
     "exec_command_start",
+    "run_write_stdin",
     "write_stdin",
 ]
 
 CTRL_C = "\u0003"
-
-
-def rejected_text(message: str) -> str:
-    """`exec_command failed: CreateProcess { message: "Rejected(\\"…\\")" }`."""
-    inner = f"Rejected({debug_str(message)})"
-    return exec_command_failed(f"CreateProcess {{ message: {debug_str(inner)} }}")
 
 
 def environment_lost_note(environment_id: str, reason: str) -> str:
@@ -120,6 +111,7 @@ async def collect(proc: UnifiedProcess, deadline: float, interrupt: asyncio.Even
         remaining = limit - now
         if remaining <= 0:
             return True
+        # Owned here: both waiters are cancelled and awaited below, however the wait ends.
         waiters = [asyncio.ensure_future(proc.changed.wait())]
         if interrupt is not None:
             waiters.append(asyncio.ensure_future(interrupt.wait()))
@@ -180,32 +172,23 @@ def _respond(
 
 
 async def exec_command_start(
-    *,
-    manager: SessionManager,
-    spawner: Spawner,
-    envelope: ExecutionEnvelope,
-    call_id: str,
-    sandbox: SandboxSpec,
-    owner: str,
-    listener: OutputListener | None = None,
-    on_started: Callable[[UnifiedProcess], None] | None = None,
-    interrupt: asyncio.Event | None = None,
-    rng: random.Random | None = None,
-    env_policy: ShellEnvironmentPolicy | None = None,
+    request: RuntimeRequest, envelope: ExecutionEnvelope, sandbox: SandboxSpec
 ) -> UnifiedResponse:
     """Spawn, wait 150 ms for an early exit, store if alive, collect until the yield deadline."""
-    rng = rng or random.Random()
+    spawner = request.spawner(envelope.environment_id)
+    manager, call_id, rng = request.ctx.thread.sessions, request.call_id, request.ctx.rng
     clock = manager.clock
     process_id = await manager.reserve()
     argv = launch_argv(envelope.argv, envelope.shell_type)
     env = launch_env(envelope.env_map, call_id=call_id)
-    request = SpawnRequest(
+    spawn_request = SpawnRequest(
         argv=tuple(argv), cwd=envelope.cwd, env=env, tty=bool(envelope.tty), stdin_open=False
     )
     try:
         spawned = await spawner.spawn(
-            request, sandbox, detach=True, owner=owner, env_policy=env_policy
-        )
+            spawn_request, sandbox, detach=True, owner=request.ctx.owner,
+            env_policy=request.env_policy(envelope),
+        )  # fmt: skip
     except SpawnFailure as exc:
         await manager.release(process_id)
         message = UnifiedExecErrorText.create_process(
@@ -229,9 +212,11 @@ async def exec_command_start(
         started_at_ms=int(time.time() * 1000),
     )
     proc = UnifiedProcess(meta, spawned.handle, clock)
-    proc.listener = listener
-    if on_started is not None:
-        on_started(proc)
+    proc.listener = request.listener()
+    request.emit(StartedEvent(
+        request.element_index, meta.environment_id, meta.backend_process_id, proc.handle.pid,
+        proc.process_id, meta.sandboxed,
+    ))  # fmt: skip
     warnings: list[str] = []
     try:
         try:
@@ -246,7 +231,7 @@ async def exec_command_start(
             warnings = manager.store(proc)
         start = clock()
         deadline = start + (envelope.yield_time_ms or 0) / 1000
-        completed = await collect(proc, deadline, interrupt)
+        completed = await collect(proc, deadline, request.interrupt)
         wall_ms = (clock() - start) * 1000
         policy = envelope.output_policy or TruncationPolicy.tokens(10_000)
         response = _respond(proc, manager, policy, wall_ms, rng)
@@ -265,19 +250,11 @@ async def exec_command_start(
         proc.listener = None
 
 
-async def write_stdin(
-    *,
-    manager: SessionManager,
-    session_id: int,
-    chars: str,
-    yield_time_ms: int,
-    policy: TruncationPolicy,
-    listener: OutputListener | None = None,
-    interrupt: asyncio.Event | None = None,
-    rng: random.Random | None = None,
-) -> UnifiedResponse:
+async def write_stdin(request: RuntimeRequest, call: WriteStdinCall) -> UnifiedResponse:
     """Write (or SIGINT for "\\u0003" on pipes), wait 100 ms, collect until the deadline."""
-    rng = rng or random.Random()
+    manager, rng, interrupt = request.ctx.thread.sessions, request.ctx.rng, request.interrupt
+    session_id, chars = call.params.session_id, call.params.chars
+    yield_time_ms, policy = call.yield_time_ms, call.output_policy
     clock = manager.clock
     start = clock()
     try:
@@ -294,7 +271,7 @@ async def write_stdin(
         else:
             text = write_stdin_failed(UnifiedExecErrorText.unknown_process_id(session_id))
         return UnifiedResponse(text, error=True)
-    proc.listener = listener
+    proc.listener = request.listener()
     reported = False
     try:
         if chars and not proc.meta.tty and chars != CTRL_C:
@@ -341,3 +318,38 @@ async def _sleep_unless(seconds: float, interrupt: asyncio.Event | None) -> None
         return
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(interrupt.wait(), seconds)
+
+
+class UnifiedExecRuntime(CommandRuntime):
+    """The exec_command runtime (Codex's `UnifiedExecRuntime`): start, or store, a session."""
+
+    async def run(self, sandbox: SandboxSpec) -> Finished | Aborted:
+        """Start the process and answer at the yield deadline; never offers a sandbox retry."""
+        resp = await exec_command_start(self.request, self.element.envelope, sandbox)
+        if resp.spawn_failed:
+            return Finished(resp.text, Termination.SPAWN_FAILED, success=False)
+        if resp.interrupted:
+            return Aborted(resp.session_id, tuple(resp.warnings))
+        # Unified responses are successful tool results even for non-zero exits (spec 05 §3.6).
+        return Finished(
+            resp.text, resp.termination, success=True, exit_code=resp.exit_code,
+            session_id=resp.session_id, original_token_count=resp.original_token_count,
+            truncated=resp.truncated, warnings=tuple(resp.warnings),
+        )  # fmt: skip
+
+
+async def run_write_stdin(request: RuntimeRequest, call: WriteStdinCall) -> Finished | Aborted:
+    """write_stdin to a session of the thread (no approval: the session already runs)."""
+    resp = await write_stdin(request, call)
+    if resp.error:
+        return Finished(resp.text, Termination.TOOL_ERROR, success=False)
+    params = call.params
+    if params.chars or resp.session_id is not None:
+        request.emit(TerminalInteractionEvent(params.session_id, params.chars))
+    if resp.interrupted:
+        return Aborted(resp.session_id)
+    return Finished(
+        resp.text, resp.termination, success=True, exit_code=resp.exit_code,
+        session_id=resp.session_id, original_token_count=resp.original_token_count,
+        truncated=resp.truncated,
+    )  # fmt: skip

@@ -6,11 +6,9 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.common.process.base import (
     ExitStatus,
     OutputChunk,
@@ -33,9 +31,13 @@ from shellgate.router.output.truncation import (
     approx_token_count,
     utf8_len,
 )
-from shellgate.router.runtime.spawn import SandboxSpec, Spawned, Spawner, SpawnFailure
-from shellgate.router.runtime.unified_exec import environment_lost_note
-from shellgate.router.runtime.unified_process import OutputListener
+from shellgate.router.runtime.call_state import Aborted, Finished
+from shellgate.router.runtime.context import RuntimeRequest
+from shellgate.router.runtime.events import StartedEvent, Termination
+from shellgate.router.runtime.orchestrator import SandboxDenied
+from shellgate.router.runtime.runtimes.command import CommandRuntime
+from shellgate.router.runtime.runtimes.unified_exec import environment_lost_note
+from shellgate.router.runtime.spawn import SandboxSpec, SpawnFailure
 
 __all__ = [
     "CLASSIC_DRAIN_MS",
@@ -43,7 +45,7 @@ __all__ = [
     "TIMEOUT_EXIT_CODE",
     "ClassicResult",
     "ClassicText",
-    "OutputRoom",
+    "ShellRuntime",
     "classic_text",
     "run_classic",
     "spawn_failure_text",
@@ -53,10 +55,6 @@ __all__ = [
 CLASSIC_DRAIN_MS = 2_000
 MAX_OUTPUT_EVENTS = 10_000
 TIMEOUT_EXIT_CODE = 124
-
-# Given by the Execute driver: returns an awaitable while the client is behind (the wait is
-# bounded by the driver), None when there is room.
-OutputRoom = Callable[[], Awaitable[None] | None]
 
 
 @dataclass(frozen=True)
@@ -143,24 +141,16 @@ def classic_text(result: ClassicResult, policy: TruncationPolicy) -> ClassicText
 
 
 async def run_classic(
-    *,
-    spawner: Spawner,
-    envelope: ExecutionEnvelope,
-    call_id: str,
-    sandbox: SandboxSpec,
-    owner: str,
-    listener: OutputListener | None = None,
-    interrupt: asyncio.Event | None = None,
-    on_started: Callable[[Spawned], None] | None = None,
-    env_policy: ShellEnvironmentPolicy | None = None,
-    room: OutputRoom | None = None,
+    request: RuntimeRequest, envelope: ExecutionEnvelope, sandbox: SandboxSpec
 ) -> ClassicResult:
     """Run one classic command to the end; raises SpawnFailure when nothing started.
 
     Cancellation (the caller's task) and `interrupt` both kill the process group.
     """
+    spawner = request.spawner(envelope.environment_id)
+    call_id, listener, interrupt = request.call_id, request.listener(), request.interrupt
     start = time.monotonic()
-    request = SpawnRequest(
+    spawn_request = SpawnRequest(
         argv=tuple(launch_argv(envelope.argv, envelope.shell_type)),
         cwd=envelope.cwd,
         env=launch_env(envelope.env_map, call_id=call_id),
@@ -168,14 +158,17 @@ async def run_classic(
         stdin_open=False,
     )
     spawned = await spawner.spawn(
-        request, sandbox, detach=False, owner=owner, env_policy=env_policy
-    )
+        spawn_request, sandbox, detach=False, owner=request.ctx.owner,
+        env_policy=request.env_policy(envelope),
+    )  # fmt: skip
     handle = spawned.handle
-    if on_started is not None:
-        on_started(spawned)
+    request.emit(StartedEvent(
+        request.element_index, spawner.environment_id, spawned.process_id, handle.pid, None,
+        spawned.sandboxed,
+    ))  # fmt: skip
     stdout, stderr = CappedStream(), CappedStream()
     seq = 0
-    room = room if listener is not None else None
+    room = request.output_room
 
     async def pump() -> None:
         nonlocal seq
@@ -190,6 +183,8 @@ async def run_classic(
                 if room is not None and not wait_task.done() and (pause := room()) is not None:
                     await pause
 
+    # Owned by this function: the `finally` below cancels and awaits all three, after a
+    # shielded terminate of the group, whether it returns, raises or is cancelled.
     pump_task = asyncio.create_task(pump(), name=f"classic-pump-{call_id}")
     wait_task = asyncio.create_task(handle.wait(), name=f"classic-wait-{call_id}")
     stop_task = asyncio.create_task(interrupt.wait()) if interrupt is not None else None
@@ -231,3 +226,32 @@ async def run_classic(
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+
+class ShellRuntime(CommandRuntime):
+    """The shell_command runtime (Codex's `ShellRuntime`): one classic run per attempt."""
+
+    async def run(self, sandbox: SandboxSpec) -> Finished | Aborted | SandboxDenied:
+        """Run the command; a sandboxed run the sandbox blocked may be retried without it."""
+        try:
+            result = await run_classic(self.request, self.element.envelope, sandbox)
+        except SpawnFailure as exc:
+            return Finished(spawn_failure_text(exc), Termination.SPAWN_FAILED, success=False)
+        if result.interrupted:
+            return Aborted()
+        rendered = classic_text(result, self.request.turn.truncation)
+        if result.lost is not None:
+            termination = Termination.ENVIRONMENT_LOST
+        elif result.timed_out:
+            termination = Termination.TIMED_OUT
+        elif result.signal is not None:
+            termination = Termination.SIGNALED
+        else:
+            termination = Termination.EXITED
+        finished = Finished(
+            rendered.text, termination, success=result.success, exit_code=result.exit_code,
+            original_token_count=rendered.original_token_count, truncated=rendered.truncated,
+        )  # fmt: skip
+        if result.sandboxed and result.sandbox_denied():
+            return SandboxDenied(finished)
+        return finished

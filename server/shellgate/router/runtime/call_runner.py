@@ -1,0 +1,209 @@
+"""Running one call: each element through the orchestrator, its state machine, its events.
+
+The Execute driver (`execute.py`) owns the stream and the task; a `CallRunner` runs the
+call inside that task, moves its state (`call_state`) after every element, and emits what
+each state means: approval_required for a parked call, one completed for an ended one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from shellgate.router.decode.tool_call import PayloadKind
+from shellgate.router.output.texts import abort_message
+from shellgate.router.projection import (
+    ApplyPatchToolCall,
+    CommandElement,
+    NoToolCallOutcome,
+    PatchElement,
+    ProjectedCall,
+    ShellCall,
+    ToolErrorOutcome,
+    WriteStdinCall,
+)
+from shellgate.router.runtime.call_state import (
+    Aborted,
+    Answer,
+    AwaitingApproval,
+    Call,
+    CallState,
+    ElementOutcome,
+    Ended,
+    Finished,
+    InvalidTransition,
+    Running,
+    advance,
+    crash,
+)
+from shellgate.router.runtime.context import Emit, OutputRoom, RuntimeContext, RuntimeRequest
+from shellgate.router.runtime.events import (
+    ApprovalRequiredEvent,
+    CompletedEvent,
+    Termination,
+    output_item_json,
+)
+from shellgate.router.runtime.orchestrator import ToolRuntime, orchestrate
+from shellgate.router.runtime.runtimes.apply_patch import element_patch, tool_call_patch
+from shellgate.router.runtime.runtimes.classic import ShellRuntime
+from shellgate.router.runtime.runtimes.unified_exec import UnifiedExecRuntime, run_write_stdin
+
+__all__ = ["CallRunner"]
+
+
+class CallRunner:
+    """Runs a call for one Execute stream: holds its current state, turns outcomes into events."""
+
+    def __init__(
+        self,
+        call: Call,
+        ctx: RuntimeContext,
+        emit: Emit,
+        interrupt: asyncio.Event,
+        output_room: OutputRoom | None,
+        state: CallState,
+    ) -> None:
+        self.call = call
+        self.ctx = ctx
+        self.emit = emit
+        self.interrupt = interrupt
+        self.output_room = output_room
+        # Replaced by each transition; read when a bug ends the call (`fail`).
+        self.state = state
+
+    def request(self, index: int) -> RuntimeRequest:
+        """What the runtime of element `index` runs with."""
+        projected = self.call.projected
+        name = projected.tool_name
+        return RuntimeRequest(
+            self.ctx, self.call.turn, projected.call_id, index, self.emit, self.interrupt,
+            self.output_room, exec_frame=name is not None and name.name == "exec_command",
+        )  # fmt: skip
+
+    async def run(self, answer: Answer | None) -> None:
+        """Run the call from its current state to its end, or until it parks."""
+        outcome = self.call.projected.outcome
+        match outcome:
+            case NoToolCallOutcome():
+                self.emit(
+                    CompletedEvent("", "", False, None, None, 0, None, False, Termination.NONE, ())
+                )
+                return
+            case ToolErrorOutcome(text=text):
+                self._advance(Finished(text, Termination.TOOL_ERROR, success=False))
+            case WriteStdinCall():
+                self._advance(await run_write_stdin(self.request(0), outcome))
+            case ApplyPatchToolCall():
+                request = self.request(0)
+                self._advance(await _element(tool_call_patch(request, outcome), request, answer))
+            case ShellCall():
+                await self._shell(outcome, answer)
+        match self.state:
+            case AwaitingApproval():
+                await self._park(self.state)
+            case Ended():
+                self._end(self.state)
+            case Running():
+                raise InvalidTransition("the call stopped while running")
+
+    async def _shell(self, call: ShellCall, answer: Answer | None) -> None:
+        while isinstance(self.state, Running):
+            index = self.state.index
+            if self.interrupt.is_set():
+                self._advance(Aborted())
+                continue
+            request = self.request(index)
+            self._advance(await _element(_runtime(call, request), request, answer))
+            # The decision answered this element only; later elements meet their own gates.
+            answer = None
+
+    def _advance(self, outcome: ElementOutcome) -> None:
+        self.state = advance(self.call, self.state, outcome)
+
+    def fail(self, text: str) -> None:
+        """A bug stopped the call: answer with `text` (the stream must still pair)."""
+        self.state = crash(self.state, text)
+        self._end(self.state)
+
+    async def _park(self, awaiting: AwaitingApproval) -> None:
+        parked, subject = awaiting.parked, awaiting.parked.subject
+        pending = await self.ctx.thread.add_pending(self.call.projected.call_id, awaiting)
+        self.emit(
+            ApprovalRequiredEvent(
+                approval_id=pending.approval_id,
+                call_id=self.call.projected.call_id,
+                kind=parked.kind,
+                element_index=parked.element_index,
+                argv=subject.argv,
+                cwd=subject.cwd,
+                environment_id=subject.environment_id,
+                reason=parked.reason,
+                proposed_amendment=parked.amendment,
+                approval_key_digest=parked.key,
+                available_decisions=parked.offered,
+                element=subject.element,
+                expires_in_ms=round((pending.expires_at - pending.created_at) * 1000),
+            )
+        )
+
+    def _end(self, ended: Ended) -> None:
+        match ended.result:
+            case Finished() as done:
+                self._complete(done)
+            case Aborted(session_id=session_id, warnings=warnings):
+                elapsed_ms = (time.monotonic() - self.call.started_at) * 1000
+                text = abort_message(_tool_label(self.call.projected), elapsed_ms)
+                self._complete(
+                    Finished(
+                        text, Termination.CANCELLED, success=False, session_id=session_id,
+                        warnings=warnings,
+                    )
+                )  # fmt: skip
+
+    def _complete(self, result: Finished) -> None:
+        projected = self.call.projected
+        custom = projected.payload_kind is PayloadKind.CUSTOM
+        self.emit(
+            CompletedEvent(
+                output_item_json=output_item_json(projected.call_id, result.text, custom=custom),
+                output_text=result.text,
+                success=result.success,
+                exit_code=result.exit_code,
+                session_id=result.session_id,
+                wall_time_ms=round((time.monotonic() - self.call.started_at) * 1000),
+                original_token_count=result.original_token_count,
+                truncated=result.truncated,
+                termination=result.termination,
+                model_warnings=result.warnings,
+            )
+        )
+
+
+def _runtime(call: ShellCall, request: RuntimeRequest) -> ToolRuntime | Finished:
+    """The runtime of a shell call's element (or an apply_patch's answer before approval)."""
+    match call.elements[request.element_index]:
+        case PatchElement() as patch:
+            return element_patch(request, patch, unified_frame=call.tool == "exec_command")
+        case CommandElement() as command if request.exec_frame:
+            return UnifiedExecRuntime(request, command)
+        case CommandElement() as command:
+            return ShellRuntime(request, command)
+
+
+async def _element(
+    runtime: ToolRuntime | Finished, request: RuntimeRequest, answer: Answer | None
+) -> ElementOutcome:
+    if isinstance(runtime, Finished):
+        return runtime
+    return await orchestrate(runtime, request, answer)
+
+
+def _tool_label(projected: ProjectedCall) -> str:
+    """The tool named in the abort text."""
+    match projected.outcome:
+        case ShellCall(tool=tool):
+            return tool
+        case WriteStdinCall():
+            return "write_stdin"
+        case _:
+            return "apply_patch"

@@ -1,0 +1,100 @@
+"""What a runtime runs with: the thread's services, and one element's request."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+
+from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.errors import EnvironmentNotFoundError
+from shellgate.common.process.base import OutputChunk
+from shellgate.router.decode.rust_text import debug_str
+from shellgate.router.envelope import ExecutionEnvelope
+from shellgate.router.output.texts import exec_command_failed
+from shellgate.router.pipeline import RouterTurn
+from shellgate.router.runtime.call_state import Finished
+from shellgate.router.runtime.events import ExecuteEvent, OutputEvent, Termination
+from shellgate.router.runtime.registry import EnvironmentRegistry
+from shellgate.router.runtime.spawn import EnvironmentUnavailableError, Spawner
+from shellgate.router.runtime.threads import ThreadState
+from shellgate.router.runtime.unified_process import OutputListener
+from shellgate.router.service.rules_store import PolicyStore
+
+__all__ = ["Emit", "OutputRoom", "RuntimeContext", "RuntimeRequest", "rejected_text"]
+
+Emit = Callable[[ExecuteEvent], None]
+
+# Given by the Execute driver: returns an awaitable while the client is behind (the wait is
+# bounded by the driver), None when there is room.
+OutputRoom = Callable[[], Awaitable[None] | None]
+
+
+def rejected_text(message: str) -> str:
+    """`exec_command failed: CreateProcess { message: "Rejected(\\"…\\")" }`."""
+    inner = f"Rejected({debug_str(message)})"
+    return exec_command_failed(f"CreateProcess {{ message: {debug_str(inner)} }}")
+
+
+@dataclass
+class RuntimeContext:
+    """What the orchestrator needs besides the call: thread, environments, rules, identity."""
+
+    thread: ThreadState
+    environments: EnvironmentRegistry
+    policy_store: PolicyStore | None = None
+    instance_id: str = "shellgate"
+    extra_writable_roots: tuple[str, ...] = ()
+    rng: random.Random = field(default_factory=random.Random)
+
+    @property
+    def owner(self) -> str:
+        """The process owner passed to daemons: router instance and thread."""
+        return f"{self.instance_id}/{self.thread.thread_id}"
+
+
+@dataclass(frozen=True)
+class RuntimeRequest:
+    """One element's run: the call it belongs to, where its events go, what stops or paces it."""
+
+    ctx: RuntimeContext
+    turn: RouterTurn
+    call_id: str
+    element_index: int
+    emit: Emit
+    # Set by Interrupt (spec 06 §4); None outside an Execute stream.
+    interrupt: asyncio.Event | None
+    # Back-pressure from the client stream for classic output (None: never wait).
+    output_room: OutputRoom | None
+    # The call is exec_command: refusals use its `exec_command failed: …` layout.
+    exec_frame: bool
+
+    def spawner(self, environment_id: str) -> Spawner:
+        """The environment that runs the element; a missing one is unavailable (06 §5)."""
+        try:
+            return self.ctx.environments.get(environment_id)
+        except EnvironmentNotFoundError:
+            raise EnvironmentUnavailableError(environment_id, "not configured") from None
+
+    def env_policy(self, envelope: ExecutionEnvelope) -> ShellEnvironmentPolicy:
+        """The turn's shell environment policy with the envelope's `set` overrides (05 §5.5)."""
+        return replace(self.turn.env_policy, set_pairs=envelope.explicit_env_overrides)
+
+    def listener(self) -> OutputListener:
+        """Streams the element's output chunks as output events."""
+        index, emit = self.element_index, self.emit
+
+        def on_output(chunk: OutputChunk, seq: int) -> None:
+            emit(OutputEvent(index, chunk.stream, seq, chunk.data))
+
+        return on_output
+
+    def refusal(self, text: str) -> str:
+        """A refusal as the model sees it: wrapped in `Rejected(…)` for exec_command."""
+        return rejected_text(text) if self.exec_frame else text
+
+    def unavailable(self, exc: EnvironmentUnavailableError) -> Finished:
+        """The answer when the element's environment cannot be reached (spec 06 §5)."""
+        text = rejected_text(str(exc)) if self.exec_frame else f"execution error: {exc}"
+        return Finished(text, Termination.ENVIRONMENT_LOST, success=False)

@@ -1,0 +1,274 @@
+"""The orchestrator: approval, sandbox selection and retry for any tool runtime (spec 06 §3, §7).
+
+Named after Codex's `tools/orchestrator.rs` ("central place for approvals + sandbox
+selection + retry semantics"): one sequence, written once, drives every `ToolRuntime`
+(shell_command, exec_command, apply_patch in `runtimes/`). Each runtime stays small: it
+says what its policy requires, what its approval key is, and how to run one attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from shellgate.common.sandbox import SandboxMode, SandboxSpec
+from shellgate.router.envelope import ExecutionEnvelope
+from shellgate.router.policy import ApprovalMode, ApprovalPolicy, PermissionProfile
+from shellgate.router.runtime.call_state import (
+    Aborted,
+    Answer,
+    ApprovalSubject,
+    Approved,
+    Denied,
+    ElementOutcome,
+    Finished,
+    Parked,
+)
+from shellgate.router.runtime.context import RuntimeRequest
+from shellgate.router.runtime.events import ApprovalKind
+from shellgate.router.runtime.spawn import NO_SANDBOX, EnvironmentUnavailableError
+
+__all__ = [
+    "SANDBOX_RETRY_REASON",
+    "AnyApprovalKey",
+    "Ask",
+    "Gate",
+    "Proceed",
+    "Refuse",
+    "SandboxAuto",
+    "SandboxDenied",
+    "SandboxForbid",
+    "SandboxPreference",
+    "SessionApproval",
+    "ToolRuntime",
+    "choose_sandbox",
+    "orchestrate",
+    "sandbox_retry_allowed",
+    "writable_roots",
+]
+
+SANDBOX_RETRY_REASON = (
+    "command was blocked by the sandbox; approve to run it again without the sandbox"
+)
+
+
+# --- what a runtime tells the orchestrator ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Proceed:
+    """Run without asking; `bypass_sandbox` when the policy allowed it outside the sandbox."""
+
+    bypass_sandbox: bool = False
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Park the element until the user decides (the session cache was already consulted)."""
+
+    kind: ApprovalKind
+    reason: str
+    amendment: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """Do not run: the model gets this answer (forbidden, or rejected by the settings)."""
+
+    answer: Finished
+
+
+Gate = Proceed | Ask | Refuse
+
+# Whether the element's approval key was approved for the thread's session (a shared-store
+# read; a runtime asks only when its order of checks needs the answer).
+SessionApproval = Callable[[], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class SandboxAuto:
+    """Run under the turn's sandbox around this envelope, unless bypassed or escalated."""
+
+    envelope: ExecutionEnvelope
+
+
+@dataclass(frozen=True)
+class SandboxForbid:
+    """Never sandboxed: nothing is spawned (apply_patch writes through the filesystem API)."""
+
+
+SandboxPreference = SandboxAuto | SandboxForbid
+
+
+@dataclass(frozen=True)
+class SandboxDenied:
+    """An attempt the sandbox blocked (spec 05 §1.4 heuristic): a retry may be offered."""
+
+    result: Finished
+
+
+class AnyApprovalKey(Protocol):
+    """What "approved for session" remembers of an element, by its digest (spec 06 §8)."""
+
+    def digest(self) -> str:
+        """Lowercase hex SHA-256 of the key's canonical JSON."""
+        ...
+
+
+class ToolRuntime(Protocol):
+    """One tool's runtime: Codex's `Approvable` + `Sandboxable` + `ToolRuntime`."""
+
+    async def approval(self, approved_for_session: SessionApproval) -> Gate:
+        """What the turn's policy requires before the first attempt."""
+        ...
+
+    def approval_key(self) -> AnyApprovalKey:
+        """The key an approval is remembered under."""
+        ...
+
+    def approval_subject(self) -> ApprovalSubject:
+        """What the user is shown when asked."""
+        ...
+
+    def rejected_by_user(self) -> Finished:
+        """The answer when the user denies the element."""
+        ...
+
+    def sandbox_preference(self) -> SandboxPreference:
+        """Whether and around what the attempt may be sandboxed."""
+        ...
+
+    async def run(self, sandbox: SandboxSpec) -> Finished | Aborted | SandboxDenied:
+        """One attempt under `sandbox`; EnvironmentUnavailableError when nothing started."""
+        ...
+
+
+# --- sandbox selection and retry rules (pure) ------------------------------------------------
+
+
+def writable_roots(envelope: ExecutionEnvelope, extra_roots: Sequence[str] = ()) -> tuple[str, ...]:
+    """Workspace-write roots: the environment root, /tmp, $TMPDIR and configured extras."""
+    roots = [envelope.sandbox_cwd, "/tmp"]
+    tmpdir = envelope.env_map.get("TMPDIR")
+    if tmpdir:
+        roots.append(tmpdir)
+    roots.extend(extra_roots)
+    return tuple(dict.fromkeys(roots))
+
+
+def choose_sandbox(
+    envelope: ExecutionEnvelope,
+    profile: PermissionProfile,
+    *,
+    bypass: bool,
+    extra_roots: Sequence[str] = (),
+    network_access: bool = False,
+) -> SandboxSpec:
+    """The first attempt's sandbox (spec 04 §6, 06 §7): none when bypassed or escalated."""
+    if bypass or envelope.effective_permissions.sandbox_permissions == "require_escalated":
+        return NO_SANDBOX
+    if profile is PermissionProfile.READ_ONLY:
+        return SandboxSpec(SandboxMode.READ_ONLY, (), network_access)
+    if profile is PermissionProfile.WORKSPACE_WRITE:
+        return SandboxSpec(
+            SandboxMode.WORKSPACE_WRITE, writable_roots(envelope, extra_roots), network_access
+        )
+    # danger-full-access, and an external sandbox that already confines us.
+    return NO_SANDBOX
+
+
+def sandbox_retry_allowed(policy: ApprovalPolicy) -> bool:
+    """Whether a sandbox denial may be offered an unsandboxed retry (on-request / on-failure).
+
+    Reads the policy as given: unlike the exec policy, this offer tells on-failure from never.
+    """
+    if policy.mode in (ApprovalMode.ON_REQUEST, ApprovalMode.ON_FAILURE):
+        return True
+    return policy.granular is not None and policy.granular.sandbox_approval
+
+
+# --- the sequence ----------------------------------------------------------------------------
+
+
+async def orchestrate(
+    runtime: ToolRuntime, request: RuntimeRequest, answer: Answer | None
+) -> ElementOutcome:
+    """Drive one element: approval, first attempt, sandbox-denial retry.
+
+    `answer` is the user's decision when the call resumes at this element; later elements
+    meet their own gates.
+    """
+    thread = request.ctx.thread
+    bypass = unsandboxed = False
+    # 1) Approval: a resumed element applies the user's answer; a new one meets its gate.
+    match answer:
+        case None:
+            gate = await runtime.approval(
+                lambda: thread.is_approved_for_session(runtime.approval_key().digest())
+            )
+            match gate:
+                case Refuse(answer=refused):
+                    return refused
+                case Ask(kind=kind, reason=reason, amendment=amendment):
+                    return _park(runtime, request, kind, reason, amendment)
+                case Proceed(bypass_sandbox=bypass):
+                    pass
+        case Finished() | Aborted():
+            return answer
+        case Denied():
+            return runtime.rejected_by_user()
+        case Approved(unsandboxed=unsandboxed, remember=remember, amendment=amendment):
+            if remember is not None:
+                await thread.approve_for_session(remember)
+            store = request.ctx.policy_store
+            if amendment and store is not None:
+                # Blocking file lock + atomic rename: keep it off the event loop.
+                await asyncio.to_thread(store.append_prefix_rule, amendment)
+
+    # 2) First attempt under the selected sandbox.
+    match runtime.sandbox_preference():
+        case SandboxAuto(envelope=envelope) if not unsandboxed:
+            sandbox = choose_sandbox(
+                envelope, request.turn.permission_profile, bypass=bypass,
+                extra_roots=request.ctx.extra_writable_roots,
+            )  # fmt: skip
+        case _:
+            sandbox = NO_SANDBOX
+    try:
+        result = await runtime.run(sandbox)
+    except EnvironmentUnavailableError as exc:
+        return request.unavailable(exc)
+
+    # 3) The sandbox blocked it: offer the unsandboxed retry where the policy allows one
+    # (spec 06 §3.5); otherwise the sandboxed run's output is the answer.
+    match result:
+        case SandboxDenied(result=denied):
+            if sandbox_retry_allowed(request.turn.approval_policy):
+                return _park(
+                    runtime, request, ApprovalKind.SANDBOX_RETRY, SANDBOX_RETRY_REASON, None,
+                    retry_result=denied,
+                )  # fmt: skip
+            return denied
+        case _:
+            return result
+
+
+def _park(
+    runtime: ToolRuntime,
+    request: RuntimeRequest,
+    kind: ApprovalKind,
+    reason: str,
+    amendment: tuple[str, ...] | None,
+    retry_result: Finished | None = None,
+) -> Parked:
+    return Parked(
+        kind=kind,
+        element_index=request.element_index,
+        reason=reason,
+        amendment=amendment,
+        key=runtime.approval_key().digest(),
+        subject=runtime.approval_subject(),
+        retry_result=retry_result,
+    )
