@@ -29,7 +29,9 @@ REQUIRED = {
     "ProtectControlGroups": "yes",
     "RestrictSUIDSGID": "yes",
     "LockPersonality": "yes",
-    "CapabilityBoundingSet": "",
+    # Exactly what run_as needs (switch to the command user, signal its groups).
+    "CapabilityBoundingSet": "CAP_SETUID CAP_SETGID CAP_KILL",
+    "AmbientCapabilities": "CAP_SETUID CAP_SETGID CAP_KILL",
     "Restart": "on-failure",
     "User": "shellgate",
 }

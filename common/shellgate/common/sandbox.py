@@ -25,6 +25,15 @@ DENIAL_MARKERS = (
     "failed to write file",
 )
 _SIGSYS = 31
+# Opens the seccomp filter on fd 3 and execs the rest of argv (bubblewrap reads fd 3).
+SECCOMP_TRAMPOLINE = ("/bin/sh", "-c", 'exec 3<"$0" && exec "$@"')
+
+
+def launch_prefix(argv: tuple[str, ...]) -> int:
+    """How many leading argv words open the seccomp filter (0 when none): a user switch
+    must come after them, since only the service's own uid can open the filter."""
+    n = len(SECCOMP_TRAMPOLINE)
+    return n + 1 if argv[:n] == SECCOMP_TRAMPOLINE and len(argv) > n else 0
 
 
 class SandboxMode(enum.Enum):
@@ -142,7 +151,7 @@ def bwrap_argv(
         extra[NETWORK_DISABLED_ENV] = "1"
         if seccomp_path is not None:
             # bwrap reads the filter from an fd; a POSIX sh opens it (fd 3) and execs bwrap.
-            prefix = ("/bin/sh", "-c", 'exec 3<"$0" && exec "$@"', seccomp_path)
+            prefix = (*SECCOMP_TRAMPOLINE, seccomp_path)
             args += ["--seccomp", "3"]
     args += ["--chdir", cwd, "--", *argv]
     return (*prefix, *args), extra

@@ -55,6 +55,8 @@ class ServerConfig:
     # this user (shellgate.common.local_token); false trusts every local user.
     local_token: bool = True
     backend: str = "local"
+    # Unprivileged user the local backend's commands run as (empty: the daemon's own).
+    run_as: str = ""
     ssh: SshConfig = field(default_factory=SshConfig)
     # Root for relative cwds and GetInfo's cwd; empty = the daemon's own cwd.
     root: str = ""

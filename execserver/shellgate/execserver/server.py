@@ -29,6 +29,7 @@ from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
 from shellgate.common.local_token import LocalToken
 from shellgate.common.process.base import Backend
 from shellgate.common.process.local import LocalBackend
+from shellgate.common.process.run_as import RunAs
 from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.info import HostInfo, local_host_info
 from shellgate.execserver.process_table import ProcessTable, TableLimits
@@ -73,7 +74,8 @@ async def build_backend(config: ServerConfig) -> tuple[Backend, HostInfo]:
 
         ssh = SshBackend(config.ssh, config.process)
         return ssh, await ssh.host_info()
-    return LocalBackend(config.process), local_host_info(config.root)
+    run_as = RunAs.resolve(config.run_as) if config.run_as else None
+    return LocalBackend(config.process, run_as=run_as), local_host_info(config.root)
 
 
 @dataclass

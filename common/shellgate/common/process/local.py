@@ -12,6 +12,7 @@ import subprocess
 import termios
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from shellgate.common.errors import (
     NotATtyError,
@@ -38,6 +39,7 @@ from shellgate.common.process.launch import (
 )
 from shellgate.common.process.limits import ProcessLimits
 from shellgate.common.process.procgroup import group_members, kill_group, signal_group
+from shellgate.common.process.run_as import RunAs
 
 # Up to this many running processes, a spawn with none in flight runs on the loop thread.
 _INLINE_MAX_LIVE = 2
@@ -193,8 +195,10 @@ class LocalProcess:
 class LocalBackend:
     """Spawns processes on this host, each group registered with the group guardian."""
 
-    def __init__(self, limits: ProcessLimits | None = None) -> None:
+    def __init__(self, limits: ProcessLimits | None = None, run_as: RunAs | None = None) -> None:
         self._limits = limits or ProcessLimits()
+        # Every command then runs as this other user (see run_as.py).
+        self._run_as = run_as
         self._live: set[LocalProcess] = set()
         self._guardian = GroupGuardian()
         # A few threads: concurrent starts overlap their exec waits; more buys nothing on
@@ -217,6 +221,10 @@ class LocalBackend:
         if not request.argv:
             raise SpawnError("argv must not be empty", 0)
         check_spawnable(request)
+        if self._run_as is not None:
+            # setpriv execs the program itself, so a custom arg0 cannot survive the switch
+            # (as under bubblewrap).
+            request = replace(request, argv=self._run_as.wrap(request.argv), arg0=None)
         self._guardian.bind(asyncio.get_running_loop())
         # The status pipe only serves the Python shim (rare: a PTY without util-linux).
         status_r, status_w = os.pipe2(os.O_CLOEXEC) if needs_shim(request) else (-1, -1)

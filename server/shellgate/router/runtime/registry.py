@@ -13,6 +13,7 @@ from shellgate.common.errors import EnvironmentNotFoundError, SandboxUnavailable
 from shellgate.common.process.base import SpawnRequest
 from shellgate.common.process.limits import MIB, ProcessLimits
 from shellgate.common.process.local import LocalBackend
+from shellgate.common.process.run_as import RunAs
 from shellgate.common.sandbox import SandboxMode, SandboxSpec, wrap_argv
 from shellgate.router.apply_patch.fs import PatchFileSystem
 from shellgate.router.apply_patch.local_fs import LocalFileSystem
@@ -78,13 +79,14 @@ class LocalEnvironment:
         configured_shell: str | None = None,
         backend: LocalBackend | None = None,
         masked_paths: tuple[str, ...] = (),
+        run_as: RunAs | None = None,
     ) -> None:
         self.cwd = cwd or os.getcwd()
         # The router's own credentials (token files, keys, its config): empty in a sandbox.
         self._masked_paths = masked_paths
         self.shell_facts = gather_host_shell_facts(configured_shell)
         self.shell: Shell = host_user_shell(self.shell_facts)
-        self._backend = backend or LocalBackend(ROUTER_PROCESS_LIMITS)
+        self._backend = backend or LocalBackend(ROUTER_PROCESS_LIMITS, run_as=run_as)
         self._fs = LocalFileSystem()
 
     @property

@@ -17,6 +17,7 @@ from pathlib import Path
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.enum_maps import SHELL_TYPES
 from shellgate.common.errors import EnvironmentNotAllowedError, LimitExceededError
+from shellgate.common.process.run_as import RunAs, RunAsError
 from shellgate.router.apply_patch import PatchFileSystem
 from shellgate.router.handler.environments import ReportedShell
 from shellgate.router.handler.shells import HostShellFacts
@@ -30,7 +31,7 @@ from shellgate.router.runtime.registry import (
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.remote.fs import RemoteFileSystem
 from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
-from shellgate.router.service.config import RouterConfig
+from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.metrics import Metrics
 from shellgate.router.service.redaction import Redactor, load_values
 from shellgate.router.service.rules_store import PolicyStore
@@ -81,6 +82,15 @@ class Admission:
         self._sem.release()
 
 
+def _run_as(user: str) -> RunAs | None:
+    if not user:
+        return None
+    try:
+        return RunAs.resolve(user)
+    except RunAsError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
 class RouterApp:
     """Everything the router serves from, with one owner."""
 
@@ -112,7 +122,9 @@ class RouterApp:
             self.policy_store.load_initial()
         local = (
             LocalEnvironment(
-                cwd=config.local_cwd or os.getcwd(), masked_paths=config.secret_files()
+                cwd=config.local_cwd or os.getcwd(),
+                masked_paths=config.secret_files(),
+                run_as=_run_as(config.run_as),
             )
             if config.local_environment
             else None

@@ -87,6 +87,8 @@ class RouterConfig:
     local_environment: bool = True
     local_cwd: str = ""
     local_shell: str = ""
+    # Unprivileged user the embedded environment's commands run as (empty: the router's own).
+    run_as: str = ""
     environments: tuple[RemoteConfig, ...] = ()
     rules_dirs: tuple[str, ...] = ()
     defaults: TurnDefaults = field(default_factory=TurnDefaults)
