@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.output_channel import RoomCheck
 from shellgate.common.process.base import (
     ExitStatus,
     OutputChunk,
@@ -19,6 +21,7 @@ from shellgate.common.process.base import (
     Stream,
 )
 from shellgate.common.sandbox import is_sandbox_denied
+from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.envelope import (
     DEFAULT_SHELL_TIMEOUT_MS,
     ExecutionEnvelope,
@@ -54,9 +57,10 @@ CLASSIC_DRAIN_MS = 2_000
 MAX_OUTPUT_EVENTS = 10_000
 TIMEOUT_EXIT_CODE = 124
 
-# Given by the Execute driver: returns an awaitable while the client is behind (the wait is
-# bounded by the driver), None when there is room.
-OutputRoom = Callable[[], Awaitable[None] | None]
+# Given by the Execute driver (its output channel's `room`): an awaitable while the client
+# is behind (the wait is bounded by the channel), None when there is room.
+OutputRoom = RoomCheck
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -190,9 +194,15 @@ async def run_classic(
                 if room is not None and not wait_task.done() and (pause := room()) is not None:
                     await pause
 
+    # Owned by this run: cancelled and awaited in the finally below, before the group is
+    # killed (so no output is streamed after the result was taken).
     pump_task = asyncio.create_task(pump(), name=f"classic-pump-{call_id}")
     wait_task = asyncio.create_task(handle.wait(), name=f"classic-wait-{call_id}")
-    stop_task = asyncio.create_task(interrupt.wait()) if interrupt is not None else None
+    stop_task = (
+        asyncio.create_task(interrupt.wait(), name=f"classic-interrupt-{call_id}")
+        if interrupt is not None
+        else None
+    )
     timed_out = interrupted = False
     try:
         timeout_ms = envelope.timeout_ms or DEFAULT_SHELL_TIMEOUT_MS
@@ -221,13 +231,9 @@ async def run_classic(
             environment_id=spawner.environment_id,
         )
     finally:
-        for task in (pump_task, wait_task, stop_task):
-            if task is not None and not task.done():
-                task.cancel()
-        # Shielded: a second cancellation must not leave the group alive.
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await asyncio.shield(handle.terminate())
-        for task in (pump_task, wait_task, stop_task):
-            if task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        try:
+            await cancel_and_wait(pump_task, wait_task, stop_task, log=_log)
+        finally:
+            # Shielded: a second cancellation must not leave the group alive.
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.shield(handle.terminate())
