@@ -98,15 +98,17 @@ class SshProcess:
         stream = Stream.PTY if self._tty else Stream.STDOUT
         if self._leftover:
             yield OutputChunk(stream, self._leftover)
-        # Bounded by output_queue_chunks: while the consumer lags, the readers stop reading
-        # and SSH flow control (the channel window) holds the remote process back.
+        # Bounded (output_queue_chunks, output_buffer_bytes): while the consumer lags, the
+        # readers stop reading and SSH flow control (the channel window) holds the remote
+        # process back.
+        limits = self._backend.limits
         channel: OutputChannel[Stream] = OutputChannel(
-            max_chunks=self._backend.limits.output_queue_chunks
+            max_bytes=limits.output_buffer_bytes, max_chunks=limits.output_queue_chunks
         )
 
         async def pump(reader: Any, which: Stream) -> None:
             try:
-                while data := await reader.read(self._backend.limits.read_chunk_bytes):
+                while data := await reader.read(limits.read_chunk_bytes):
                     await channel.send(which, data)
             except Exception as exc:  # a lost connection ends the stream
                 log.info("ssh %s reader ended with %s", which.value, type(exc).__name__)
