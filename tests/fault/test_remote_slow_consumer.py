@@ -16,7 +16,11 @@ import grpc
 import pytest
 from shellgate.common.process.base import SpawnRequest
 from shellgate.common.sandbox import SandboxSpec
-from shellgate.router.runtime.remote.environment import RemoteConfig, RemoteEnvironment
+from shellgate.router.runtime.remote.environment import (
+    RemoteConfig,
+    RemoteEnvironment,
+    RemoteProcess,
+)
 from shellgate.v1 import router_pb2, router_pb2_grpc
 
 from tests.execserver_harness import Daemon, daemon_subprocess
@@ -68,6 +72,7 @@ def test_a_stalled_remote_output_consumer_holds_the_process_back_and_loses_nothi
             request = SpawnRequest(("sh", "-c", FLOOD), "/tmp", dict(os.environ))
             spawned = await remote.spawn(request, SandboxSpec(), detach=False, owner="t")
             handle = spawned.handle
+            assert isinstance(handle, RemoteProcess)
             output = handle.output()
             first = await anext(output)
             received = len(first.data)

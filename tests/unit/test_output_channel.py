@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -19,8 +19,8 @@ from shellgate.common.output_channel import (
 SETTINGS = settings(max_examples=200, deadline=None)
 
 
-def run(main: Callable[[], Awaitable[Any]]) -> Any:
-    return asyncio.run(main())  # type: ignore[arg-type]
+def run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    asyncio.run(main())
 
 
 async def drain(channel: OutputChannel[Any]) -> list[Received[Any]]:

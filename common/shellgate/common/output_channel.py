@@ -2,9 +2,11 @@
 
 Every hop that queues process output between two tasks uses this type (the Execute
 driver, the classic pump's pacing, the remote-process reader, the SSH channel readers),
-so the bound, the drop accounting and the cancellation rules are written once. Like
-trio's `open_memory_channel(max_buffer_size)`, it is bounded by construction: choosing
-the bound is choosing how promptly back-pressure reaches the producer.
+so the bound, the drop accounting and the cancellation rules are written once. (The
+exec-server's retention is not a queue but a replay log with many readers; its pacing
+stays in `ManagedProcess._pace`.) Like trio's `open_memory_channel(max_buffer_size)`, it
+is bounded by construction: choosing the bound is choosing how promptly back-pressure
+reaches the producer.
 
 One consumer (`receive`, or `async for`), any number of producers on the same loop:
 

@@ -104,6 +104,9 @@ class ManagedProcess:
         # Adding `size` bytes must not evict anything a paced follower has not delivered:
         # wait for it, but never longer than stall_ms without progress, so a consumer that
         # stopped reading cannot block the process (it then sees a SLOW_CONSUMER gap).
+        # Not an OutputChannel: retention is a replay log read by many followers (Start,
+        # Attach, Read) at their own cursors, and chunks leave it by eviction, not by being
+        # taken; only the slowest paced cursor bounds the producer.
         ret = self.retention
         while self._pacers:
             slowest = min(self._pacers.values())
