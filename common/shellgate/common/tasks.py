@@ -70,6 +70,7 @@ class TaskSet:
 
     def spawn(self, coro: Coroutine[Any, Any, T], *, name: str) -> asyncio.Task[T]:
         """Start `coro` as a task held here until it finishes (a failure is logged then)."""
+        # Owned by this set (and so by its owner): held until done, then its failure logged.
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._finished)
