@@ -169,3 +169,23 @@ def test_env_is_exactly_the_request_env(make_backend: Factory) -> None:
         await p.terminate()
 
     run(make_backend, body)
+
+
+def test_a_consumer_that_stops_reading_holds_the_process_back(make_backend: Factory) -> None:
+    size = 32 * 1024 * 1024
+
+    async def body(backend: Backend) -> None:
+        handle = await backend.start(req(f"head -c {size} /dev/zero"))
+        output = handle.output()
+        got = len((await anext(output)).data)
+        exit_task = asyncio.ensure_future(handle.wait())
+        await asyncio.sleep(1.0)
+        # Every buffer between the process and us (pipe, SSH window, the backend's bounded
+        # queue) is far smaller than the output: unread, it cannot run to its end.
+        assert not exit_task.done()
+        async for chunk in output:
+            got += len(chunk.data)
+        assert got == size
+        assert (await exit_task).code == 0
+
+    run(make_backend, body)

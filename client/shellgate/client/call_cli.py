@@ -347,12 +347,14 @@ async def _main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     async with AsyncClient(options=options, thread_id=args.thread) as client:
         session = _Session(args, client, call_identity(item), sys.stdout, err)
-        task = asyncio.create_task(session.drive(item, turn))
+        # Owned by _main: awaited just below (a SIGINT handler may cancel it).
+        task = asyncio.create_task(session.drive(item, turn), name="call-drive")
         loop = asyncio.get_running_loop()
+        # Owned by _main: held until each finishes, cancelled and awaited in the finally.
         handlers: set[asyncio.Task[None]] = set()
 
         def on_sigint() -> None:
-            handler = loop.create_task(session.on_sigint(task))
+            handler = loop.create_task(session.on_sigint(task), name="call-sigint")
             handlers.add(handler)  # keep a reference until it finishes
             handler.add_done_callback(handlers.discard)
 
@@ -372,6 +374,10 @@ async def _main(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         finally:
             loop.remove_signal_handler(signal.SIGINT)
+            for handler in list(handlers):
+                handler.cancel()
+            if handlers:
+                await asyncio.wait(list(handlers))
         code = session.finish(completed)
         if args.end_thread:
             try:

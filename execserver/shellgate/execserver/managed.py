@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from shellgate.common.process.base import ExitStatus, ProcessHandle, Signal, SpawnRequest
 from shellgate.common.process.retention import Retention
+from shellgate.common.tasks import TaskSet, cancel_and_wait
 from shellgate.execserver.awaiting_input import is_awaiting_input
 from shellgate.execserver.denial import DenialScanner
 
@@ -61,7 +62,8 @@ class ManagedProcess:
     terminated: bool = False
     denied_at_exit: bool = False
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    # The pump and the timeout watchdog: owned here, ended by dispose(); a failure is logged.
+    _tasks: TaskSet = field(default_factory=lambda: TaskSet(log))
     _scanner: DenialScanner = field(default_factory=DenialScanner)
     # Paced followers: token → total output bytes delivered to them.
     _pacers: dict[int, int] = field(default_factory=dict)
@@ -102,6 +104,9 @@ class ManagedProcess:
         # Adding `size` bytes must not evict anything a paced follower has not delivered:
         # wait for it, but never longer than stall_ms without progress, so a consumer that
         # stopped reading cannot block the process (it then sees a SLOW_CONSUMER gap).
+        # Not an OutputChannel: retention is a replay log read by many followers (Start,
+        # Attach, Read) at their own cursors, and chunks leave it by eviction, not by being
+        # taken; only the slowest paced cursor bounds the producer.
         ret = self.retention
         while self._pacers:
             slowest = min(self._pacers.values())
@@ -179,9 +184,9 @@ class ManagedProcess:
 
     def start_tasks(self, timeout_ms: int | None) -> None:
         """Start the pump (output → retention → exit → closed) and the timeout watchdog."""
-        self._tasks.append(asyncio.create_task(self._pump(), name=f"pump-{self.process_id}"))
+        self._tasks.spawn(self._pump(), name=f"pump-{self.process_id}")
         if timeout_ms is not None:
-            self._tasks.append(asyncio.create_task(self._watchdog(timeout_ms)))
+            self._tasks.spawn(self._watchdog(timeout_ms), name=f"watchdog-{self.process_id}")
 
     async def _pump(self) -> None:
         scan = self.sandboxed
@@ -201,7 +206,8 @@ class ManagedProcess:
                 if aclose is not None:
                     await aclose()
 
-        reader = asyncio.create_task(outputs())
+        # Owned by this pump: cancelled (when still reading) and awaited in the finally below.
+        reader = asyncio.create_task(outputs(), name=f"output-{self.process_id}")
         cut = False
         try:
             status = await self.handle.wait()
@@ -213,10 +219,7 @@ class ManagedProcess:
             # A background grandchild may hold the pipes open: bounded drain, then cut.
             cut = await self._drain_after_exit(reader)
         finally:
-            if not reader.done():
-                reader.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reader
+            await cancel_and_wait(reader, log=log)
         self.retention.mark_closed()
         self.closed_at = self.clock()
         self._notify()
@@ -266,9 +269,4 @@ class ManagedProcess:
         try:
             await self.handle.terminate()
         finally:
-            for task in self._tasks:
-                if not task.done():
-                    task.cancel()
-            for task in self._tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await self._tasks.aclose()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -12,6 +11,7 @@ from dataclasses import dataclass
 from shellgate.common.errors import DrainingError, LimitExceededError, ProcessNotFoundError
 from shellgate.common.process.base import Backend, SpawnRequest
 from shellgate.common.process.retention import Retention
+from shellgate.common.tasks import TaskSet
 from shellgate.execserver.managed import Clock, ManagedProcess
 
 log = logging.getLogger(__name__)
@@ -62,8 +62,9 @@ class ProcessTable:
         self._idempotent: dict[tuple[str, str], tuple[asyncio.Future[str], float]] = {}
         self._pending = 0
         self._pending_by_caller: dict[str, int] = {}
-        # Disposal of evicted entries, owned here so shutdown can wait for it.
-        self._disposing: set[asyncio.Task[None]] = set()
+        # Closed processes evicted to make room, released in the background (owned here,
+        # joined by shutdown; a failure is logged).
+        self._disposing = TaskSet(log)
         self._draining = False
 
     def _count(self, caller: str) -> int:
@@ -154,9 +155,7 @@ class ProcessTable:
         )
         for proc in closed[:count]:
             self._pop(proc.process_id)
-            task = asyncio.get_running_loop().create_task(proc.dispose())
-            self._disposing.add(task)
-            task.add_done_callback(self._disposing.discard)
+            self._disposing.spawn(proc.dispose(), name=f"dispose-{proc.process_id}")
 
     def get(self, caller: str, process_id: str) -> ManagedProcess:
         """The caller's process; other callers' processes are NOT_FOUND, not forbidden."""
@@ -203,14 +202,17 @@ class ProcessTable:
         """Sweep forever (cancel to stop)."""
         while True:
             await asyncio.sleep(interval_ms / 1000)
-            with contextlib.suppress(Exception):
+            try:
                 await self.sweep()
+            except Exception:
+                # One failed pass must not end the sweeper: try again next interval.
+                log.exception("process sweep failed")
 
     async def shutdown(self) -> None:
         """Refuse new starts and kill every process group."""
         self._draining = True
         procs, self._procs = list(self._procs.values()), {}
         self._by_caller.clear()
-        await asyncio.gather(*(p.dispose() for p in procs), *self._disposing,
-                             return_exceptions=True)
+        await asyncio.gather(*(p.dispose() for p in procs), return_exceptions=True)
+        await self._disposing.join()
         await self._backend.aclose()

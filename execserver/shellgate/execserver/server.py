@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from shellgate.common.local_token import LocalToken
 from shellgate.common.process.base import Backend
 from shellgate.common.process.local import LocalBackend
 from shellgate.common.process.run_as import RunAs
+from shellgate.common.tasks import cancel_and_wait
 from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.info import HostInfo, local_host_info
 from shellgate.execserver.process_table import ProcessTable, TableLimits
@@ -87,6 +87,7 @@ class RunningServer:
     table: ProcessTable
     servicer: ExecServicer
     health: HealthServicer
+    # Owned here: stop() cancels and awaits it.
     sweeper: asyncio.Task[None]
     # The plaintext health-only listener (health_listen), when configured.
     health_server: grpc.aio.Server | None = None
@@ -97,9 +98,7 @@ class RunningServer:
     async def stop(self, grace_ms: int = 5_000) -> None:
         """NOT_SERVING, stop accepting, kill every process group, then stop the server."""
         await set_serving(self.health, SERVICE_NAME, False)
-        self.sweeper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.sweeper
+        await cancel_and_wait(self.sweeper, log=log)
         # Kill the processes first: their streams then end with exited/closed.
         await self.table.shutdown()
         await self.servicer.drain_background()
@@ -163,7 +162,8 @@ async def start_server(config: ServerConfig) -> RunningServer:
     health_server, health_port = await start_with_health(
         server.start, health, SERVICE_NAME, config.health_listen
     )
-    sweeper = asyncio.create_task(table.run_sweeper(config.sweep_interval_ms))
+    # Owned by the RunningServer: stop() cancels and awaits it.
+    sweeper = asyncio.create_task(table.run_sweeper(config.sweep_interval_ms), name="sweeper")
     log.info("exec-server listening on %s:%d (backend %s)", host, port, backend.name)
     if health_port is not None:
         log.info("exec-server health listening on port %d (plaintext, health only)", health_port)

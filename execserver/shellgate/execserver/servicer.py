@@ -19,6 +19,7 @@ from shellgate.common.errors import (
 )
 from shellgate.common.grpc import output_encoding as wire
 from shellgate.common.process.retention import SeqChunk
+from shellgate.common.tasks import TaskSet
 from shellgate.execserver import convert, files, validate
 from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.confine import Confinement
@@ -89,8 +90,9 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         self._table = table
         self._host = host
         self._auth = auth
-        # Cleanup that must survive the cancellation of the RPC that triggered it.
-        self._background: set[asyncio.Task[None]] = set()
+        # Cleanup that must survive the cancellation of the RPC that triggered it (owned
+        # here, joined by drain_background at shutdown; a failure is logged).
+        self._background = TaskSet(log)
 
     def _caller(self, context: Ctx) -> str:
         if self._auth.open:
@@ -147,14 +149,11 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
                 self._spawn_cleanup(proc)
 
     def _spawn_cleanup(self, proc: ManagedProcess) -> None:
-        task = asyncio.get_running_loop().create_task(proc.terminate_quietly())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._background.spawn(proc.terminate_quietly(), name=f"cleanup-{proc.process_id}")
 
     async def drain_background(self) -> None:
         """Wait for cleanup tasks (shutdown)."""
-        while self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
+        await self._background.join()
 
     @streaming
     async def Attach(

@@ -21,9 +21,11 @@ class ProcessLimits:
     # Kernel buffer of a process's stdout/stderr pipe once it has filled the default 64 KiB
     # (F_SETPIPE_SZ, best effort, capped by pipe-max-size).
     pipe_buffer_bytes: int = MIB
-    # Unconsumed output buffered per process before its fds stop being read (back-pressure).
+    # Unconsumed output buffered per process before its fds (or SSH channel) stop being
+    # read (back-pressure).
     output_buffer_bytes: int = MIB
-    # Queue depth (chunks) between the SSH channel readers and the consumer.
+    # Queue depth (chunks) between the SSH channel readers and the consumer (with the byte
+    # bound above: whichever is reached first stops the readers).
     output_queue_chunks: int = 64
     write_timeout_ms: int = 10_000
     kill_grace_ms: int = 2_000

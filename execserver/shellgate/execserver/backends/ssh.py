@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,6 +18,7 @@ from shellgate.common.errors import (
     SpawnError,
     StdinClosedError,
 )
+from shellgate.common.output_channel import OutputChannel
 from shellgate.common.process.base import (
     ExitStatus,
     OutputChunk,
@@ -25,6 +27,7 @@ from shellgate.common.process.base import (
     SpawnRequest,
     Stream,
 )
+from shellgate.common.tasks import cancel_and_wait, log_failure
 from shellgate.execserver.backends.ssh_wrapper import ERR, HELLO, READY, env_block, wrapper_command
 from shellgate.execserver.config import ProcessLimits, SshConfig
 from shellgate.execserver.info import HostInfo, ShellFacts, shell_from_path
@@ -55,7 +58,10 @@ class SshProcess:
         self._stdin_open = stdin_open or tty
         self._leftover = leftover
         self._exit: asyncio.Future[ExitStatus] = asyncio.get_running_loop().create_future()
-        self._waiter = asyncio.create_task(self._wait())
+        # Owned by this handle: it ends when the channel closes (terminate closes it); _wait
+        # absorbs connection errors, anything else is logged when it happens.
+        self._waiter = asyncio.create_task(self._wait(), name=f"ssh-wait-{pid}")
+        self._waiter.add_done_callback(functools.partial(log_failure, log=log))
 
     @property
     def pid(self) -> int | None:
@@ -92,36 +98,38 @@ class SshProcess:
         stream = Stream.PTY if self._tty else Stream.STDOUT
         if self._leftover:
             yield OutputChunk(stream, self._leftover)
-        queue: asyncio.Queue[OutputChunk | None] = asyncio.Queue(64)
+        # Bounded (output_queue_chunks, output_buffer_bytes): while the consumer lags, the
+        # readers stop reading and SSH flow control (the channel window) holds the remote
+        # process back.
+        limits = self._backend.limits
+        channel: OutputChannel[Stream] = OutputChannel(
+            max_bytes=limits.output_buffer_bytes, max_chunks=limits.output_queue_chunks
+        )
 
         async def pump(reader: Any, which: Stream) -> None:
             try:
-                while True:
-                    data = await reader.read(self._backend.limits.read_chunk_bytes)
-                    if not data:
-                        break
-                    await queue.put(OutputChunk(which, data))
-            except Exception:  # a lost connection ends the stream
-                pass
-            await queue.put(None)
+                while data := await reader.read(limits.read_chunk_bytes):
+                    await channel.send(which, data)
+            except Exception as exc:  # a lost connection ends the stream
+                log.info("ssh %s reader ended with %s", which.value, type(exc).__name__)
 
-        readers = [asyncio.create_task(pump(self._proc.stdout, stream))]
-        if not self._tty:
-            readers.append(asyncio.create_task(pump(self._proc.stderr, Stream.STDERR)))
-        open_streams = len(readers)
+        async def feed() -> None:
+            try:
+                async with asyncio.TaskGroup() as readers:
+                    readers.create_task(pump(self._proc.stdout, stream))
+                    if not self._tty:
+                        readers.create_task(pump(self._proc.stderr, Stream.STDERR))
+            finally:
+                channel.close()
+
+        # Owned by this generator: cancelled and awaited in the finally below (also when
+        # the consumer stops early); the TaskGroup in it owns the two stream readers.
+        feeder = asyncio.create_task(feed(), name=f"ssh-output-{self._pid}")
         try:
-            while open_streams:
-                item = await queue.get()
-                if item is None:
-                    open_streams -= 1
-                else:
-                    yield item
+            async for item in channel:
+                yield OutputChunk(item.meta, item.data)
         finally:
-            for task in readers:
-                task.cancel()
-            for task in readers:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(feeder, log=log)
 
     async def write(self, data: bytes) -> None:
         """Write to the channel's stdin."""

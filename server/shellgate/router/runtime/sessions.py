@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from shellgate.common.errors import UnknownSessionError
+from shellgate.common.tasks import TaskSet
 from shellgate.router.output.unified_rules import (
     MAX_UNIFIED_EXEC_PROCESSES,
     ProcessUsage,
@@ -27,6 +28,8 @@ from shellgate.router.runtime.store.shared_state import SessionRecord, SharedSta
 from shellgate.router.runtime.unified_process import UnifiedProcess
 
 __all__ = ["SessionInfo", "SessionManager"]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,9 @@ class SessionManager:
         self._procs: dict[int, UnifiedProcess] = {}
         # Sessions whose environment was lost: later writes get the lost text, not "unknown".
         self._lost: dict[int, str] = {}
-        # Pruned processes being terminated in the background (owned here, awaited on close).
-        self._reaping: set[asyncio.Task[None]] = set()
+        # Pruned processes being terminated in the background (owned here, joined by
+        # terminate_all; a failure is logged).
+        self._reaping = TaskSet(_log)
         # Shared (distributed) remote sessions: the store, and what this request re-attached.
         self._thread_id = ""
         self._shared: SharedState | None = None
@@ -229,9 +233,7 @@ class SessionManager:
     def _prune(self, process_id: int) -> None:
         proc = self._procs.pop(process_id)
         self.release_id(process_id)
-        task = asyncio.create_task(proc.terminate(), name=f"unified-prune-{process_id}")
-        self._reaping.add(task)
-        task.add_done_callback(self._reaping.discard)
+        self._reaping.spawn(proc.terminate(), name=f"unified-prune-{process_id}")
 
     def remove(self, process_id: int) -> UnifiedProcess | None:
         """Forget a process whose exit was reported; its id is released."""
@@ -289,10 +291,7 @@ class SessionManager:
         for proc in procs:
             self.release_id(proc.process_id)
         await asyncio.gather(*(p.terminate() for p in procs), return_exceptions=True)
-        reaping = list(self._reaping)
-        for task in reaping:
-            with contextlib.suppress(Exception):
-                await task
+        await self._reaping.join()
         return len(procs)
 
     def sessions(self) -> list[SessionInfo]:

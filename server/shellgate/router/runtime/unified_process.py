@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from shellgate.common.process.base import ExitStatus, OutputChunk, ProcessHandle
+from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.output.head_tail import HeadTailBuffer, HeadTailSnapshot
 
 __all__ = ["OutputListener", "ProcessMeta", "UnifiedProcess"]
 
 # Receives every chunk with its per-process seq while a request is attached.
 OutputListener = Callable[[OutputChunk, int], None]
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class UnifiedProcess:
         self.drained_seq = initial_seq
         # Set on every state change (output, exit, close); waiters clear it before checking.
         self.changed = asyncio.Event()
+        # Owned by this process object: `terminate`/`release` cancel and await them.
         self._tasks = [
             asyncio.create_task(self._pump(), name=f"unified-pump-{meta.process_id}"),
             asyncio.create_task(self._watch_exit(), name=f"unified-exit-{meta.process_id}"),
@@ -93,7 +97,8 @@ class UnifiedProcess:
                     self.listener(chunk, self._seq)
                 self.changed.set()
         except Exception:
-            pass
+            # The output ends here either way (`closed`); the cause must not vanish.
+            _log.exception("output pump of session %d failed", self.meta.process_id)
         finally:
             self.closed = True
             self.changed.set()
@@ -142,9 +147,4 @@ class UnifiedProcess:
         await self._stop_tasks()
 
     async def _stop_tasks(self) -> None:
-        for task in self._tasks:
-            if not task.done():
-                task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(*self._tasks, log=_log)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from shellgate.common.grpc.listen import EXCLUSIVE_PORT_OPTIONS, bind
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
 from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
 from shellgate.common.local_token import LocalToken
+from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.runtime.remote.discovery import DnsDiscovery
 from shellgate.router.runtime.sweeper import run_thread_sweeper
 from shellgate.router.service.app import RouterApp
@@ -57,6 +57,7 @@ class RunningRouter:
     # The plaintext health-only listener (health_listen), when configured.
     health_server: grpc.aio.Server | None = None
     health_port: int | None = None
+    # The thread sweeper and DNS discovery loops: owned here, cancelled and awaited by stop().
     background: list[asyncio.Task[None]] = field(default_factory=list)
     stop_background: asyncio.Event = field(default_factory=asyncio.Event)
     # The generated local token's file (the default on loopback without credentials).
@@ -67,13 +68,12 @@ class RunningRouter:
         """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
         await set_serving(self.health, SERVICE_NAME, False)
         self.stop_background.set()
-        for task in self.background:
-            task.cancel()
-        await asyncio.gather(*self.background, return_exceptions=True)
+        await cancel_and_wait(*self.background, log=log)
         grace_s = self.app.config.limits.shutdown_grace_ms / 1000
         # In-flight calls get most of the grace period to finish on their own. Processes
         # still running then are killed by aclose *before* the server cancels the RPCs at
         # the end of the grace, so their streams still end with a paired `completed`.
+        # Owned by stop(): awaited below.
         stopping = asyncio.ensure_future(self.server.stop(grace_s))
         await asyncio.wait({stopping}, timeout=grace_s * KILL_AT_GRACE_FRACTION)
         await self.app.aclose()
@@ -149,25 +149,30 @@ async def start_router(
             await running.stop()
             raise OSError(f"cannot write the local token file: {exc}") from exc
         running.local_token = local
-    # Owned background tasks: cancelled and awaited by stop().
+    # Owned background tasks: cancelled and awaited by RunningRouter.stop().
     stop = running.stop_background
-    running.background.append(
-        asyncio.create_task(run_thread_sweeper(app.threads, limits.sweep_interval_ms, stop))
-    )
+    sweeper = run_thread_sweeper(app.threads, limits.sweep_interval_ms, stop)
+    running.background.append(asyncio.create_task(sweeper, name="thread-sweeper"))
     for entry in config.discovery:
         discovery = DnsDiscovery(entry, app.environments)
-        running.background.append(asyncio.create_task(discovery.run(stop)))
+        running.background.append(
+            asyncio.create_task(discovery.run(stop), name=f"discovery-{entry.dns_name}")
+        )
     log.info("router listening on port %d (%d environments)", port, len(app.environments.ids()))
     return running
 
 
 async def serve_forever(router: RunningRouter, stop: asyncio.Event) -> None:
     """Serve until `stop` is set (SIGTERM/SIGINT), then shut down gracefully."""
+    # Both owned by serve_forever: the first to finish ends the wait, both are cancelled and
+    # awaited (the stopper before the shutdown, the termination waiter after it).
     waiter = asyncio.ensure_future(router.server.wait_for_termination())
     stopper = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    stopper.cancel()
-    await router.stop()
-    waiter.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await waiter
+    try:
+        await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        await cancel_and_wait(stopper, log=log)
+    try:
+        await router.stop()
+    finally:
+        await cancel_and_wait(waiter, log=log)

@@ -33,6 +33,10 @@ class RemoteConfig:
     token_file: str = ""
     connect_timeout_ms: int = 10_000
     call_timeout_ms: int = 30_000
+    # Output of one process received from the daemon but not yet taken by its consumer;
+    # past it the router stops reading that stream, so gRPC flow control and the daemon's
+    # retention/pacing hold the process back (as much as a local process buffers).
+    output_buffer_bytes: int = 1024 * 1024
 
     @property
     def has_tls_files(self) -> bool:

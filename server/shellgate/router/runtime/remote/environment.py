@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -15,6 +16,7 @@ from shellgate.common.enum_maps import INHERIT, SANDBOX_MODES, SIGNALS, STREAMS
 from shellgate.common.env_policy import ShellEnvironmentPolicy, exec_server_env_payload
 from shellgate.common.errors import FailedPreconditionError, NotFoundError, ProcessExitedError
 from shellgate.common.grpc.status import error_from_status
+from shellgate.common.output_channel import OutputChannel
 from shellgate.common.process.base import (
     ExitStatus,
     OutputChunk,
@@ -23,6 +25,7 @@ from shellgate.common.process.base import (
     Stream,
 )
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
+from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.apply_patch.fs import PatchFileSystem
 from shellgate.router.runtime.remote.config import (
     RemoteConfig,
@@ -38,6 +41,9 @@ from shellgate.v1 import exec_pb2, exec_pb2_grpc, shell_pb2
 _EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
 
 __all__ = ["RemoteConfig", "RemoteEnvironment", "RemoteProcess"]
+
+_log = logging.getLogger(__name__)
+
 
 def _policy_pb(policy: ShellEnvironmentPolicy) -> shell_pb2.ShellEnvironmentPolicy:
     return shell_pb2.ShellEnvironmentPolicy(
@@ -73,11 +79,19 @@ class RemoteProcess:
         self._call = call
         self.process_id = process_id
         self._pid = pid
-        self._queue: asyncio.Queue[tuple[OutputChunk, int] | None] = asyncio.Queue()
+        # Bounded (back-pressure): while the consumer of output() lags by the buffer, the
+        # reader waits instead of reading on, and gRPC flow control makes the daemon's Start
+        # stream wait in turn. The exit arrives in-band after the output, so wait() needs
+        # output() to be consumed (every router consumer is; terminate() discards).
+        # Each entry carries its stream and daemon seq.
+        self._output: OutputChannel[tuple[Stream, int]] = OutputChannel(
+            max_bytes=env.config.output_buffer_bytes
+        )
         # The daemon seq of the last chunk handed out by output(): a re-attach from it
         # replays exactly what the consumer has not seen (spec 06 §9).
         self.delivered_seq = 0
         self._exit: asyncio.Future[ExitStatus] = asyncio.get_running_loop().create_future()
+        # Owned by this handle: release() and terminate() cancel and await it.
         self._reader = asyncio.create_task(self._read(), name=f"remote-read-{process_id}")
 
     @property
@@ -110,8 +124,8 @@ class RemoteProcess:
                 kind = event.WhichOneof("event")
                 if kind == "output":
                     out = event.output
-                    chunk = OutputChunk(STREAMS.domain(out.stream) or Stream.STDOUT, out.data)
-                    self._queue.put_nowait((chunk, out.seq))
+                    stream = STREAMS.domain(out.stream) or Stream.STDOUT
+                    await self._output.send((stream, out.seq), out.data)
                 elif kind == "exited":
                     self._set_exit(_status(event.exited.status))
                 elif kind == "closed":
@@ -130,16 +144,18 @@ class RemoteProcess:
             self._set_exit(ExitStatus(environment_lost="exec-server stream cancelled"))
             raise
         finally:
-            self._queue.put_nowait(None)
+            self._output.close()
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Output received from the daemon that output() has not handed out yet."""
+        return self._output.queued_bytes
 
     async def output(self) -> AsyncIterator[OutputChunk]:
         """Output chunks until the process closed (or the stream was lost)."""
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                return
-            self.delivered_seq = item[1]
-            yield item[0]
+        async for item in self._output:
+            stream, self.delivered_seq = item.meta
+            yield OutputChunk(stream, item.data)
 
     async def _unary(self, method: str, request: Any) -> Any:
         try:
@@ -182,13 +198,15 @@ class RemoteProcess:
     async def release(self) -> None:
         """Drop the stream, leaving a detached process running on the daemon."""
         self._call.cancel()
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._reader
+        await cancel_and_wait(self._reader, log=_log)
 
     async def terminate(self) -> None:
         """Kill the remote group, then drop the stream."""
         if not self._exit.done():
+            # Nobody wants the output of a killed process, and the consumer may be gone
+            # already (a cancelled classic pump): discard it, so the reader never waits
+            # for room and reaches the exit event.
+            self._output.abandon()
             with contextlib.suppress(Exception):
                 await self._unary(
                     "Terminate", exec_pb2.TerminateRequest(process_id=self.process_id)
@@ -196,9 +214,7 @@ class RemoteProcess:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wait(), self._env.config.call_timeout_ms / 1000)
         self._call.cancel()
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._reader
+        await cancel_and_wait(self._reader, log=_log)
 
 
 class RemoteEnvironment:

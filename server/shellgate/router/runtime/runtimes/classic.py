@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from shellgate.common.process.base import (
     Stream,
 )
 from shellgate.common.sandbox import is_sandbox_denied
+from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.envelope import (
     DEFAULT_SHELL_TIMEOUT_MS,
     ExecutionEnvelope,
@@ -55,6 +57,8 @@ __all__ = [
 CLASSIC_DRAIN_MS = 2_000
 MAX_OUTPUT_EVENTS = 10_000
 TIMEOUT_EXIT_CODE = 124
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -183,11 +187,15 @@ async def run_classic(
                 if room is not None and not wait_task.done() and (pause := room()) is not None:
                     await pause
 
-    # Owned by this function: the `finally` below cancels and awaits all three, after a
-    # shielded terminate of the group, whether it returns, raises or is cancelled.
+    # Owned by this run: cancelled and awaited in the finally below, before the group is
+    # killed (so no output is streamed after the result was taken).
     pump_task = asyncio.create_task(pump(), name=f"classic-pump-{call_id}")
     wait_task = asyncio.create_task(handle.wait(), name=f"classic-wait-{call_id}")
-    stop_task = asyncio.create_task(interrupt.wait()) if interrupt is not None else None
+    stop_task = (
+        asyncio.create_task(interrupt.wait(), name=f"classic-interrupt-{call_id}")
+        if interrupt is not None
+        else None
+    )
     timed_out = interrupted = False
     try:
         timeout_ms = envelope.timeout_ms or DEFAULT_SHELL_TIMEOUT_MS
@@ -216,16 +224,12 @@ async def run_classic(
             environment_id=spawner.environment_id,
         )
     finally:
-        for task in (pump_task, wait_task, stop_task):
-            if task is not None and not task.done():
-                task.cancel()
-        # Shielded: a second cancellation must not leave the group alive.
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await asyncio.shield(handle.terminate())
-        for task in (pump_task, wait_task, stop_task):
-            if task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        try:
+            await cancel_and_wait(pump_task, wait_task, stop_task, log=_log)
+        finally:
+            # Shielded: a second cancellation must not leave the group alive.
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.shield(handle.terminate())
 
 
 class ShellRuntime(CommandRuntime):

@@ -111,7 +111,7 @@ async def collect(proc: UnifiedProcess, deadline: float, interrupt: asyncio.Even
         remaining = limit - now
         if remaining <= 0:
             return True
-        # Owned here: both waiters are cancelled and awaited below, however the wait ends.
+        # Owned by this loop iteration: cancelled and awaited in the finally below.
         waiters = [asyncio.ensure_future(proc.changed.wait())]
         if interrupt is not None:
             waiters.append(asyncio.ensure_future(interrupt.wait()))

@@ -1,0 +1,132 @@
+"""One call's events on their way to the Execute client: bounded, coalesced, paced (spec 06 §4).
+
+A client that reads slowly must neither make the router buffer without bound nor change
+what the model sees: the final `completed` text is built from the process's own capture,
+so only the streamed `output` events are shaped here, over one `OutputChannel`:
+
+* Budget: at most MAX_QUEUED_OUTPUT_BYTES of output waits for the client; past it
+  chunks are dropped (seq gaps show it) and counted, and the driver logs the exact total.
+  Other events carry no bytes and are never dropped.
+* Coalescing (classic commands only): output arriving while the client is behind is
+  appended to the newest queued chunk of the same element and stream, up to
+  COALESCED_OUTPUT_BYTES, and later seqs shift down so they stay contiguous; a fast
+  producer then costs one message per backlog instead of one per pipe read.
+* Pacing (classic commands only): `room` holds the classic reader while
+  PACED_OUTPUT_BYTES wait, at most OUTPUT_STALL_S per pause, so a fast producer is paced
+  by the client instead of having its stream output dropped at the budget.
+"""
+
+from __future__ import annotations
+
+from shellgate.common.output_channel import OutputChannel, RoomCheck, Sent
+from shellgate.router.projection import ProjectedCall, ShellCall
+from shellgate.router.runtime.events import (
+    ApprovalRequiredEvent,
+    CompletedEvent,
+    ExecuteEvent,
+    OutputEvent,
+)
+
+__all__ = [
+    "COALESCED_OUTPUT_BYTES",
+    "MAX_QUEUED_OUTPUT_BYTES",
+    "OUTPUT_STALL_S",
+    "PACED_OUTPUT_BYTES",
+    "CallStream",
+    "coalesces",
+]
+
+# Streamed output waiting for a slow client, per call (spec 06 §4 keeps the final text).
+MAX_QUEUED_OUTPUT_BYTES = 8 * 1024 * 1024
+# Largest message a backlog of output is merged into (well under gRPC's 4 MiB default).
+COALESCED_OUTPUT_BYTES = 1024 * 1024
+# A classic command's reader pauses while this much output waits for the client (two full
+# merged messages), so a fast producer is paced by the client instead of having its
+# stream output dropped at MAX_QUEUED_OUTPUT_BYTES.
+PACED_OUTPUT_BYTES = 2 * 1024 * 1024
+# How long one pause may wait for the backlog to drain; a client that reads nothing for
+# longer no longer holds the command back (its stream loses chunks instead).
+OUTPUT_STALL_S = 0.5
+
+
+def coalesces(projected: ProjectedCall) -> bool:
+    """Whether a call's output may be merged (and its reader paced): classic commands only.
+
+    Their seqs are per call, so a merged chunk can take one seq and later ones shift down.
+    A unified session's seqs continue across calls, where a shift would read as lost output.
+    """
+    outcome = projected.outcome
+    return isinstance(outcome, ShellCall) and outcome.tool != "exec_command"
+
+
+class CallStream:
+    """The bounded queue between a running call (`emit`) and its Execute stream (`receive`)."""
+
+    def __init__(self, *, coalesce: bool) -> None:
+        self._coalesce = coalesce
+        self._channel: OutputChannel[ExecuteEvent] = OutputChannel(
+            max_bytes=MAX_QUEUED_OUTPUT_BYTES,
+            coalesce_bytes=COALESCED_OUTPUT_BYTES if coalesce else 0,
+            pace_bytes=PACED_OUTPUT_BYTES if coalesce else None,
+            pace_stall_s=OUTPUT_STALL_S,
+        )
+        # Per element: chunks merged into an earlier one (later seqs shift down by this),
+        # and the original seq of the last chunk queued (a merge must not bridge a drop).
+        self._absorbed: dict[int, int] = {}
+        self._last_seq: dict[int, int] = {}
+        self.ended = False
+
+    @property
+    def room(self) -> RoomCheck | None:
+        """The classic reader's pacing hook (None when this call's output is not paced)."""
+        return self._channel.room if self._coalesce else None
+
+    @property
+    def dropped_bytes(self) -> int:
+        """Output bytes not streamed because the client was too far behind."""
+        return self._channel.dropped_bytes
+
+    @property
+    def dropped_chunks(self) -> int:
+        """Output chunks not streamed (their seqs are missing on the stream)."""
+        return self._channel.dropped_chunks
+
+    def emit(self, event: ExecuteEvent) -> None:
+        """Queue one event from the call (never waits; output past the budget is dropped)."""
+        if self._channel.closed:
+            # A listener that outlived its call (it is detached in a `finally` that may run
+            # after the end): nobody reads this stream any more.
+            return
+        self.ended = self.ended or isinstance(event, CompletedEvent | ApprovalRequiredEvent)
+        if not isinstance(event, OutputEvent):
+            self._channel.send_nowait(event)
+        elif not self._coalesce:
+            self._channel.send_nowait(event, event.data)
+        else:
+            index = event.element_index
+            skipped = self._absorbed.get(index, 0)
+            # The entry keeps the first chunk's event, renumbered past earlier merges.
+            head = OutputEvent(index, event.stream, event.seq - skipped, event.data) if skipped else event
+            sent = self._channel.send_nowait(
+                head, event.data, key=(index, event.stream),
+                contiguous=self._last_seq.get(index) == event.seq - 1,
+            )  # fmt: skip
+            if sent is Sent.MERGED:
+                self._absorbed[index] = skipped + 1
+            if sent is not Sent.DROPPED:
+                self._last_seq[index] = event.seq
+
+    def close(self) -> None:
+        """The call is over: `receive` returns None once the queue is drained."""
+        self._channel.close()
+
+    async def receive(self) -> ExecuteEvent | None:
+        """The next event (merged output joined into one), waiting; None at the end."""
+        item = await self._channel.receive()
+        if item is None:
+            return None
+        if item.parts == 1:
+            return item.meta
+        head = item.meta
+        assert isinstance(head, OutputEvent)
+        return OutputEvent(head.element_index, head.stream, head.seq, item.data)

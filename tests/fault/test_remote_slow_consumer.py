@@ -1,0 +1,178 @@
+"""A flood through a remote environment to consumers that stop reading: memory stays bounded,
+and what arrives afterwards is exact (every byte while back-pressure holds the process, or
+exactly counted omissions where the documented drop policy applies)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from shellgate.common.process.base import SpawnRequest
+from shellgate.common.sandbox import SandboxSpec
+from shellgate.router.runtime.remote.environment import (
+    RemoteConfig,
+    RemoteEnvironment,
+    RemoteProcess,
+)
+from shellgate.v1 import router_pb2, router_pb2_grpc
+
+from tests.execserver_harness import Daemon, daemon_subprocess
+from tests.router_harness import function_item, router_subprocess, turn
+
+MIB = 1024 * 1024
+FLOOD_BYTES = 200 * MIB
+# `yes` output cut at an exact size, so every byte can be accounted for.
+FLOOD = f"yes | head -c {FLOOD_BYTES}"
+# The daemon drops a Start stream that makes no progress for this long (then evicts what it
+# did not deliver); far above the stalls below, so only back-pressure is at work.
+DAEMON_STALL_MS = 30_000
+STALL_S = 3.0
+# The Execute stream's output budget (runtime/call_stream.MAX_QUEUED_OUTPUT_BYTES) is what
+# may wait for a slow client; the router process must stay within tens of MiB of that.
+ROUTER_GROWTH_KIB = 48 * 1024
+DROP_LOG = re.compile(r"call (\S+): (\d+) output bytes in (\d+) chunks not streamed")
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """A loopback daemon subprocess with a long slow-consumer stall."""
+    config = tmp_path / "execserver.toml"
+    config.write_text(f"slow_consumer_stall_ms = {DAEMON_STALL_MS}\n")
+    with daemon_subprocess(
+        ["--config", str(config), "--insecure", "--log-level", "WARNING"]
+    ) as running:
+        yield running
+
+
+def _remote_config(daemon: Daemon) -> RemoteConfig:
+    return RemoteConfig("box", daemon.target, connect_timeout_ms=5_000, call_timeout_ms=10_000)
+
+
+@pytest.mark.slow
+def test_a_stalled_remote_output_consumer_holds_the_process_back_and_loses_nothing(
+    daemon: Daemon,
+) -> None:
+    async def main() -> None:
+        remote = RemoteEnvironment(_remote_config(daemon), client_env=dict(os.environ))
+        try:
+            request = SpawnRequest(("sh", "-c", FLOOD), "/tmp", dict(os.environ))
+            spawned = await remote.spawn(request, SandboxSpec(), detach=False, owner="t")
+            handle = spawned.handle
+            assert isinstance(handle, RemoteProcess)
+            output = handle.output()
+            first = await anext(output)
+            received = len(first.data)
+            # Read nothing for a while: the router-side buffer stays within its bound, and
+            # the process waits for us instead of running ahead.
+            peak = 0
+            deadline = time.monotonic() + STALL_S
+            while time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+                peak = max(peak, handle.buffered_bytes)
+            bound = remote.config.output_buffer_bytes
+            assert 0 < peak <= bound, peak
+            exit_task = asyncio.ensure_future(handle.wait())
+            await asyncio.sleep(0)
+            assert not exit_task.done(), "the flood ran to its end while nobody read it"
+            async for chunk in output:
+                received += len(chunk.data)
+                assert handle.buffered_bytes <= bound
+            status = await asyncio.wait_for(exit_task, 60)
+            assert status.code == 0 and status.environment_lost is None
+            assert received == FLOOD_BYTES  # nothing lost while back-pressure held
+            await handle.terminate()
+        finally:
+            await remote.aclose()
+
+    asyncio.run(main())
+
+
+def _stderr_lines(pipe: object, into: list[str]) -> threading.Thread:
+    """Collect a subprocess's stderr in a thread (a full pipe would block the router)."""
+
+    def pump() -> None:
+        for line in iter(pipe.readline, b""):  # type: ignore[attr-defined]
+            into.append(line.decode(errors="replace"))
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.slow
+def test_a_remote_flood_to_a_stalled_execute_client_keeps_router_memory_bounded(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    config = tmp_path / "router.toml"
+    config.write_text(
+        f'[[environments]]\nenvironment_id = "box"\ntarget = "{daemon.target}"\n'
+        "connect_timeout_ms = 5000\ncall_timeout_ms = 10000\n"
+    )
+    logs: list[str] = []
+    args = ["--config", str(config), "--log-level", "INFO"]
+    with (
+        router_subprocess(args) as (proc, port),
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        reader = _stderr_lines(proc.stderr, logs)
+        stub = router_pb2_grpc.ToolRouterServiceStub(channel)
+        args_json = {"cmd": FLOOD, "login": False, "yield_time_ms": 120_000}
+        request = router_pb2.ExecuteRequest(
+            thread_id="flood",
+            turn=turn(environment_id="box", cwd="/tmp"),
+            item=function_item("exec_command", args_json, "flood-1"),
+        )
+        stream = stub.Execute(request, timeout=300)
+        assert next(stream).WhichOneof("event") == "projection"
+        baseline = peak = _rss_kib(proc.pid)
+        # Read nothing: the router must not buffer the flood for us.
+        deadline = time.monotonic() + STALL_S
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            peak = max(peak, _rss_kib(proc.pid))
+        received = 0
+        seqs: list[int] = []
+        done = None
+        for event in stream:
+            kind = event.WhichOneof("event")
+            if kind == "output":
+                data = event.output.data
+                received += len(data)
+                seqs.append(event.output.seq)
+                # Whole chunks of the flood, in order: "y\n" repeated, split anywhere.
+                assert data.replace(b"y", b"").replace(b"\n", b"") == b""
+            elif kind == "completed":
+                done = event.completed
+            if len(seqs) % 64 == 0:
+                peak = max(peak, _rss_kib(proc.pid))
+        peak = max(peak, _rss_kib(proc.pid))
+        assert done is not None and done.exit_code == 0
+        assert done.original_token_count == FLOOD_BYTES // 4  # the model's count is whole
+        proc.terminate()
+        proc.wait(15)
+        reader.join(10)
+    print("router rss kib baseline", baseline, "peak", peak, "streamed bytes", received)
+    assert peak - baseline < ROUTER_GROWTH_KIB, (baseline, peak)
+    # exec_command seqs continue across calls, so output a stalled client could not take
+    # is dropped (spec: seq gaps show it), and the router reports exactly how much.
+    drops = [m.groups() for line in logs if (m := DROP_LOG.search(line))]
+    assert [call for call, _, _ in drops] == ["flood-1"], logs[-20:]
+    dropped_bytes, dropped_chunks = int(drops[0][1]), int(drops[0][2])
+    assert received + dropped_bytes == FLOOD_BYTES
+    # Seqs increase; the gaps among them are dropped chunks (trailing ones leave no gap).
+    assert seqs[0] == 1 and seqs == sorted(set(seqs))
+    assert 0 < seqs[-1] - len(seqs) <= dropped_chunks
