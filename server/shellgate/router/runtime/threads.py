@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 import time
 import uuid
@@ -36,6 +37,7 @@ __all__ = [
     "ThreadRegistry",
     "ThreadState",
     "ThreadStore",
+    "owned_thread_key",
     "validate_thread_id",
 ]
 
@@ -43,6 +45,9 @@ __all__ = [
 DEFAULT_APPROVAL_TTL_MS = 10 * 60_000
 DEFAULT_THREAD_IDLE_TTL_MS = 24 * 3_600_000
 _THREAD_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# Registry keys: a caller's thread id, optionally behind its subject's namespace.
+_THREAD_KEY = re.compile(r"[A-Za-z0-9._:-]{1,160}")
+_SUBJECT_DIGEST_CHARS = 16
 
 Clock = Callable[[], float]
 
@@ -52,6 +57,26 @@ def validate_thread_id(thread_id: str) -> str:
     if not _THREAD_ID.fullmatch(thread_id):
         raise InvalidArgumentError("thread_id: must be 1-128 characters of [A-Za-z0-9._:-]")
     return thread_id
+
+
+def owned_thread_key(subject: str, thread_id: str) -> str:
+    """The registry key of `subject`'s thread `thread_id` (the id checked first).
+
+    Threads belong to the authenticated subject that names them: the key is the id behind
+    a digest of the subject, so another subject choosing the same id reaches a different,
+    empty thread (its lookups answer NOT_FOUND) and can never name this one: not its
+    sessions, parked approvals, grants or in-flight calls, on any replica (every replica
+    computes the same key).
+    """
+    validate_thread_id(thread_id)
+    digest = hashlib.sha256(subject.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{digest[:_SUBJECT_DIGEST_CHARS]}.{thread_id}"
+
+
+def _check_key(key: str) -> str:
+    if not _THREAD_KEY.fullmatch(key):
+        raise InvalidArgumentError("thread_id: must be 1-128 characters of [A-Za-z0-9._:-]")
+    return key
 
 
 @dataclass
@@ -316,7 +341,7 @@ class ThreadRegistry:
 
     async def get_or_create(self, thread_id: str) -> ThreadState:
         """The thread, created on first use (on any router)."""
-        validate_thread_id(thread_id)
+        _check_key(thread_id)
         if thread_id not in self._threads:
             self._check_room()  # before the shared record exists, so a refusal leaves none
         generation = await self.shared.ensure_thread(thread_id, uuid.uuid4().hex)
@@ -326,7 +351,7 @@ class ThreadRegistry:
 
     async def get(self, thread_id: str) -> ThreadState:
         """An existing thread; unknown → NOT_FOUND."""
-        validate_thread_id(thread_id)
+        _check_key(thread_id)
         state = await self._sync(thread_id, await self.shared.thread_generation(thread_id))
         if state is None:
             raise UnknownThreadError(f"unknown thread {thread_id}")
@@ -338,7 +363,7 @@ class ThreadRegistry:
         Idempotent: a thread no router holds state for (never used, already ended, expired)
         ends with zero counts, so a harness may end a conversation without tracking it.
         """
-        validate_thread_id(thread_id)
+        _check_key(thread_id)
         generation = await self.shared.thread_generation(thread_id)
         state = self._threads.pop(thread_id, None)
         if generation is None and state is None:

@@ -15,13 +15,18 @@ from shellgate.common.errors import InvalidArgumentError
 from shellgate.router.decode.tool_call import PayloadKind, ToolCall, ToolName
 from shellgate.router.decode.tools import list_tools
 from shellgate.router.pipeline import HostContext, RouterTurn, project
-from shellgate.router.projection import ProjectedCall, ShellCall
+from shellgate.router.projection import (
+    ApplyPatchToolCall,
+    ProjectedCall,
+    ShellCall,
+    WriteStdinCall,
+)
 from shellgate.router.runtime.context import RuntimeContext
 from shellgate.router.runtime.events import (
     CompletedEvent,
 )
 from shellgate.router.runtime.execute import execute_call, resume_call
-from shellgate.router.runtime.threads import ThreadState
+from shellgate.router.runtime.threads import ThreadState, owned_thread_key
 from shellgate.router.service.app import VERSION, Caller, RouterApp
 from shellgate.router.service.wire.events import DECISIONS, event_pb, status_pb
 from shellgate.router.service.wire.projection import fill_projection
@@ -162,7 +167,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             which = request.WhichOneof("input")
             if which is None:
                 raise InvalidArgumentError("set item or resume")
-            turn_thread = await self._app.threads.get_or_create(_valid_thread(request.thread_id))
+            key = owned_thread_key(caller.subject, request.thread_id)
+            turn_thread = await self._app.threads.get_or_create(key)
             ctx = RuntimeContext(
                 thread=turn_thread,
                 environments=self._app.environments,
@@ -177,7 +183,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 events = resume_call(request.resume.approval_id, decision, ctx)
             else:
                 projected, turn = await self._project(request, caller, turn_thread)
-                self._check_environments(caller, projected)
+                self._check_environments(caller, projected, turn_thread)
                 events = execute_call(projected, turn, ctx)
             if self._app.redactor is not None:
                 events = self._app.redactor.events(events)
@@ -189,11 +195,22 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                     )
                 yield event_pb(event)
 
-    def _check_environments(self, caller: Caller, projected: ProjectedCall) -> None:
-        """PERMISSION_DENIED before anything runs on an environment the caller may not use."""
-        if isinstance(projected.outcome, ShellCall):
-            for element in projected.outcome.elements:
+    def _check_environments(
+        self, caller: Caller, projected: ProjectedCall, thread: ThreadState
+    ) -> None:
+        """PERMISSION_DENIED before anything runs on an environment the caller may not use:
+        every tool's path to an environment is checked (shell elements, the apply_patch
+        tool, and the session a write_stdin targets)."""
+        outcome = projected.outcome
+        if isinstance(outcome, ShellCall):
+            for element in outcome.elements:
                 self._app.check_environment(caller, element.handler.environment_id)
+        elif isinstance(outcome, ApplyPatchToolCall):
+            self._app.check_environment(caller, outcome.environment_id)
+        elif isinstance(outcome, WriteStdinCall):
+            session = thread.sessions.get(outcome.params.session_id)
+            if session is not None:
+                self._app.check_environment(caller, session.meta.environment_id)
 
     @unary
     async def ListEnvironments(
@@ -211,8 +228,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.ListSessionsRequest, context: Ctx
     ) -> router_pb2.ListSessionsResponse:
         """Unified-exec sessions of a thread."""
-        self._caller(context)
-        thread = await self._app.threads.get(_valid_thread(request.thread_id))
+        caller = self._caller(context)
+        thread = await self._app.threads.get(owned_thread_key(caller.subject, request.thread_id))
         return router_pb2.ListSessionsResponse(
             sessions=[
                 router_pb2.SessionInfo(
@@ -235,8 +252,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.TerminateSessionRequest, context: Ctx
     ) -> router_pb2.TerminateSessionResponse:
         """Kill one unified-exec session (unknown → NOT_FOUND)."""
-        self._caller(context)
-        thread = await self._app.threads.get(_valid_thread(request.thread_id))
+        caller = self._caller(context)
+        thread = await self._app.threads.get(owned_thread_key(caller.subject, request.thread_id))
         # An unknown session id is NOT_FOUND (UnknownSessionError) at the boundary.
         was_running = await thread.sessions.terminate(request.session_id)
         return router_pb2.TerminateSessionResponse(was_running=was_running)
@@ -246,8 +263,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.InterruptRequest, context: Ctx
     ) -> router_pb2.InterruptResponse:
         """Interrupt an in-flight Execute of a call."""
-        self._caller(context)
-        thread = await self._app.threads.get(_valid_thread(request.thread_id))
+        caller = self._caller(context)
+        thread = await self._app.threads.get(owned_thread_key(caller.subject, request.thread_id))
         thread.interrupt(request.call_id)
         return router_pb2.InterruptResponse()
 
@@ -256,9 +273,9 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.EndThreadRequest, context: Ctx
     ) -> router_pb2.EndThreadResponse:
         """Kill a thread's sessions and drop its approvals and pending calls (idempotent)."""
-        self._caller(context)
+        caller = self._caller(context)
         # An unknown or already ended thread answers zero counts, not NOT_FOUND.
-        ended = await self._app.threads.end(_valid_thread(request.thread_id))
+        ended = await self._app.threads.end(owned_thread_key(caller.subject, request.thread_id))
         return router_pb2.EndThreadResponse(
             terminated_sessions=ended.terminated_sessions,
             dropped_pending_approvals=ended.dropped_pending_approvals,
@@ -311,9 +328,3 @@ def _labels(projected: ProjectedCall | None) -> tuple[str | None, str | None]:
     outcome = projected.outcome
     env = outcome.elements[0].handler.environment_id if isinstance(outcome, ShellCall) else None
     return projected.tool_name.name, env
-
-
-def _valid_thread(thread_id: str) -> str:
-    from shellgate.router.runtime.threads import validate_thread_id
-
-    return validate_thread_id(thread_id)
