@@ -4,7 +4,9 @@ stdin carries `+PGID` / `-PGID` lines from the daemon: groups to protect and gro
 gone. When stdin reaches EOF — the daemon closed it, exited, or was SIGKILLed (the kernel
 closes its fds) — every group still registered gets the parent-death signal, SIGTERM (spec
 05 §1.1), and whatever is left of a group after a short grace is SIGKILLed, so no child or
-grandchild outlives a crashed daemon.
+grandchild outlives a crashed daemon. The groups of every descendant of a registered
+group's members are included: a descendant that left its group with `setsid` is still
+below its command in the process tree.
 """
 
 import contextlib
@@ -31,6 +33,33 @@ def _alive(pgid: int) -> bool:
     return True
 
 
+def _with_descendants(groups: set[int]) -> set[int]:
+    """The groups, plus the groups of every descendant of their members (one /proc scan)."""
+    parent: dict[int, int] = {}
+    group: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parent[int(name)], group[int(name)] = int(fields[1]), int(fields[2])
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent.items():
+        children.setdefault(ppid, []).append(pid)
+    found = set(groups)
+    todo = [pid for pid, pgid in group.items() if pgid in groups]
+    while todo:
+        pid = todo.pop()
+        for child in children.get(pid, ()):
+            found.add(group[child])
+            todo.append(child)
+    found.discard(os.getpgid(0))
+    return found
+
+
 def main() -> None:
     # Only EOF ends the guardian: terminal or group signals aimed at the daemon must not
     # take it down first and leave the groups unprotected.
@@ -53,13 +82,15 @@ def main() -> None:
             elif line[:1] == b"-" and line[1:].isdigit():
                 groups.discard(int(line[1:]))
         time.sleep(_BATCH_S)
+    groups = _with_descendants(groups)
     for pgid in groups:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGTERM)
     deadline = time.monotonic() + _GRACE_S
     while any(_alive(pgid) for pgid in groups) and time.monotonic() < deadline:
         time.sleep(_POLL_S)
-    for pgid in groups:
+    # Descendants forked during the grace are below the same members: look again.
+    for pgid in _with_descendants(groups):
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
 

@@ -67,6 +67,13 @@ class GroupGuardian:
                 os.write(write_fd, "".join(f"+{g}\n" for g in self._groups).encode())
         return write_fd
 
+    @property
+    def pids(self) -> frozenset[int]:
+        """Pids of the guardian processes this side started and still watches."""
+        with self._lock:
+            current = {self._proc.pid} if self._proc is not None else set()
+            return frozenset(current | set(self._watches))
+
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Watch the guardian from this loop (call on the loop's thread)."""
         self._loop = loop

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
 import signal
 import struct
@@ -28,6 +29,7 @@ from shellgate.common.process.base import (
     SpawnRequest,
     Stream,
 )
+from shellgate.common.process.escapes import EscapeReaper
 from shellgate.common.process.fdio import read_chunks, write_all
 from shellgate.common.process.fdoutput import FdOutput
 from shellgate.common.process.guardian import GroupGuardian
@@ -43,6 +45,9 @@ from shellgate.common.process.run_as import RunAs
 
 # Up to this many running processes, a spawn with none in flight runs on the loop thread.
 _INLINE_MAX_LIVE = 2
+# How often escaped descendants are looked for while a command runs (see escapes.py).
+ESCAPE_SWEEP_S = 0.25
+_log = logging.getLogger(__name__)
 
 
 def _close_all(fds: Sequence[int | None]) -> None:
@@ -205,6 +210,11 @@ class LocalBackend:
         # small hosts and each is a thread for the daemon's lifetime.
         self._spawner = ThreadPoolExecutor(max_workers=4, thread_name_prefix="spawn")
         self._pool_spawns = 0
+        # Descendants that escape their group (setsid, double fork) die with their command.
+        self._escapes = EscapeReaper(
+            self._guardian.register, self._guardian.unregister, lambda: self._guardian.pids
+        )
+        self._sweep_timer: asyncio.TimerHandle | None = None
 
     @property
     def name(self) -> str:
@@ -215,6 +225,25 @@ class LocalBackend:
         self._live.discard(proc)
         if proc.pgid is not None:
             self._guardian.unregister(proc.pgid)
+            self._escapes.root_ended(proc.pgid)
+        self._schedule_sweep()
+
+    def _schedule_sweep(self) -> None:
+        # Owned by this backend: one pending timer at most, cancelled by aclose. Escapes are
+        # found within a sweep interval, so they are guarded against this process's death.
+        if self._sweep_timer is not None or not self._escapes.active:
+            return
+        loop = asyncio.get_running_loop()
+
+        def tick() -> None:
+            self._sweep_timer = None
+            try:
+                self._escapes.sweep()
+            except Exception:  # a /proc race must not stop the sweeps
+                _log.exception("escaped-descendant sweep failed")
+            self._schedule_sweep()
+
+        self._sweep_timer = loop.call_later(ESCAPE_SWEEP_S, tick)
 
     async def start(self, request: SpawnRequest) -> ProcessHandle:
         """Spawn argv directly; raise SpawnError when nothing started."""
@@ -281,6 +310,8 @@ class LocalBackend:
             popen, child_pid, out, stdin_parent, master, self._limits, self._released
         )
         self._live.add(proc)
+        self._escapes.root_started(popen.pid)
+        self._schedule_sweep()
         return proc
 
     def _popen(
@@ -396,6 +427,10 @@ class LocalBackend:
         """Terminate every process started here, then let the guardian go."""
         live, self._live = list(self._live), set()
         await asyncio.gather(*(p.terminate() for p in live), return_exceptions=True)
+        if self._sweep_timer is not None:
+            self._sweep_timer.cancel()
+            self._sweep_timer = None
+        self._escapes.sweep()
         self._guardian.detach_loop()
         await asyncio.to_thread(self._guardian.close)
         await asyncio.to_thread(self._spawner.shutdown)

@@ -1,0 +1,179 @@
+"""Descendants that leave their command's process group (setsid, double fork) still die with it.
+
+Killing a command's process group misses a descendant that called `setsid` and was
+orphaned: it is in a session and group of its own, reparented to init. This backend's
+process is therefore made a *child subreaper* (PR_SET_CHILD_SUBREAPER): an orphaned
+descendant is reparented here instead. Such an orphan is told apart from the processes this
+process started itself by its session (every command runs in a session of its own, never
+this process's) and by the pids this backend tracks (command roots, the group guardian).
+
+Each orphan is attributed to every command root that was running when it started (the
+start times in /proc, in clock ticks since boot). Once all of those roots have ended, its
+whole group is killed and it is reaped; while one still runs, its group is registered with
+the group guardian, so the death of this process takes it down too. Sandboxed commands do
+not need this (bubblewrap's PID namespace dies with the command), but it covers them too.
+
+Residuals: an orphan created and this process SIGKILLed within one sweep interval survives
+(it was never seen); an orphan that starts in the same clock tick a root ends may be
+attributed to it alone. cgroup v2's `cgroup.kill` would close both, and is not available on
+every host (this design needs only /proc and one prctl).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+_PR_SET_CHILD_SUBREAPER = 36
+# Ended roots stay known this long (in clock ticks), so an orphan seen late is attributed.
+_KEEP_ENDED_TICKS = 60 * os.sysconf("SC_CLK_TCK")
+_MAX_ENDED_ROOTS = 10_000
+_log = logging.getLogger(__name__)
+
+
+def make_subreaper() -> bool:
+    """Make this process a child subreaper; False when the kernel refuses."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    """The fields of /proc/<pid>/stat this module reads."""
+
+    pid: int
+    state: str
+    ppid: int
+    pgid: int
+    sid: int
+    start_ticks: int
+
+
+def proc_stat(pid: int) -> ProcStat | None:
+    """/proc/<pid>/stat, or None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: the fields follow the last ')'.
+    fields = text.rsplit(")", 1)[1].split()
+    return ProcStat(pid, fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
+
+
+def _now_ticks() -> int:
+    with open("/proc/uptime", encoding="ascii") as f:
+        return int(float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK"))
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
+            found.update(int(p) for p in f.read().split())
+    return found
+
+
+@dataclass
+class _Root:
+    start: int
+    end: int | None = None
+
+
+class EscapeReaper:
+    """Finds orphaned descendants reparented here and kills them when their commands end."""
+
+    def __init__(
+        self,
+        register: Callable[[int], None],
+        unregister: Callable[[int], None],
+        excluded: Callable[[], Iterable[int]],
+    ) -> None:
+        self._register, self._unregister, self._excluded = register, unregister, excluded
+        self._roots: dict[int, _Root] = {}
+        self._guarded: set[int] = set()
+        # Orphans killed but not reaped yet: the next sweeps collect their exit status.
+        self._dying: set[int] = set()
+        self._me = os.getpid()
+        self._my_sid = os.getsid(0)
+        self.enabled = make_subreaper()
+        if not self.enabled:
+            _log.warning("not a child subreaper: escaped descendants reparent to init")
+
+    def root_started(self, pid: int) -> None:
+        """A command root (its own session and group) was spawned."""
+        stat = proc_stat(pid)
+        self._roots[pid] = _Root(stat.start_ticks if stat is not None else _now_ticks())
+
+    def root_ended(self, pid: int) -> None:
+        """A command root's group was killed and released; its orphans may go now."""
+        root = self._roots.get(pid)
+        if root is not None and root.end is None:
+            root.end = _now_ticks()
+        self.sweep()
+
+    @property
+    def active(self) -> bool:
+        """Whether a periodic sweep is worth its cost: a root runs, or an orphan is dying."""
+        return bool(self._dying) or any(root.end is None for root in self._roots.values())
+
+    def sweep(self) -> None:
+        """Reap gone orphans, guard live ones, kill those whose every root has ended."""
+        if not self.enabled:
+            return
+        excluded = set(self._excluded()) | set(self._roots)
+        for pid in _children(self._me) - excluded:
+            stat = proc_stat(pid)
+            if stat is None or stat.ppid != self._me or stat.sid == self._my_sid:
+                continue
+            if stat.state == "Z":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+                self._dying.discard(pid)
+                self._unguard(stat.pgid)
+                continue
+            owners = [
+                root for root in self._roots.values()
+                if root.start <= stat.start_ticks and (root.end is None or stat.start_ticks <= root.end)
+            ]  # fmt: skip
+            if not owners:
+                continue  # not started by any command we know of: leave it alone
+            if any(root.end is None for root in owners):
+                if stat.pgid not in self._guarded and stat.pgid != self._me:
+                    self._register(stat.pgid)
+                    self._guarded.add(stat.pgid)
+                continue
+            self._kill(stat)
+        self._dying &= _children(self._me)
+        self._forget_old_roots()
+
+    def _kill(self, stat: ProcStat) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if stat.pgid not in (self._me, os.getpgid(0)):
+                os.killpg(stat.pgid, signal.SIGKILL)
+            os.kill(stat.pid, signal.SIGKILL)
+        self._dying.add(stat.pid)
+        self._unguard(stat.pgid)
+
+    def _unguard(self, pgid: int) -> None:
+        if pgid in self._guarded:
+            self._guarded.discard(pgid)
+            self._unregister(pgid)
+
+    def _forget_old_roots(self) -> None:
+        now = _now_ticks()
+        ended = [p for p, r in self._roots.items() if r.end is not None]
+        stale = [p for p in ended if now - (self._roots[p].end or now) > _KEEP_ENDED_TICKS]
+        if len(ended) - len(stale) > _MAX_ENDED_ROOTS:
+            stale = ended[: len(ended) - _MAX_ENDED_ROOTS]
+        for pid in stale:
+            del self._roots[pid]

@@ -1,0 +1,142 @@
+"""Nothing a call starts outlives it, sandboxed or not: `setsid`, double-fork and nohup escapes
+die at call end, timeout, Interrupt, EndThread and when the router is SIGKILLed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
+
+from tests.router_harness import (
+    completed,
+    execute,
+    function_item,
+    router_config,
+    router_subprocess,
+    running_router,
+    turn,
+)
+
+PROFILES = {
+    "danger-full-access": common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS,
+    "read-only": common_pb2.PERMISSION_PROFILE_KIND_READ_ONLY,
+}
+
+
+def _escapes(token: str) -> str:
+    def named(tag: str) -> str:
+        return f"bash -c 'exec -a {token}-{tag} sleep 300'"
+
+    return (
+        f"setsid {named('a')} & "
+        f"({named('b')} &) ; "
+        f'nohup setsid sh -c "{named("c")}" >/dev/null 2>&1 & '
+        f'(setsid sh -c "{named("d")} &" &) ; '
+        f"sleep 0.5; echo running=$(ps -eo args | grep -c '^{token}-')"
+    )
+
+
+def _pids_with(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if argv.startswith(token.encode()) and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _gone(token: str, within_s: float = 8.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while _pids_with(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _pids_with(token)
+
+
+def _request(command: str, profile: int, call_id: str, **args: object) -> router_pb2.ExecuteRequest:
+    return router_pb2.ExecuteRequest(
+        thread_id="t",
+        turn=turn(profile=profile, approval=common_pb2.APPROVAL_POLICY_KIND_NEVER),
+        item=function_item("exec_command", {"cmd": command, "login": False, **args}, call_id),
+    )
+
+
+def _classic(command: str, call_id: str, timeout_ms: int) -> router_pb2.ExecuteRequest:
+    return router_pb2.ExecuteRequest(
+        thread_id="t2",
+        turn=turn(profile=PROFILES["danger-full-access"],
+                  shell_tool=common_pb2.MODEL_SHELL_TOOL_TYPE_SHELL_COMMAND,
+                  approval=common_pb2.APPROVAL_POLICY_KIND_NEVER,
+                  features=common_pb2.FeatureSwitches(unified_exec=False)),
+        item=function_item("shell_command", {
+            "command": command, "timeout_ms": timeout_ms, "login": False}, call_id),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_escapes_die_when_the_command_exits(tmp_path: Path, profile: str) -> None:
+    token = f"esc-exit-{os.getpid()}-{profile}"
+    with running_router(router_config(local_cwd=str(tmp_path))) as router:
+        done = completed(execute(router.stub, _request(_escapes(token), PROFILES[profile], "x")))
+        assert "running=4" in done.output_text, done.output_text
+        assert _gone(token)
+
+
+def test_escapes_die_on_timeout_interrupt_and_end_thread(tmp_path: Path) -> None:
+    full = PROFILES["danger-full-access"]
+    with running_router(router_config(local_cwd=str(tmp_path))) as router:
+        # A session that yields with its escapes running, then EndThread.
+        token = f"esc-end-{os.getpid()}"
+        held = _escapes(token) + "; sleep 300"
+        done = completed(execute(router.stub, _request(held, full, "s", yield_time_ms=1500)))
+        assert done.session_id and "running=4" in done.output_text, done.output_text
+        assert _pids_with(token), "escapes should live while their session runs"
+        router.stub.EndThread(router_pb2.EndThreadRequest(thread_id="t"), timeout=30)
+        assert _gone(token)
+
+        # Interrupt of a running classic call (a unified session outlives its call).
+        token = f"esc-int-{os.getpid()}"
+        events: list[router_pb2.ExecuteResponse] = []
+        request = _classic(_escapes(token) + "; sleep 300", "i", 60_000)
+        worker = threading.Thread(target=lambda: events.extend(execute(router.stub, request)))
+        worker.start()
+        deadline = time.monotonic() + 10
+        while len(_pids_with(token)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        router.stub.Interrupt(router_pb2.InterruptRequest(thread_id="t2", call_id="i"), timeout=10)
+        worker.join(30)
+        assert completed(events).termination == router_pb2.TERMINATION_REASON_CANCELLED
+        assert _gone(token)
+
+        # A classic shell_command past its timeout.
+        token = f"esc-timeout-{os.getpid()}"
+        classic = _classic(_escapes(token) + "; sleep 300", "c", 1500)
+        timed_out = completed(execute(router.stub, classic))
+        assert timed_out.exit_code == 124, timed_out.output_text
+        assert _gone(token)
+
+
+@pytest.mark.allow_orphans
+def test_escapes_die_with_a_killed_router(tmp_path: Path) -> None:
+    token = f"esc-kill9-{os.getpid()}"
+    with router_subprocess() as (proc, port), grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+        stub = router_pb2_grpc.ToolRouterServiceStub(ch)
+        request = _request(_escapes(token) + "; sleep 300", PROFILES["danger-full-access"], "k",
+                           yield_time_ms=1500)  # fmt: skip
+        done = completed(list(stub.Execute(request, timeout=60)))
+        assert "running=4" in done.output_text, done.output_text
+        time.sleep(1.0)  # a sweep interval: the escapes are now guarded
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert _gone(token, within_s=10)
