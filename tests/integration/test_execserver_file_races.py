@@ -145,7 +145,7 @@ class Racer:
     flips: int = 0
 
 
-Operation = Callable[["Arena", int], tuple[str, Message]]
+Operation = Callable[[Arena, int], tuple[str, Message]]
 
 
 def remove(arena: Arena, i: int) -> tuple[str, Message]:
