@@ -8,7 +8,12 @@ one component at a time (`openat` with `O_NOFOLLOW`) that applies the same rules
 * an absolute symlink, and a `..` that would climb above the root, is refused with
   `PathEscapeError` (EXDEV), even when it would land back inside;
 * the final component of an operation is never followed: the operation acts on the entry
-  itself (removing a symlink removes the link, writing over one replaces the link).
+  itself (removing a symlink removes the link, writing over one replaces the link); the
+  root itself is no entry beneath the root (PathEscapeError), a final `..` is EINVAL.
+
+The walk takes `..` back to the directory it came from (the fds it holds), which is what
+the kernel does unless a directory is moved mid-walk; it cannot tell /proc magic links
+from others, but their text is absolute (refused) or names no file (ENOENT).
 
 Every mutation is an `*at` call on a directory fd opened beneath the root and a plain name,
 so a folder swapped for a symlink after a check cannot redirect it: the check and the act
@@ -26,7 +31,14 @@ import platform
 from collections.abc import Iterator
 from functools import cache
 
-__all__ = ["ConfinedRoot", "PathEscapeError", "current_umask", "kernel_resolves_beneath"]
+__all__ = [
+    "MAX_REMOVE_DEPTH",
+    "ConfinedRoot",
+    "PathEscapeError",
+    "current_umask",
+    "kernel_resolves_beneath",
+    "write_at",
+]
 
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)
 _DIR_FLAGS = _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
@@ -35,8 +47,9 @@ _SYS_OPENAT2 = 437  # the same on every architecture Linux shares a syscall tabl
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
-# The kernel answers EAGAIN when a rename raced a `..` under RESOLVE_BENEATH; it asks for a
-# retry, and a writer cannot make that last forever, but the loop is bounded anyway.
+# The kernel answers EAGAIN when a rename raced a `..` under RESOLVE_BENEATH (it asks for a
+# retry), and a removal retries while a racer swaps the entry; a racer that never pauses
+# could keep either going, so both give up after this many rounds (EAGAIN).
 _RETRIES = 64
 _MAX_SYMLINKS = 40  # the kernel's own limit (ELOOP beyond it)
 _WALK_SWAPS = 8  # a component seen as a link, then as no link: looked at again this often
