@@ -1,7 +1,9 @@
 """File operations the apply_patch runtime needs on the daemon's own filesystem.
 
 Under a sandbox only the mutating operations (write, remove, rename, mkdir) are confined to
-the writable roots; reads and stats see what a sandboxed process sees: everything.
+the writable roots; reads and stats see what a sandboxed process sees: everything. A confined
+operation acts through `shellgate.common.confined_fs`: every step relative to a directory fd
+opened beneath its root, so a folder swapped for a symlink mid-call cannot lead it out.
 """
 
 from __future__ import annotations
@@ -12,15 +14,21 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from shellgate.common.confined_fs import ConfinedRoot, PathEscapeError, current_umask, write_at
 from shellgate.common.errors import (
     FileNotFoundExecError,
     FileOperationError,
     InvalidArgumentError,
     LimitExceededError,
+    PathNotAllowedError,
+    ServiceError,
 )
 from shellgate.execserver.confine import Confinement
+
+TEMP_PREFIX = ".shellgate-"
 
 
 @dataclass(frozen=True)
@@ -34,12 +42,33 @@ class FileStat:
     modified_ms: int = 0
 
 
-def _os_error(exc: OSError) -> Exception:
+def _os_error(exc: OSError) -> ServiceError:
     # The message form the contract names: `{strerror} (os error {errno})`.
+    if exc.errno is None:
+        return FileOperationError(str(exc))
     text = f"{exc.strerror} (os error {exc.errno})"
     if exc.errno == errno.ENOENT:
         return FileNotFoundExecError(text, exc.errno)
     return FileOperationError(text, exc.errno)
+
+
+@contextlib.contextmanager
+def _confined(
+    confine: Confinement, path: str, field: str, *, follow_final: bool = False
+) -> Iterator[tuple[ConfinedRoot, str]]:
+    """The open root holding path and path beneath it; OS errors become domain errors.
+
+    Every failure is a domain error with its errno (never INTERNAL): a path leading out of
+    the root, even only through a symlink swapped in mid-call, is PathNotAllowedError.
+    """
+    root, rel = confine.locate(path, field, follow_final=follow_final)
+    try:
+        with ConfinedRoot(root) as opened:
+            yield opened, rel
+    except PathEscapeError:
+        raise PathNotAllowedError(f"{field} is outside the sandbox's writable roots") from None
+    except OSError as exc:
+        raise _os_error(exc) from exc
 
 
 def _absolute(path: str, field: str) -> str:
@@ -65,13 +94,11 @@ def read_file(path: str, max_bytes: int) -> bytes:
     return data
 
 
-def _default_mode(path: str, dir_fd: int | None = None) -> int:
+def _default_mode(path: str) -> int:
     try:
-        return stat.S_IMODE(os.stat(path, dir_fd=dir_fd).st_mode)
+        return stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~current_umask()
 
 
 def write_file(
@@ -110,40 +137,13 @@ def write_file(
 def _write_confined(
     path: str, data: bytes, mode: int | None, create_parents: bool, confine: Confinement
 ) -> None:
-    # Everything happens relative to a folder handle verified to lie within a root, with
     # O_NOFOLLOW on the temp file and a rename that replaces (never follows) a final
-    # symlink: swapping a folder for a symlink after the check cannot redirect the write.
-    resolved = confine.resolve(path, "path", follow_final=False)
-    folder, name = os.path.split(resolved)
-    try:
+    # symlink, in a folder opened beneath the root: nothing can redirect the write.
+    with _confined(confine, path, "path") as (root, rel):
         if create_parents:
-            os.makedirs(folder, exist_ok=True)
-        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise _os_error(exc) from exc
-    try:
-        confine.check_dir_fd(dir_fd, "path")
-        if mode is None:
-            mode = _default_mode(name, dir_fd)
-        tmp = f".shellgate-{os.urandom(6).hex()}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fchmod(handle.fileno(), mode)
-                    os.fsync(handle.fileno())
-                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=dir_fd)
-                raise
-        except OSError as exc:
-            raise _os_error(exc) from exc
-    finally:
-        os.close(dir_fd)
+            root.make_dir(os.path.dirname(rel), parents=True)
+        with root.parent(rel) as (dir_fd, name):
+            write_at(dir_fd, name, data, mode, TEMP_PREFIX)
 
 
 def with_suppressed_unlink(path: str) -> None:
@@ -158,9 +158,8 @@ def remove(
     """Remove a file, an empty directory, or (recursive) a whole tree."""
     _absolute(path, "path")
     if confine is not None:
-        # The entry itself goes (a symlink is removed, not its target); rmtree never
-        # follows symlinks below it.
-        path = confine.resolve(path, "path", follow_final=False)
+        _remove_confined(path, recursive, missing_ok, confine)
+        return
     try:
         if os.path.isdir(path) and not os.path.islink(path):
             if recursive:
@@ -178,6 +177,17 @@ def remove(
         raise _os_error(exc) from exc
 
 
+def _remove_confined(path: str, recursive: bool, missing_ok: bool, confine: Confinement) -> None:
+    # The entry itself goes (a symlink is removed, not its target); a tree is emptied
+    # through directory fds opened without following links.
+    try:
+        with _confined(confine, path, "path") as (root, rel):
+            root.remove(rel, recursive=recursive)
+    except FileNotFoundExecError:
+        if not missing_ok:
+            raise
+
+
 def rename(
     from_path: str, to_path: str, create_parents: bool, confine: Confinement | None = None
 ) -> None:
@@ -185,8 +195,17 @@ def rename(
     _absolute(from_path, "from_path")
     _absolute(to_path, "to_path")
     if confine is not None:
-        from_path = confine.resolve(from_path, "from_path", follow_final=False)
-        to_path = confine.resolve(to_path, "to_path", follow_final=False)
+        # Each side is opened in its own context, so a refusal names the right field.
+        with (
+            _confined(confine, from_path, "from_path") as (src_root, src),
+            src_root.parent(src) as (src_fd, src_name),
+            _confined(confine, to_path, "to_path") as (dst_root, dst),
+        ):
+            if create_parents:
+                dst_root.make_dir(os.path.dirname(dst), parents=True)
+            with dst_root.parent(dst) as (dst_fd, dst_name):
+                os.replace(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        return
     try:
         if create_parents:
             os.makedirs(os.path.dirname(to_path), exist_ok=True)
@@ -219,7 +238,9 @@ def make_directory(path: str, parents: bool, confine: Confinement | None = None)
     """mkdir, or `mkdir -p` with parents."""
     _absolute(path, "path")
     if confine is not None:
-        path = confine.resolve(path, "path", follow_final=True)
+        with _confined(confine, path, "path", follow_final=True) as (root, rel):
+            root.make_dir(rel, parents=parents)
+        return
     try:
         if parents:
             os.makedirs(path, exist_ok=True)
