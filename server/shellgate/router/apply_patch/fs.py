@@ -92,6 +92,14 @@ class PatchFileSystem(Protocol):
         """Remove an empty directory."""
         ...
 
+    def resolve(self, path: str) -> str:
+        """Where a write to `path` lands (symlinks followed; the path itself where unknown)."""
+        ...
+
+    def confined(self, roots: tuple[str, ...]) -> PatchFileSystem:
+        """A view whose mutations can never land outside `roots`, whatever symlinks say."""
+        ...
+
 
 def write_atomic(fs: PatchFileSystem, path: str, content: str) -> None:
     """Replace `path` with `content` all at once: readers see the old or the new file."""

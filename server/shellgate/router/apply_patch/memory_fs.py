@@ -121,3 +121,12 @@ class MemoryFileSystem:
         if any(p.startswith(prefix) for p in [*self.files, *self.dirs]):
             raise PatchIoError("Directory not empty (os error 39)", 39)
         self.dirs.discard(path)
+
+    def resolve(self, path: str) -> str:
+        """No symlinks here: a path is where it writes."""
+        return path
+
+    def confined(self, roots: tuple[str, ...]) -> MemoryFileSystem:
+        """No symlinks here: the lexical check already confines."""
+        del roots
+        return self

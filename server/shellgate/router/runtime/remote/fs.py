@@ -17,7 +17,7 @@ from shellgate.router.apply_patch.fs import (
     PatchIoError,
     StagedWrite,
 )
-from shellgate.v1 import exec_pb2
+from shellgate.v1 import exec_pb2, shell_pb2
 
 if TYPE_CHECKING:
     from shellgate.router.runtime.remote.environment import RemoteEnvironment
@@ -35,9 +35,37 @@ def _io_error(exc: grpc.aio.AioRpcError) -> PatchIoError:
 class RemoteFileSystem:
     """PatchFileSystem whose calls block the calling (non-loop) thread on the daemon's RPCs."""
 
-    def __init__(self, env: RemoteEnvironment, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        env: RemoteEnvironment,
+        loop: asyncio.AbstractEventLoop,
+        roots: tuple[str, ...] | None = None,
+    ) -> None:
         self._env = env
         self._loop = loop
+        # Confined view: mutating RPCs carry the writable roots, and the daemon performs them
+        # beneath those roots' directory fds (it refuses what would land outside).
+        self._sandbox = (
+            shell_pb2.SandboxRequest(
+                mode=shell_pb2.SANDBOX_MODE_WORKSPACE_WRITE, writable_roots=list(roots)
+            )
+            if roots is not None
+            else None
+        )
+
+    def resolve(self, path: str) -> str:
+        """The path itself: the daemon's symlinks are not visible from here (the confined
+        view is what keeps writes inside the roots)."""
+        return path
+
+    def confined(self, roots: tuple[str, ...]) -> RemoteFileSystem:
+        """A view whose writes the daemon confines to `roots`."""
+        return RemoteFileSystem(self._env, self._loop, roots)
+
+    def _confine(self, request: Any) -> Any:
+        if self._sandbox is not None:
+            request.sandbox.CopyFrom(self._sandbox)
+        return request
 
     def _run(self, method: str, request: Any) -> Any:
         async def call() -> Any:
@@ -70,7 +98,9 @@ class RemoteFileSystem:
 
     def make_dirs(self, path: str) -> None:
         """mkdir -p."""
-        self._run("MakeDirectory", exec_pb2.MakeDirectoryRequest(path=path, parents=True))
+        self._run(
+            "MakeDirectory", self._confine(exec_pb2.MakeDirectoryRequest(path=path, parents=True))
+        )
 
     def stage_write(self, path: str, content: str) -> StagedWrite:
         """Write a temp file beside `path` (keeping an existing file's mode)."""
@@ -80,17 +110,17 @@ class RemoteFileSystem:
         request = exec_pb2.WriteFileRequest(path=temp, data=content.encode("utf-8"))
         if existing.exists:
             request.mode = existing.mode
-        self._run("WriteFile", request)
+        self._run("WriteFile", self._confine(request))
         return StagedWrite(temp, path)
 
     def rename(self, src: str, dst: str) -> None:
         """Atomic move on the daemon's host."""
-        self._run("Rename", exec_pb2.RenameRequest(from_path=src, to_path=dst))
+        self._run("Rename", self._confine(exec_pb2.RenameRequest(from_path=src, to_path=dst)))
 
     def remove(self, path: str) -> None:
         """Remove a file."""
-        self._run("Remove", exec_pb2.RemoveRequest(path=path))
+        self._run("Remove", self._confine(exec_pb2.RemoveRequest(path=path)))
 
     def remove_dir(self, path: str) -> None:
         """Remove an empty directory."""
-        self._run("Remove", exec_pb2.RemoveRequest(path=path))
+        self._run("Remove", self._confine(exec_pb2.RemoveRequest(path=path)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from shellgate.common.sandbox import SandboxSpec
@@ -81,8 +81,14 @@ def assess_patch_safety(
     profile: PermissionProfile,
     policy: ApprovalPolicy,
     roots: Sequence[str],
+    resolve: Callable[[str], str] = str,
 ) -> SafetyCheck:
-    """Whether a verified non-empty patch applies, asks, or is rejected (spec 02 §6.4)."""
+    """Whether a verified non-empty patch applies, asks, or is rejected (spec 02 §6.4).
+
+    `resolve` says where a write to a path really lands (the environment's symlinks): a
+    path inside the roots by its text but outside them once resolved is treated like a
+    `../` path (asked or rejected), better than Codex's text-only check.
+    """
     # The exec policy's reading of the mode: on-failure rejects like never.
     mode = engine_mode(policy)
     if mode is ApprovalMode.UNLESS_TRUSTED:
@@ -91,7 +97,12 @@ def assess_patch_safety(
         inside = False
         rejection = PATCH_READ_ONLY
     elif profile is PermissionProfile.WORKSPACE_WRITE:
-        inside = all(any(is_within(p, r) for r in roots) for p in action.written_paths())
+        resolved_roots = [resolve(r) for r in roots]
+        inside = all(
+            any(is_within(p, r) for r in roots)
+            and any(is_within(resolve(p), r) for r in resolved_roots)
+            for p in action.written_paths()
+        )
         rejection = PATCH_OUTSIDE_PROJECT
     else:
         return AutoApprove()
@@ -156,6 +167,10 @@ class ApplyPatchRuntime:
     def __init__(self, request: RuntimeRequest, patch: PatchRequest) -> None:
         self.request = request
         self.patch = patch
+        # Set when the patch applies without asking because it stays in the writable roots:
+        # it is then applied through a confined view, so no symlink (even one swapped in
+        # after the check) can carry a write outside them. A patch the user approved is not.
+        self._confined = False
 
     async def approval(self, approved_for_session: SessionApproval) -> Gate:
         """The session cache first, then the patch's safety check."""
@@ -164,10 +179,14 @@ class ApplyPatchRuntime:
         if await approved_for_session():
             return Proceed()
         turn = self.request.turn
-        match assess_patch_safety(
-            self.patch.action, turn.permission_profile, turn.approval_policy, self.patch.roots
-        ):
+        fs = self.request.spawner(self.patch.environment_id).filesystem()
+        check = await asyncio.to_thread(
+            assess_patch_safety, self.patch.action, turn.permission_profile,
+            turn.approval_policy, self.patch.roots, fs.resolve,
+        )  # fmt: skip
+        match check:
             case AutoApprove():
+                self._confined = turn.permission_profile is PermissionProfile.WORKSPACE_WRITE
                 return Proceed()
             case AskUser():
                 return Ask(ApprovalKind.APPLY_PATCH, "")
@@ -195,6 +214,8 @@ class ApplyPatchRuntime:
     async def run(self, sandbox: SandboxSpec) -> Finished:
         """Apply the patch; the answer is the classic block (in exec_command's frame)."""
         fs = self.request.spawner(self.patch.environment_id).filesystem()
+        if self._confined:
+            fs = fs.confined(self.patch.roots)
         # The patch runtime's filesystem calls block (a remote one waits on RPCs).
         applied = await asyncio.to_thread(finish_apply_patch, self.patch.action, fs)
         text = applied.text
