@@ -75,9 +75,26 @@ function makeClient(Service, opts) {
   return new Service(opts.target, credentials);
 }
 
+// The token a local `shellgate serve` generated for its port (loopback targets only; the
+// same lookup as shellgate.client.local_token): $XDG_RUNTIME_DIR/shellgate/router-PORT.token,
+// else ~/.shellgate/run/shellgate/router-PORT.token.
+function localToken(target) {
+  const match = /^(?:ipv4:|ipv6:)?\[?(localhost|127\.[0-9.]+|::1)\]?:(\d+)$/.exec(target);
+  if (!match) return undefined;
+  const base = process.env.XDG_RUNTIME_DIR ||
+    path.join(require('os').homedir(), '.shellgate', 'run');
+  try {
+    return fs.readFileSync(path.join(base, 'shellgate', `router-${match[2]}.token`), 'utf8').trim() ||
+      undefined;
+  } catch (err) {
+    return undefined;
+  }
+}
+
 function metadata(opts) {
   const md = new grpc.Metadata();
-  if (opts.token) md.set('authorization', `Bearer ${opts.token}`);
+  const token = opts.token || process.env.SHELLGATE_TOKEN || localToken(opts.target);
+  if (token) md.set('authorization', `Bearer ${token}`);
   return md;
 }
 
