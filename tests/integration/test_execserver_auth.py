@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +12,16 @@ import grpc
 import pytest
 from shellgate.common.errors import all_error_classes
 from shellgate.v1 import exec_pb2 as pb
+from shellgate.v1 import shell_pb2
 
 from tests.certs import make_expired_self_signed, make_tls
 from tests.execserver_harness import (
+    collect,
     daemon_config,
     daemon_subprocess,
     exec_stub,
     in_process_daemon,
+    output_of,
     start_request,
 )
 
@@ -163,3 +167,66 @@ def test_non_loopback_listen_needs_tls_or_insecure() -> None:
         capture_output=True, timeout=30, check=False,
     )
     assert proc.returncode != 0 and b"non-loopback" in proc.stderr
+
+
+def test_every_process_rpc_of_another_caller_is_not_found(tmp_path: Path) -> None:
+    """Bob names Alice's process id in every RPC that takes one: NOT_FOUND, nothing changes."""
+
+    async def main() -> None:
+        config = daemon_config(token_file=_tokens(tmp_path))
+        async with (
+            in_process_daemon(config) as daemon,
+            exec_stub(f"127.0.0.1:{daemon.port}") as stub,
+        ):
+            call = stub.Start(start_request(["cat"], detach=True, stdin_open=True),
+                              metadata=_auth(TOKEN_A))  # fmt: skip
+            pid = (await call.read()).event.started.process_id
+            call.cancel()
+            bob = _auth(TOKEN_B)
+            attempts = {
+                "Write": (stub.Write, pb.WriteRequest(process_id=pid, data=b"x\n")),
+                "CloseStdin": (stub.CloseStdin, pb.CloseStdinRequest(process_id=pid)),
+                "Signal": (stub.Signal, pb.SignalRequest(
+                    process_id=pid, signal=pb.PROCESS_SIGNAL_KILL)),
+                "Resize": (stub.Resize, pb.ResizeRequest(process_id=pid, rows=5, cols=5)),
+                "Read": (stub.Read, pb.ReadRequest(process_id=pid)),
+                "Terminate": (stub.Terminate, pb.TerminateRequest(process_id=pid)),
+            }  # fmt: skip
+            for name, (method, request) in attempts.items():
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await method(request, metadata=bob)
+                assert err.value.code() == grpc.StatusCode.NOT_FOUND, name
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                attach = stub.Attach(pb.AttachRequest(process_id=pid), metadata=bob)
+                await attach.read()
+            assert err.value.code() == grpc.StatusCode.NOT_FOUND
+            # Alice's process is untouched: still running, stdin still open.
+            mine = await stub.List(pb.ListRequest(), metadata=_auth(TOKEN_A))
+            assert [p.process_id for p in mine.processes] == [pid]
+            assert mine.processes[0].state != pb.PROCESS_STATE_EXITED
+            await stub.Write(pb.WriteRequest(process_id=pid, data=b"hi\n"),
+                             metadata=_auth(TOKEN_A))  # fmt: skip
+            await stub.Terminate(pb.TerminateRequest(process_id=pid), metadata=_auth(TOKEN_A))
+
+    asyncio.run(main())
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+def test_daemon_credentials_read_empty_inside_its_sandbox(tmp_path: Path) -> None:
+    """A sandboxed command on the daemon cannot read the daemon's token file or config."""
+
+    async def main() -> None:
+        tokens = _tokens(tmp_path)
+        async with (
+            in_process_daemon(daemon_config(token_file=tokens, root=str(tmp_path))) as d,
+            exec_stub(f"127.0.0.1:{d.port}") as stub,
+        ):
+            request = start_request(
+                ["/bin/sh", "-c", f"cat {tokens}; echo end"],
+                sandbox=shell_pb2.SandboxRequest(mode=shell_pb2.SANDBOX_MODE_READ_ONLY),
+            )
+            events = await collect(stub.Start(request, metadata=_auth(TOKEN_A)))
+        text = output_of(events).decode()
+        assert "end" in text and TOKEN_A not in text and TOKEN_B not in text
+
+    asyncio.run(main())
