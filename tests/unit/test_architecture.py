@@ -38,6 +38,7 @@ WIRE_ALLOWED = {
     ROUTER / "service" / "wire", ROUTER / "service" / "server.py", ROUTER / "service" / "app.py",
     ROUTER / "cli" / "project.py", ROUTER / "cli" / "conformance",
     ROUTER / "runtime" / "remote" / "environment.py", ROUTER / "runtime" / "remote" / "fs.py",
+    ROUTER / "runtime" / "remote" / "info.py",
 }  # fmt: skip
 # Who may import whom: each source root lists the shellgate packages it must never import.
 LAYERS = {

@@ -29,6 +29,7 @@ from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.router.apply_patch.fs import PatchFileSystem
 from shellgate.router.runtime.remote.config import RemoteConfig, make_channel, read_token
 from shellgate.router.runtime.remote.fs import RemoteFileSystem
+from shellgate.router.runtime.remote.info import EnvironmentInfo, info_from_pb
 from shellgate.router.runtime.spawn import EnvironmentUnavailableError, Spawned, SpawnFailure
 from shellgate.v1 import exec_pb2, exec_pb2_grpc, shell_pb2
 
@@ -218,7 +219,7 @@ class RemoteEnvironment:
         self._channel: grpc.aio.Channel | None = None
         self._stub: exec_pb2_grpc.ExecServiceStub | None = None
         self._lock = asyncio.Lock()
-        self.info: exec_pb2.GetInfoResponse | None = None
+        self.info: EnvironmentInfo | None = None
         self.reachable = False
         self.last_error: str | None = None
         self._token = read_token(config.token_file) if config.token_file else ""
@@ -263,11 +264,12 @@ class RemoteEnvironment:
                 await asyncio.wait_for(
                     self._channel.channel_ready(), self.config.connect_timeout_ms / 1000
                 )
-                self.info = await stub.GetInfo(
+                info = await stub.GetInfo(
                     exec_pb2.GetInfoRequest(),
                     timeout=self.config.call_timeout_ms / 1000,
                     metadata=self.metadata(),
                 )
+                self.info = info_from_pb(info)
             except TimeoutError:
                 self.mark_unreachable(
                     f"connect to {self.config.target} timed out after "
