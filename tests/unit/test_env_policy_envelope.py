@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.router.decode.tools import UnifiedExecShellMode
 from shellgate.router.envelope import (
     POWERSHELL_UTF8_PREFIX,
     CommandSite,
@@ -17,7 +18,6 @@ from shellgate.router.envelope import (
     launch_env,
     site_environment,
 )
-from shellgate.router.decode.tools import UnifiedExecShellMode
 from shellgate.router.handler.permissions import PermissionProfile
 from shellgate.router.handler.shells import ShellType
 from shellgate.router.output.truncation import TruncationPolicy

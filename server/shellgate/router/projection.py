@@ -191,11 +191,12 @@ class ProjectionMemo:
         return env
 
     def message(self, build: Callable[[K], M], key: K) -> M:
-        """`build(key)`, kept per builder (bounded) for equal keys; the same key object
-        as the builder's last one is answered without hashing.
+        """`build(key)`, kept per builder for equal keys (bounded, least recently used out).
 
-        Built for the wire projection, whose sub-messages repeat across calls: a kept
-        message is only ever copied from, never changed.
+        For the wire projection, whose sub-messages repeat across calls: a kept message is
+        only ever copied from, never changed. The key object a builder saw last is answered
+        by identity, without hashing (the envelope's environment tuple is ~40 pairs).
+        `build` must be a module-level function: each distinct builder is registered once.
         """
         builder = self._builders.get(build)
         if builder is None:
