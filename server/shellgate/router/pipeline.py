@@ -301,7 +301,7 @@ def _envelope(
     )  # fmt: skip
     if cmd.tool == "exec_command":
         return build_exec_command_envelope(
-            site, shell_mode=cmd.mode or UnifiedExecShellMode.DIRECT,
+            site, shell_mode=UnifiedExecShellMode.DIRECT if cmd.mode is None else cmd.mode,
             turn_policy=turn.truncation, tty=tty, yield_time_ms=yield_time_ms,
             max_output_tokens=max_output_tokens, environment=host.memo.environment,
         )  # fmt: skip
