@@ -8,14 +8,22 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from shellgate.router.approval_identity import (
+    ApprovalKey,
     ApprovalKind,
-    JsonValue,
     canonical_json,
     canonicalize_command_for_approval,
     exec_command_approval_key,
     shell_command_approval_key,
 )
+from shellgate.router.decode.params import FileSystemAccess
+from shellgate.router.handler.permissions import PermissionProfile
+from shellgate.router.policy.approval_policy import SandboxPermissions
+
+USE_DEFAULT = SandboxPermissions.USE_DEFAULT
+WITH_ADDITIONAL = SandboxPermissions.WITH_ADDITIONAL_PERMISSIONS
 
 
 @pytest.mark.parametrize(
@@ -47,7 +55,7 @@ def test_shell_key_digest_is_sha256_of_canonical_json() -> None:
         environment_id="local",
         argv=["/bin/bash", "-lc", "cargo test"],
         cwd="/work/ünï",
-        sandbox_permissions="use_default",
+        sandbox_permissions=USE_DEFAULT,
         additional_permissions=None,
     )
     assert key.namespace == "shell"
@@ -61,33 +69,40 @@ def test_shell_key_digest_is_sha256_of_canonical_json() -> None:
 
 
 def test_exec_key_has_tty_and_profile() -> None:
-    profile: dict[str, JsonValue] = {
-        "network": {"enabled": True},
-        "file_system": {"write": ["/a"]},
-    }
+    profile = PermissionProfile(
+        network_enabled=True,
+        entries=frozenset({("/b", FileSystemAccess.READ), ("/a", FileSystemAccess.WRITE)}),
+        glob_scan_max_depth=3,
+    )
     key = exec_command_approval_key(
         environment_id="e1",
         argv=["bash", "-lc", "ls"],
         cwd_uri="file:///work",
         tty=True,
-        sandbox_permissions="with_additional_permissions",
+        sandbox_permissions=WITH_ADDITIONAL,
         additional_permissions=profile,
     )
     assert key.kind is ApprovalKind.EXEC_COMMAND and key.namespace == "unified_exec"
     assert key.additional_permissions == profile
     record = key.to_json()
     assert record["tty"] is True
+    # Entries sorted by path, whatever the set's order; the digest covers exactly this.
+    assert record["additional_permissions"] == {
+        "network": {"enabled": True},
+        "file_system": [{"path": "/a", "access": "write"}, {"path": "/b", "access": "read"}],
+        "glob_scan_max_depth": 3,
+    }
     assert json.loads(canonical_json(record)) == record
-    reordered = exec_command_approval_key(
+    same = exec_command_approval_key(
         environment_id="e1",
         argv=["/bin/bash", "-lc", "ls"],
         cwd_uri="file:///work",
         tty=True,
-        sandbox_permissions="with_additional_permissions",
-        additional_permissions={"file_system": {"write": ["/a"]}, "network": {"enabled": True}},
+        sandbox_permissions=WITH_ADDITIONAL,
+        additional_permissions=PermissionProfile(True, frozenset(profile.entries), 3),
     )
-    assert reordered == key and hash(reordered) == hash(key)
-    assert reordered.digest() == key.digest()
+    assert same == key and hash(same) == hash(key)
+    assert same.digest() == key.digest()
 
 
 def test_keys_differ_by_every_field() -> None:
@@ -96,7 +111,7 @@ def test_keys_differ_by_every_field() -> None:
         "argv": ["ls"],
         "cwd_uri": "file:///w",
         "tty": False,
-        "sandbox_permissions": "use_default",
+        "sandbox_permissions": USE_DEFAULT,
         "additional_permissions": None,
     }
     variants: list[dict[str, object]] = [
@@ -104,8 +119,9 @@ def test_keys_differ_by_every_field() -> None:
         {"argv": ["ls", "-l"]},
         {"cwd_uri": "file:///x"},
         {"tty": True},
-        {"sandbox_permissions": "require_escalated"},
-        {"additional_permissions": {"network": {"enabled": True}}},
+        {"sandbox_permissions": SandboxPermissions.REQUIRE_ESCALATED},
+        {"additional_permissions": PermissionProfile(network_enabled=True)},
+        {"additional_permissions": PermissionProfile(network_enabled=False)},
     ]
     digests = {exec_command_approval_key(**base).digest()}  # type: ignore[arg-type]
     for change in variants:
@@ -116,8 +132,9 @@ def test_keys_differ_by_every_field() -> None:
 def test_digest_is_stable_across_processes() -> None:
     code = (
         "from shellgate.router.approval_identity import shell_command_approval_key as k;"
+        "from shellgate.router.policy.approval_policy import SandboxPermissions as S;"
         "print(k(environment_id='local', argv=['/bin/bash','-lc','cargo test'],"
-        " cwd='/work/ünï', sandbox_permissions='use_default',"
+        " cwd='/work/ünï', sandbox_permissions=S.USE_DEFAULT,"
         " additional_permissions=None).digest())"
     )
     digests = {
@@ -135,7 +152,75 @@ def test_digest_is_stable_across_processes() -> None:
         environment_id="local",
         argv=["/bin/bash", "-lc", "cargo test"],
         cwd="/work/ünï",
-        sandbox_permissions="use_default",
+        sandbox_permissions=USE_DEFAULT,
         additional_permissions=None,
     )
     assert digests == {key.digest()}
+
+
+# --- ApprovalKey.canonical: the direct form is byte-equal to canonical_json ---------------
+_text = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=12)
+_profiles = st.builds(
+    PermissionProfile,
+    network_enabled=st.booleans(),
+    entries=st.frozensets(st.tuples(_text, st.sampled_from(list(FileSystemAccess))), max_size=3),
+    glob_scan_max_depth=st.one_of(st.none(), st.integers(min_value=0, max_value=1 << 32)),
+)
+
+
+def _reference(key: ApprovalKey) -> bytes:
+    """The record written out by hand and encoded the way the spec says (spec 06 §8)."""
+    profile = key.additional_permissions
+    written: dict[str, object] | None = None
+    if profile is not None:
+        written = {"network": {"enabled": profile.network_enabled}}
+        if profile.entries:
+            written["file_system"] = [
+                {"path": path, "access": str(access)} for path, access in sorted(profile.entries)
+            ]
+        if profile.glob_scan_max_depth is not None:
+            written["glob_scan_max_depth"] = profile.glob_scan_max_depth
+    record: dict[str, object] = {
+        "kind": str(key.kind),
+        "environment_id": key.environment_id,
+        "command": list(key.command),
+        "cwd": key.cwd,
+        "sandbox_permissions": str(key.sandbox_permissions),
+        "additional_permissions": written,
+    }
+    if key.kind is ApprovalKind.EXEC_COMMAND:
+        record["tty"] = key.tty
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "surrogatepass")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(list(ApprovalKind)),
+    _text,
+    st.lists(_text, max_size=4).map(tuple),
+    _text,
+    st.sampled_from(list(SandboxPermissions)),
+    st.one_of(st.none(), _profiles),
+    st.one_of(st.none(), st.booleans()),
+)
+def test_canonical_matches_generic_encoding(
+    kind: ApprovalKind,
+    environment_id: str,
+    command: tuple[str, ...],
+    cwd: str,
+    sandbox: SandboxPermissions,
+    profile: PermissionProfile | None,
+    tty: bool | None,
+) -> None:
+    key = ApprovalKey(kind, environment_id, command, cwd, sandbox, profile, tty)
+    assert key.canonical() == canonical_json(key.to_json()) == _reference(key)
+    assert key.digest() == hashlib.sha256(_reference(key)).hexdigest()
+
+
+def test_canonical_escapes_like_json_dumps() -> None:
+    key = ApprovalKey(
+        ApprovalKind.SHELL_COMMAND, "e\"\\", ("a\nb", "\x00\x1f\x7f", "é😀", "\ud800"), "/c",
+        USE_DEFAULT, None, None,
+    )  # fmt: skip
+    assert key.canonical() == canonical_json(key.to_json()) == _reference(key)

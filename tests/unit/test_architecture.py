@@ -39,6 +39,7 @@ WIRE_ALLOWED = {
     ROUTER / "cli" / "project.py", ROUTER / "cli" / "conformance",
     ROUTER / "runtime" / "remote" / "environment.py", ROUTER / "runtime" / "remote" / "fs.py",
     ROUTER / "runtime" / "remote" / "process.py",
+    ROUTER / "runtime" / "remote" / "info.py",
 }  # fmt: skip
 # Who may import whom: each source root lists the shellgate packages it must never import.
 LAYERS = {

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shellgate.router.decode.params import ExecCommandParams
 from shellgate.router.decode.tool_call import (
+    Arguments,
     Decoded,
     NoToolCall,
     PayloadKind,
@@ -29,7 +30,7 @@ P = "failed to parse function arguments: "
 
 
 def test_exec_command_array_cmd_is_a_type_error() -> None:
-    out = decode_exec_command_args('{"cmd": ["ls"]}')
+    out = decode_exec_command_args(Arguments('{"cmd": ["ls"]}'))
     assert out == ToolError(P + "invalid type: sequence, expected a string at line 1 column 8")
 
 
@@ -83,29 +84,29 @@ def test_dispatch_texts() -> None:
 
 
 def test_shell_command_batch_validation() -> None:
-    assert decode_shell_command('{"command":[]}') == ToolError(
+    assert decode_shell_command(Arguments('{"command":[]}')) == ToolError(
         P + "`command` array must not be empty"
     )
-    assert decode_shell_command('{"command":["a",""]}') == ToolError(
+    assert decode_shell_command(Arguments('{"command":["a",""]}')) == ToolError(
         P + "`command[1]` must not be empty"
     )
-    assert decode_shell_command('{"command":["", 5]}') == ToolError(
+    assert decode_shell_command(Arguments('{"command":["", 5]}')) == ToolError(
         P + "`command[0]` must not be empty"
     )
-    out = decode_shell_command('{"command":[" ", "b"]}')
+    out = decode_shell_command(Arguments('{"command":[" ", "b"]}'))
     assert isinstance(out, Decoded)
     assert out.params.command == (" ", "b")
 
 
 def test_shell_command_syntax_error_wins_over_type_error() -> None:
     # The generic first pass sees the whole document before the typed pass runs.
-    assert decode_shell_command('{"command":5,"x":[1,]}') == ToolError(
+    assert decode_shell_command(Arguments('{"command":5,"x":[1,]}')) == ToolError(
         P + "trailing comma at line 1 column 21"
     )
 
 
 def test_exec_command_environment_pass_first_and_warnings() -> None:
-    out = decode_exec_command_args('{"cmd":"ls","b":1,"environment_id":"e","a":2,"b":3}')
+    out = decode_exec_command_args(Arguments('{"cmd":"ls","b":1,"environment_id":"e","a":2,"b":3}'))
     assert isinstance(out, Decoded)
     assert out.params.environment_id == "e"
     assert out.warnings == ("unknown argument `b` was ignored", "unknown argument `a` was ignored")
@@ -115,7 +116,7 @@ def test_additional_permissions_resolve_relative_paths() -> None:
     text = '{"cmd":"ls","additional_permissions":{"file_system":{"write":["out","/abs"]}}}'
     from shellgate.router.decode.tool_call import decode_exec_command
 
-    out = decode_exec_command(text, "/repo")
+    out = decode_exec_command(Arguments(text), "/repo")
     assert isinstance(out, Decoded)
     fs = (
         out.params.additional_permissions.file_system if out.params.additional_permissions else None
@@ -124,8 +125,8 @@ def test_additional_permissions_resolve_relative_paths() -> None:
 
 
 def test_write_stdin_passes() -> None:
-    assert decode_session_id('{"session_id":-1,"chars":null}') == -1
-    assert decode_write_stdin('{"session_id":1,"chars":null}') == ToolError(
+    assert decode_session_id(Arguments('{"session_id":-1,"chars":null}')) == -1
+    assert decode_write_stdin(Arguments('{"session_id":1,"chars":null}')) == ToolError(
         P + "invalid type: null, expected a string at line 1 column 28"
     )
 
@@ -165,7 +166,7 @@ hostile = st.one_of(
 def test_hostile_arguments_always_give_decoded_or_tool_error(text: str) -> None:
     for decoder in DECODERS:
         start = time.monotonic()
-        out = decoder(text)
+        out = decoder(Arguments(text))
         assert isinstance(out, Decoded | ToolError)
         if isinstance(out, ToolError):
             assert out.text
@@ -176,7 +177,7 @@ def test_hostile_arguments_always_give_decoded_or_tool_error(text: str) -> None:
 def test_huge_input_is_bounded(decoder: object) -> None:
     text = '{"cmd":"' + "y" * 9_000_000 + '"}'
     start = time.monotonic()
-    out = decoder(text)  # type: ignore[operator]
+    out = decoder(Arguments(text))  # type: ignore[operator]
     assert isinstance(out, ToolError)
     assert "exceed" in out.text
     assert time.monotonic() - start < 2

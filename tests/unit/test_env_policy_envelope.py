@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.router.decode.tools import UnifiedExecShellMode
 from shellgate.router.envelope import (
     POWERSHELL_UTF8_PREFIX,
     CommandSite,
@@ -15,8 +16,12 @@ from shellgate.router.envelope import (
     build_shell_command_envelope,
     launch_argv,
     launch_env,
+    site_environment,
 )
+from shellgate.router.handler.permissions import PermissionProfile
+from shellgate.router.handler.shells import ShellType
 from shellgate.router.output.truncation import TruncationPolicy
+from shellgate.router.policy.approval_policy import SandboxPermissions
 
 PARENT = {"PATH": "/bin", "HOME": "/h", "TERM": "xterm", "GITHUB_TOKEN": "t"}
 POLICY = ShellEnvironmentPolicy.build(set_vars={"EXTRA": "1"})
@@ -26,7 +31,7 @@ def test_shell_command_envelope() -> None:
     env = build_shell_command_envelope(
         CommandSite(
             argv=["/bin/bash", "-lc", "ls"],
-            shell_type="bash",
+            shell_type=ShellType.BASH,
             environment_id="local",
             remote=False,
             cwd="/w/sub",
@@ -54,11 +59,12 @@ def test_shell_command_envelope() -> None:
 
 
 def test_exec_command_envelope_keeps_requested_and_effective() -> None:
-    requested = Permissions.of("use_default")
-    effective = Permissions.of("with_additional_permissions", {"network": {"enabled": True}})
+    requested = Permissions()
+    profile = PermissionProfile(network_enabled=True)
+    effective = Permissions(SandboxPermissions.WITH_ADDITIONAL_PERMISSIONS, profile)
     site = CommandSite(
         argv=["/bin/bash", "-lc", "ls"],
-        shell_type="bash",
+        shell_type=ShellType.BASH,
         environment_id="local",
         remote=False,
         cwd="/w",
@@ -72,7 +78,7 @@ def test_exec_command_envelope_keeps_requested_and_effective() -> None:
     )
     env = build_exec_command_envelope(
         site,
-        shell_mode="direct",
+        shell_mode=UnifiedExecShellMode.DIRECT,
         turn_policy=TruncationPolicy.tokens(10_000),
         tty=True,
         yield_time_ms=1,
@@ -84,16 +90,41 @@ def test_exec_command_envelope_keeps_requested_and_effective() -> None:
     assert env.output_policy == TruncationPolicy.tokens(50)
     assert env.env_map["TERM"] == "dumb" and env.env_map["CODEX_CI"] == "1"
     assert "GITHUB_TOKEN" not in env.env_map
+    assert env.shell_type is ShellType.BASH and env.shell_mode is UnifiedExecShellMode.DIRECT
     assert env.requested_permissions == requested
-    assert env.effective_permissions.additional_permissions == {"network": {"enabled": True}}
+    assert env.requested_permissions.sandbox_permissions is SandboxPermissions.USE_DEFAULT
+    assert env.effective_permissions.additional_permissions == profile
     assert env.preapproved
+
+
+def test_environment_is_injectable() -> None:
+    """A builder takes the environment from the function it is given (a memo's, say)."""
+    site = CommandSite(
+        argv=["ls"], shell_type=None, environment_id="local", remote=False, cwd="/w",
+        sandbox_cwd="/w", parent_env=PARENT, env_policy=POLICY, thread_id="th",
+    )  # fmt: skip
+    seen: list[bool] = []
+
+    def environment(s: CommandSite, unified: bool) -> tuple[tuple[str, str], ...]:
+        assert s is site
+        seen.append(unified)
+        return (("ONLY", "this"),)
+
+    shell = build_shell_command_envelope(site, environment=environment)
+    unified = build_exec_command_envelope(
+        site, shell_mode=UnifiedExecShellMode.ZSH_FORK,
+        turn_policy=TruncationPolicy.tokens(1), environment=environment,
+    )  # fmt: skip
+    assert shell.env == unified.env == (("ONLY", "this"),) and seen == [False, True]
+    assert build_shell_command_envelope(site).env == site_environment(site, False)
 
 
 def test_launch_rewrites() -> None:
     argv = ["pwsh", "-Command", "Get-Date"]
-    out = launch_argv(argv, "powershell")
+    out = launch_argv(argv, ShellType.POWERSHELL)
     assert out[-1] == POWERSHELL_UTF8_PREFIX + "Get-Date"
-    assert launch_argv(out, "powershell") == out
-    assert launch_argv(["/bin/bash", "-lc", "x"], "bash") == ["/bin/bash", "-lc", "x"]
+    assert launch_argv(out, ShellType.POWERSHELL) == out
+    assert launch_argv(["/bin/bash", "-lc", "x"], ShellType.BASH) == ["/bin/bash", "-lc", "x"]
+    assert launch_argv(argv, None) == argv
     env = launch_env({"CODEX_TOOL_CALL_ID": "parent"}, call_id="c1", network_disabled=True)
     assert env == {"CODEX_TOOL_CALL_ID": "c1", "CODEX_SANDBOX_NETWORK_DISABLED": "1"}

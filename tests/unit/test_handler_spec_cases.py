@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shellgate.router.decode.tool_call import ToolError, build_tool_call
+from shellgate.router.decode.tool_call import Arguments, ToolError, build_tool_call
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
 from shellgate.router.handler.plan import ExecCommandPlan, Turn, plan_exec_command
 from shellgate.router.handler.shells import HostShellFacts
@@ -13,13 +13,15 @@ HOST = HostShellFacts(passwd_shell="/bin/bash")
 
 def test_remote_without_reported_shell_rejects_a_shell_assertion() -> None:
     env = TurnEnvironment("bare", "/srv", remote=True)
-    out = plan_exec_command('{"cmd":"ls","shell":"bash"}', Turn((env,), host=HOST))
+    out = plan_exec_command(Arguments('{"cmd":"ls","shell":"bash"}'), Turn((env,), host=HOST))
     assert out == ToolError("environment `bare` does not report a shell")
 
 
 def test_remote_assertion_drops_the_requested_path() -> None:
     env = TurnEnvironment("r1", "/srv", remote=True, shell=ReportedShell("bash", "/bin/bash"))
-    plan = plan_exec_command('{"cmd":"ls","shell":"/usr/bin/bash"}', Turn((env,), host=HOST))
+    plan = plan_exec_command(
+        Arguments('{"cmd":"ls","shell":"/usr/bin/bash"}'), Turn((env,), host=HOST)
+    )
     assert isinstance(plan, ExecCommandPlan) and plan.command.argv[0] == "/bin/bash"
 
 

@@ -54,10 +54,10 @@ def test_overflow_body_truncated_replaces_total_lines() -> None:
 
 def test_powershell_prefix_compares_the_whole_prefix() -> None:
     from shellgate.router.envelope import POWERSHELL_UTF8_PREFIX, launch_argv
+    from shellgate.router.handler.shells import ShellType
 
+    pwsh = ShellType.POWERSHELL
     near = "[Console]::OutputEncoding=[System.Text.Encoding]::UTF8; ls"
-    assert (
-        launch_argv(["pwsh", "-Command", near], "powershell")[-1] == POWERSHELL_UTF8_PREFIX + near
-    )
+    assert launch_argv(["pwsh", "-Command", near], pwsh)[-1] == POWERSHELL_UTF8_PREFIX + near
     kept = "  " + POWERSHELL_UTF8_PREFIX + "ls"
-    assert launch_argv(["pwsh", "-Command", kept], "powershell")[-1] == kept
+    assert launch_argv(["pwsh", "-Command", kept], pwsh)[-1] == kept

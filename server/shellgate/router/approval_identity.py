@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from shellgate.router.bash.word_lowering import lower_script
+from shellgate.router.handler.permissions import PermissionProfile
+from shellgate.router.policy.approval_policy import SandboxPermissions
 from shellgate.router.policy_projection import extract_bash_command, extract_powershell_command
 
 SHELL_SCRIPT_SENTINEL = "__codex_shell_script__"
@@ -37,11 +39,29 @@ _encode_str = json.encoder.encode_basestring
 
 
 def canonical_json(value: object) -> bytes:
-    """Canonical JSON: sorted keys, no insignificant whitespace, UTF-8, no ASCII escaping."""
+    """Canonical JSON: sorted keys, no insignificant whitespace, UTF-8, no ASCII escaping.
+
+    The one canonical-JSON writer: approval-key records, their digests, and any other value
+    that must read and hash the same in every process go through it.
+    """
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     # surrogatepass keeps a lone surrogate (possible in decoded model input) from crashing
     # the digest; valid text encodes as plain UTF-8.
     return text.encode("utf-8", "surrogatepass")
+
+
+def permission_profile_json(profile: PermissionProfile | None) -> dict[str, JsonValue] | None:
+    """A profile as the JSON value approval keys record (entries sorted; None when absent)."""
+    if profile is None:
+        return None
+    out: dict[str, JsonValue] = {"network": {"enabled": profile.network_enabled}}
+    if profile.entries:
+        out["file_system"] = [
+            {"path": path, "access": access.value} for path, access in sorted(profile.entries)
+        ]
+    if profile.glob_scan_max_depth is not None:
+        out["glob_scan_max_depth"] = profile.glob_scan_max_depth
+    return out
 
 
 class ApprovalKind(enum.StrEnum):
@@ -65,10 +85,9 @@ class ApprovalKey:
     command: tuple[str, ...]
     # Absolute path for shell_command, path URI for exec_command (kept as given).
     cwd: str
-    sandbox_permissions: str
-    # The normalized additional-permissions profile as canonical JSON text, or None; text
-    # keeps the key hashable and its equality exact.
-    additional_permissions_json: str | None
+    sandbox_permissions: SandboxPermissions
+    # The normalized additional-permissions profile, or None.
+    additional_permissions: PermissionProfile | None
     # Only exec_command keys carry tty; None for shell_command.
     tty: bool | None
 
@@ -77,22 +96,15 @@ class ApprovalKey:
         """The approval-cache namespace (`shell` or `unified_exec`)."""
         return self.kind.namespace
 
-    @property
-    def additional_permissions(self) -> object:
-        """The additional-permissions profile as a JSON value (None when absent)."""
-        if self.additional_permissions_json is None:
-            return None
-        return json.loads(self.additional_permissions_json)
-
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The key record that the digest covers (spec 06 §8)."""
-        record: dict[str, object] = {
+        record: dict[str, JsonValue] = {
             "kind": self.kind.value,
             "environment_id": self.environment_id,
             "command": list(self.command),
             "cwd": self.cwd,
-            "sandbox_permissions": self.sandbox_permissions,
-            "additional_permissions": self.additional_permissions,
+            "sandbox_permissions": self.sandbox_permissions.value,
+            "additional_permissions": permission_profile_json(self.additional_permissions),
         }
         if self.kind is ApprovalKind.EXEC_COMMAND:
             record["tty"] = self.tty
@@ -103,8 +115,12 @@ class ApprovalKey:
         return hashlib.sha256(self.canonical()).hexdigest()
 
     def canonical(self) -> bytes:
-        """`canonical_json(self.to_json())`, written directly for the common case."""
-        if self.additional_permissions_json is not None:
+        """`canonical_json(self.to_json())`, written directly for the common case.
+
+        The direct form covers keys without a profile; a property test holds it byte-equal
+        to `canonical_json` (tests/unit/test_approval_identity.py).
+        """
+        if self.additional_permissions is not None:
             return canonical_json(self.to_json())
         # The record's keys in sorted order; strings through the encoder json.dumps uses
         # with ensure_ascii=False, so the text is byte-identical.
@@ -114,17 +130,11 @@ class ApprovalKey:
             + '],"cwd":' + _encode_str(self.cwd)
             + ',"environment_id":' + _encode_str(self.environment_id)
             + ',"kind":' + _encode_str(self.kind.value)
-            + ',"sandbox_permissions":' + _encode_str(self.sandbox_permissions)
+            + ',"sandbox_permissions":' + _encode_str(self.sandbox_permissions.value)
         )  # fmt: skip
         if self.kind is ApprovalKind.EXEC_COMMAND:
             text += ',"tty":' + ("null" if self.tty is None else "true" if self.tty else "false")
         return (text + "}").encode("utf-8", "surrogatepass")
-
-
-def _permissions_json(additional_permissions: JsonValue) -> str | None:
-    if additional_permissions is None:
-        return None
-    return canonical_json(additional_permissions).decode("utf-8", "surrogatepass")
 
 
 def shell_command_approval_key(
@@ -132,8 +142,8 @@ def shell_command_approval_key(
     environment_id: str,
     argv: Sequence[str],
     cwd: str,
-    sandbox_permissions: str,
-    additional_permissions: JsonValue,
+    sandbox_permissions: SandboxPermissions,
+    additional_permissions: PermissionProfile | None,
 ) -> ApprovalKey:
     """The approval key of a shell_command handler command (effective permissions)."""
     return ApprovalKey(
@@ -142,7 +152,7 @@ def shell_command_approval_key(
         command=tuple(canonicalize_command_for_approval(argv)),
         cwd=cwd,
         sandbox_permissions=sandbox_permissions,
-        additional_permissions_json=_permissions_json(additional_permissions),
+        additional_permissions=additional_permissions,
         tty=None,
     )
 
@@ -153,8 +163,8 @@ def exec_command_approval_key(
     argv: Sequence[str],
     cwd_uri: str,
     tty: bool,
-    sandbox_permissions: str,
-    additional_permissions: JsonValue,
+    sandbox_permissions: SandboxPermissions,
+    additional_permissions: PermissionProfile | None,
 ) -> ApprovalKey:
     """The approval key of an exec_command handler command (effective permissions)."""
     return ApprovalKey(
@@ -163,7 +173,7 @@ def exec_command_approval_key(
         command=tuple(canonicalize_command_for_approval(argv)),
         cwd=cwd_uri,
         sandbox_permissions=sandbox_permissions,
-        additional_permissions_json=_permissions_json(additional_permissions),
+        additional_permissions=additional_permissions,
         tty=tty,
     )
 

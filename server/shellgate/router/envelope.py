@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import enum
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from shellgate.common.env_policy import (
     ShellEnvironmentPolicy,
@@ -14,11 +12,15 @@ from shellgate.common.env_policy import (
     create_env,
     inject_permission_profile_env,
 )
+from shellgate.router.decode.tools import UnifiedExecShellMode
+from shellgate.router.handler.permissions import PermissionProfile
+from shellgate.router.handler.shells import ShellType
 from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.output.unified_rules import (
     clamp_exec_yield_time_ms,
     unified_max_output_tokens,
 )
+from shellgate.router.policy.approval_policy import SandboxPermissions
 
 __all__ = [
     "DEFAULT_SHELL_TIMEOUT_MS",
@@ -26,12 +28,16 @@ __all__ = [
     "SANDBOX_NETWORK_DISABLED_ENV_VAR",
     "CommandSite",
     "EnvelopeTool",
+    "Environment",
+    "EnvironmentOf",
     "ExecutionEnvelope",
     "Permissions",
     "build_exec_command_envelope",
     "build_shell_command_envelope",
     "launch_argv",
     "launch_env",
+    "policy_environment",
+    "site_environment",
 ]
 
 # Spec 05 §1.3: a classic command without `timeout_ms` is killed after 10 s.
@@ -47,31 +53,13 @@ class EnvelopeTool(enum.StrEnum):
     EXEC_COMMAND = "exec_command"
 
 
-def _canonical(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 @dataclass(frozen=True, slots=True)
 class Permissions:
-    """`sandbox_permissions` plus the additional-permissions profile (canonical JSON text)."""
+    """`sandbox_permissions` plus the normalized additional-permissions profile."""
 
-    sandbox_permissions: str = "use_default"
-    # Text keeps the value hashable and its equality exact; None when absent.
-    additional_permissions_json: str | None = None
-
-    @classmethod
-    def of(cls, sandbox_permissions: str, additional_permissions: object = None) -> Permissions:
-        """Permissions from a mode and a JSON-like profile (None = no profile)."""
-        text = None if additional_permissions is None else _canonical(additional_permissions)
-        return cls(sandbox_permissions, text)
-
-    @property
-    def additional_permissions(self) -> object:
-        """The profile as a JSON value, or None."""
-        if self.additional_permissions_json is None:
-            return None
-        result: object = json.loads(self.additional_permissions_json)
-        return result
+    sandbox_permissions: SandboxPermissions = SandboxPermissions.USE_DEFAULT
+    # None when no profile applies.
+    additional_permissions: PermissionProfile | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +68,9 @@ class ExecutionEnvelope:
 
     tool: EnvelopeTool
     argv: tuple[str, ...]
-    shell_type: str | None
-    # `direct` or `zsh_fork` for exec_command; None for shell_command.
-    shell_mode: str | None
+    shell_type: ShellType | None
+    # The unified-exec shell mode for exec_command; None for shell_command.
+    shell_mode: UnifiedExecShellMode | None
     environment_id: str
     remote: bool
     cwd: str
@@ -110,19 +98,19 @@ class ExecutionEnvelope:
         return dict(self.env)
 
 
-# Distinct (parent env, policy, thread, profile) combinations whose environment is kept.
-ENV_CACHE_SIZE = 256
+# The runtime-built environment, as (name, value) pairs in order.
+Environment = tuple[tuple[str, str], ...]
 
 
-@lru_cache(maxsize=ENV_CACHE_SIZE)
-def _cached_env(
+def policy_environment(
     parent: tuple[tuple[str, str], ...],
     policy: ShellEnvironmentPolicy,
     thread_id: str | None,
     platform: str,
     unified: bool,
     active_profile: str | None,
-) -> tuple[tuple[str, str], ...]:
+) -> Environment:
+    """The env policy applied to a parent environment (§A.2), then §A.3's fixed values."""
     env = create_env(dict(parent), policy, thread_id, platform)
     if unified:
         # After §A.2 and before the permission-profile injection (spec 03 §A.3).
@@ -130,32 +118,13 @@ def _cached_env(
     return tuple(inject_permission_profile_env(env, active_profile, platform).items())
 
 
-# The last environment built and its inputs: consecutive commands of one turn pass the same
-# parent tuple and policy objects, so an identity check skips hashing ~40 pairs.
-_last_env: tuple[CommandSite, bool, tuple[tuple[str, str], ...]] | None = None
-
-
-def _env(site: CommandSite, unified: bool) -> tuple[tuple[str, str], ...]:
-    global _last_env
+def site_environment(site: CommandSite, unified: bool) -> Environment:
+    """The environment of a command site, computed afresh (`ProjectionMemo` keeps them)."""
     parent = site.parent_env
-    last = _last_env
-    if last is not None and isinstance(parent, tuple):
-        seen, seen_unified, env = last
-        if (
-            seen.parent_env is parent
-            and seen.env_policy is site.env_policy
-            and seen_unified is unified
-            and seen.thread_id == site.thread_id
-            and seen.platform == site.platform
-            and seen.active_profile == site.active_profile
-        ):
-            return env
     items = parent if isinstance(parent, tuple) else tuple(parent.items())
-    env = _cached_env(
+    return policy_environment(
         items, site.env_policy, site.thread_id, site.platform, unified, site.active_profile
     )
-    _last_env = (site, unified, env)
-    return env
 
 
 @dataclass(frozen=True)
@@ -163,7 +132,7 @@ class CommandSite:
     """What both envelope builders share: the command, where it runs, its env and permissions."""
 
     argv: Sequence[str]
-    shell_type: str | None
+    shell_type: ShellType | None
     environment_id: str
     remote: bool
     cwd: str
@@ -182,11 +151,16 @@ class CommandSite:
     prefix_rule: Sequence[str] | None = None
 
 
+# How an envelope builder gets a site's environment: `site_environment`, or a memo's.
+EnvironmentOf = Callable[[CommandSite, bool], Environment]
+
+
 def _envelope(
     site: CommandSite,
     tool: EnvelopeTool,
+    environment: EnvironmentOf,
     *,
-    shell_mode: str | None,
+    shell_mode: UnifiedExecShellMode | None,
     timeout_ms: int | None,
     default_timeout: bool,
     tty: bool | None,
@@ -205,9 +179,7 @@ def _envelope(
         remote=site.remote,
         cwd=site.cwd,
         sandbox_cwd=site.sandbox_cwd,
-        # The parent environment (the router's own) and the turn's policy rarely change, and
-        # the policy pass matches every variable against every glob: memoise on the values.
-        env=_env(site, unified),
+        env=environment(site, unified),
         explicit_env_overrides=site.env_policy.set_pairs,
         timeout_ms=timeout_ms,
         default_timeout=default_timeout,
@@ -225,12 +197,16 @@ def _envelope(
 
 
 def build_shell_command_envelope(
-    site: CommandSite, *, timeout_ms: int | None = None
+    site: CommandSite,
+    *,
+    timeout_ms: int | None = None,
+    environment: EnvironmentOf = site_environment,
 ) -> ExecutionEnvelope:
     """The envelope of a shell_command element: timeout, no tty, no fixed env values."""
     return _envelope(
         site,
         EnvelopeTool.SHELL_COMMAND,
+        environment,
         shell_mode=None,
         timeout_ms=DEFAULT_SHELL_TIMEOUT_MS if timeout_ms is None else timeout_ms,
         default_timeout=timeout_ms is None,
@@ -245,18 +221,20 @@ def build_shell_command_envelope(
 def build_exec_command_envelope(
     site: CommandSite,
     *,
-    shell_mode: str,
+    shell_mode: UnifiedExecShellMode,
     turn_policy: TruncationPolicy,
     windows_host: bool = False,
     tty: bool = False,
     yield_time_ms: int | None = None,
     max_output_tokens: int | None = None,
     process_id: int | None = None,
+    environment: EnvironmentOf = site_environment,
 ) -> ExecutionEnvelope:
     """The envelope of an exec_command call: tty, clamped yield, output budget, no timeout."""
     return _envelope(
         site,
         EnvelopeTool.EXEC_COMMAND,
+        environment,
         shell_mode=shell_mode,
         # Unified processes have no kill timeout (spec 05 §3.2).
         timeout_ms=None,
@@ -269,10 +247,10 @@ def build_exec_command_envelope(
     )
 
 
-def launch_argv(argv: Sequence[str], shell_type: str | None) -> list[str]:
+def launch_argv(argv: Sequence[str], shell_type: ShellType | None) -> list[str]:
     """The argv actually spawned: PowerShell scripts get the UTF-8 output prefix (§A.4)."""
     out = list(argv)
-    if shell_type == "powershell" and len(out) >= 2:
+    if shell_type is ShellType.POWERSHELL and len(out) >= 2:
         script = out[-1]
         # The whole prefix, newline included, as Codex compares it after trimming the start.
         if not script.lstrip().startswith(POWERSHELL_UTF8_PREFIX):

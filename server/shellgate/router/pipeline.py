@@ -34,6 +34,7 @@ from shellgate.router.decode.tool_call import (
 from shellgate.router.decode.tools import (
     EnvironmentRef,
     ToolsConfig,
+    UnifiedExecShellMode,
     register_shell_tools,
     shell_type_for_model_and_features,
 )
@@ -45,7 +46,7 @@ from shellgate.router.envelope import (
     build_exec_command_envelope,
     build_shell_command_envelope,
 )
-from shellgate.router.handler.permissions import PermissionOutcome, PermissionProfile
+from shellgate.router.handler.permissions import PermissionOutcome
 from shellgate.router.handler.plan import (
     ApplyPatchCall,
     ExecCommandPlan,
@@ -75,6 +76,7 @@ from shellgate.router.projection import (
     Outcome,
     PatchElement,
     ProjectedCall,
+    ProjectionMemo,
     ShellCall,
     ShellElement,
     ToolErrorOutcome,
@@ -118,6 +120,9 @@ class HostContext:
     filesystem: Callable[[str], PatchFileSystem] | None = None
     session_exists: Callable[[int], bool] = lambda _id: False
     platform: str = "unix"
+    # Environments (and the wire projection's messages) kept between projections; the
+    # router application passes its own so every context of one router shares it.
+    memo: ProjectionMemo = field(default_factory=ProjectionMemo, compare=False, repr=False)
 
     @cached_property
     def parent_env_items(self) -> tuple[tuple[str, str], ...]:
@@ -209,17 +214,6 @@ def _outcome(
     raise TypeError(f"unexpected plan {type(plan).__name__}")  # pragma: no cover
 
 
-def _permissions_json(profile: PermissionProfile | None) -> dict[str, Any] | None:
-    if profile is None:
-        return None
-    out: dict[str, Any] = {"network": {"enabled": profile.network_enabled}}
-    if profile.entries:
-        out["file_system"] = [{"path": p, "access": a} for p, a in sorted(profile.entries)]
-    if profile.glob_scan_max_depth is not None:
-        out["glob_scan_max_depth"] = profile.glob_scan_max_depth
-    return out
-
-
 def _element(
     cmd: HandlerCommand,
     permissions: PermissionOutcome,
@@ -241,18 +235,17 @@ def _element(
             return PatchElement(cmd, envelope, intercepted)
     policy_projection = commands_for_exec_policy(cmd.argv)
     literal = literal_commands_for_argv(cmd.argv)
-    effective_json = _permissions_json(permissions.effective_profile)
     if cmd.tool == "exec_command":
         key = exec_command_approval_key(
             environment_id=cmd.environment_id, argv=cmd.argv, cwd_uri=cmd.cwd, tty=tty,
-            sandbox_permissions=permissions.effective_sandbox.value,
-            additional_permissions=effective_json,
+            sandbox_permissions=permissions.effective_sandbox,
+            additional_permissions=permissions.effective_profile,
         )  # fmt: skip
     else:
         key = shell_command_approval_key(
             environment_id=cmd.environment_id, argv=cmd.argv, cwd=cmd.cwd,
-            sandbox_permissions=permissions.effective_sandbox.value,
-            additional_permissions=effective_json,
+            sandbox_permissions=permissions.effective_sandbox,
+            additional_permissions=permissions.effective_profile,
         )  # fmt: skip
     ctx = UnmatchedContext(
         approval_policy=turn.approval_policy,
@@ -293,17 +286,13 @@ def _envelope(
     justification: str | None,
     prefix_rule: tuple[str, ...] | None,
 ) -> ExecutionEnvelope:
-    requested = Permissions.of(
-        permissions.requested_sandbox.value, _permissions_json(permissions.requested_profile)
-    )
-    effective = Permissions.of(
-        permissions.effective_sandbox.value, _permissions_json(permissions.effective_profile)
-    )
+    requested = Permissions(permissions.requested_sandbox, permissions.requested_profile)
+    effective = Permissions(permissions.effective_sandbox, permissions.effective_profile)
     # A remote daemon applies the env policy to its own environment; the projection shows
     # what the policy alone yields there (no inherited variables are known here).
     parent_env = () if cmd.remote else host.parent_env_items
     site = CommandSite(
-        argv=cmd.argv, shell_type=cmd.shell_type.value, environment_id=cmd.environment_id,
+        argv=cmd.argv, shell_type=cmd.shell_type, environment_id=cmd.environment_id,
         remote=cmd.remote, cwd=cmd.cwd, sandbox_cwd=cmd.sandbox_cwd, parent_env=parent_env,
         env_policy=turn.env_policy, thread_id=turn.thread_id, platform=host.platform,
         active_profile=turn.active_profile_id, requested=requested, effective=effective,
@@ -312,8 +301,10 @@ def _envelope(
     )  # fmt: skip
     if cmd.tool == "exec_command":
         return build_exec_command_envelope(
-            site, shell_mode=(cmd.mode.value if cmd.mode is not None else "direct"),
+            site, shell_mode=UnifiedExecShellMode.DIRECT if cmd.mode is None else cmd.mode,
             turn_policy=turn.truncation, tty=tty, yield_time_ms=yield_time_ms,
-            max_output_tokens=max_output_tokens,
+            max_output_tokens=max_output_tokens, environment=host.memo.environment,
         )  # fmt: skip
-    return build_shell_command_envelope(site, timeout_ms=timeout_ms)
+    return build_shell_command_envelope(
+        site, timeout_ms=timeout_ms, environment=host.memo.environment
+    )

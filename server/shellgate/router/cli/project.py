@@ -83,5 +83,5 @@ def run(args: argparse.Namespace) -> int:
         return 2
     fs = LocalFileSystem()
     host = HostContext(policy=policy, parent_env=dict(os.environ), filesystem=lambda _id: fs)
-    print(projection_json(project(item_text, turn, host)))
+    print(projection_json(project(item_text, turn, host), host.memo))
     return 0

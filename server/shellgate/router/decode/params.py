@@ -8,6 +8,7 @@ so the permission decoders are built per call by `additional_permissions_field(b
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
@@ -47,12 +48,20 @@ from shellgate.router.handler.workdir import join_path
 from shellgate.router.policy.approval_policy import SandboxPermissions
 
 
+class FileSystemAccess(enum.StrEnum):
+    """The access of one filesystem permission entry."""
+
+    READ = "read"
+    WRITE = "write"
+    NONE = "none"
+
+
 @dataclass(frozen=True)
 class FsEntry:
     """One canonical-form filesystem permission entry."""
 
     path: str
-    access: str
+    access: FileSystemAccess
 
 
 @dataclass(frozen=True)
@@ -124,7 +133,8 @@ class WriteStdinParams:
 DEFAULT_EXEC_YIELD_TIME_MS: Final = 10_000
 DEFAULT_WRITE_STDIN_YIELD_TIME_MS: Final = 250
 _FS_ENUM_NAME: Final = "FileSystemPermissions"
-_ACCESS_MODES: Final = ("read", "write", "none")
+# A tuple, not a set: the value may be any JSON value, lists and maps included.
+_ACCESS_MODES: Final = tuple(a.value for a in FileSystemAccess)
 
 
 # --- field decoders ----------------------------------------------------------------------
@@ -204,7 +214,7 @@ def _file_system(value: Any, base: str | None) -> FileSystemRequest:
         ):
             raise _no_match()
         path = join_path(base, entry["path"]) if base else entry["path"]
-        parsed.append(FsEntry(path, entry["access"]))
+        parsed.append(FsEntry(path, FileSystemAccess(entry["access"])))
     return FileSystemRequest(entries=tuple(parsed), glob_scan_max_depth=depth)
 
 

@@ -7,8 +7,8 @@ Domain API (pure, no I/O):
   Returns a `ToolCall`, `NoToolCall` (with why) or a `ToolError` (model-facing text).
 * `dispatch_error(tool_name, payload_kind, registered)` — the text the model gets when the
   registry cannot run the call (`unsupported call: …`, `aborted`), or None.
-* Argument decoders, each returning `Decoded[Params]` (params + warnings) or `ToolError`
-  with the full model-facing text (`failed to parse function arguments: … at line L column C`):
+* Argument decoders over a call's one `Arguments`, each returning `Decoded[Params]` or a
+  `ToolError` with the model-facing text (`failed to parse function arguments: … at line L …`):
   - `shell_command`: `shell_command_workdir` (generic first pass) then `decode_shell_command`;
   - `exec_command`: `decode_exec_environment_id` (pass 1), `decode_exec_workdir` (pass 2),
     `decode_exec_command` (pass 3); `decode_exec_command_args` runs all three;
@@ -41,6 +41,7 @@ from shellgate.router.decode.params import (
     shell_command_spec,
 )
 from shellgate.router.decode.serde_json.typed import (
+    Arguments,
     JsonError,
     ProductError,
     StructResult,
@@ -266,9 +267,9 @@ def dispatch_error(
 
 
 # --- argument decode ---------------------------------------------------------------------
-def _run(arguments: str, spec: StructSpec) -> StructResult | ToolError:
+def _run(arguments: Arguments, spec: StructSpec) -> StructResult | ToolError:
     """One serde pass; errors become the model-facing text."""
-    if len(arguments) > MAX_ARGUMENTS_BYTES:
+    if len(arguments.text) > MAX_ARGUMENTS_BYTES:
         return ToolError(f"{PARSE_PREFIX}arguments exceed {MAX_ARGUMENTS_BYTES} bytes")
     try:
         return decode_struct(arguments, spec)
@@ -288,9 +289,9 @@ def _warnings(unknown: list[str], known: Collection[str] = ()) -> tuple[str, ...
     return tuple(f"unknown argument `{key}` was ignored" for key in seen)
 
 
-def shell_command_workdir(arguments: str) -> str | ToolError | None:
+def shell_command_workdir(arguments: Arguments) -> str | ToolError | None:
     """shell_command's generic first pass: syntax errors, then a non-empty string `workdir`."""
-    if len(arguments) > MAX_ARGUMENTS_BYTES:
+    if len(arguments.text) > MAX_ARGUMENTS_BYTES:
         return ToolError(f"{PARSE_PREFIX}arguments exceed {MAX_ARGUMENTS_BYTES} bytes")
     try:
         value = parse_value(arguments)
@@ -313,7 +314,7 @@ def _build(values: Mapping[str, Any], factory: Callable[..., P], **extra: Any) -
 
 
 def decode_shell_command(
-    arguments: str, base_cwd: str | None = None, *, first_pass_done: bool = False
+    arguments: Arguments, base_cwd: str | None = None, *, first_pass_done: bool = False
 ) -> Decoded[ShellCommandParams] | ToolError:
     """Both shell_command passes (spec 01 §5.2); `base_cwd` anchors permission paths.
 
@@ -336,7 +337,7 @@ _SHELL_KNOWN_KEYS: Final = frozenset(
 )
 
 
-def decode_exec_environment_id(arguments: str) -> str | ToolError | None:
+def decode_exec_environment_id(arguments: Arguments) -> str | ToolError | None:
     """exec_command pass 1 (`ToolEnvironmentArgs`)."""
     result = _run(arguments, TOOL_ENVIRONMENT_SPEC)
     if isinstance(result, ToolError):
@@ -345,7 +346,7 @@ def decode_exec_environment_id(arguments: str) -> str | ToolError | None:
     return env_id
 
 
-def decode_exec_workdir(arguments: str) -> str | ToolError | None:
+def decode_exec_workdir(arguments: Arguments) -> str | ToolError | None:
     """exec_command pass 2 (`workdir` only)."""
     result = _run(arguments, WORKDIR_SPEC)
     if isinstance(result, ToolError):
@@ -355,7 +356,7 @@ def decode_exec_workdir(arguments: str) -> str | ToolError | None:
 
 
 def decode_exec_command(
-    arguments: str, base_cwd: str | None = None, environment_id: str | None = None
+    arguments: Arguments, base_cwd: str | None = None, environment_id: str | None = None
 ) -> Decoded[ExecCommandParams] | ToolError:
     """exec_command pass 3 (`ExecCommandArgs`); passes 1–2 must have succeeded."""
     result = _run(arguments, exec_command_spec(base_cwd))
@@ -366,7 +367,7 @@ def decode_exec_command(
 
 
 def decode_exec_command_args(
-    arguments: str, base_cwd: str | None = None
+    arguments: Arguments, base_cwd: str | None = None
 ) -> Decoded[ExecCommandParams] | ToolError:
     """All three exec_command passes without environment selection."""
     env_id = decode_exec_environment_id(arguments)
@@ -378,7 +379,7 @@ def decode_exec_command_args(
     return decode_exec_command(arguments, base_cwd, env_id)
 
 
-def decode_session_id(arguments: str) -> int | ToolError:
+def decode_session_id(arguments: Arguments) -> int | ToolError:
     """write_stdin pass 1 (`TerminalSessionArgs`)."""
     result = _run(arguments, TERMINAL_SESSION_SPEC)
     if isinstance(result, ToolError):
@@ -387,7 +388,7 @@ def decode_session_id(arguments: str) -> int | ToolError:
     return session_id
 
 
-def decode_write_stdin(arguments: str) -> Decoded[WriteStdinParams] | ToolError:
+def decode_write_stdin(arguments: Arguments) -> Decoded[WriteStdinParams] | ToolError:
     """Both write_stdin passes, for a call whose session exists."""
     first = decode_session_id(arguments)
     if isinstance(first, ToolError):
@@ -421,6 +422,7 @@ def exec_post_decode_check(params: ExecCommandParams, unified_exec_tty: bool) ->
 
 __all__ = [
     "AdditionalPermissions",
+    "Arguments",
     "Decoded",
     "ExecCommandParams",
     "NoToolCall",

@@ -11,7 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from shellgate.router.decode.params import AdditionalPermissions, FileSystemRequest
+from shellgate.router.decode.params import (
+    AdditionalPermissions,
+    FileSystemAccess,
+    FileSystemRequest,
+)
 from shellgate.router.decode.tool_call import ToolError
 from shellgate.router.handler.workdir import join_path
 from shellgate.router.policy.approval_policy import ApprovalMode, ApprovalPolicy, SandboxPermissions
@@ -22,7 +26,7 @@ class PermissionProfile:
     """A materialised permission profile: network flag and (path, access) entries."""
 
     network_enabled: bool = False
-    entries: frozenset[tuple[str, str]] = frozenset()
+    entries: frozenset[tuple[str, FileSystemAccess]] = frozenset()
     glob_scan_max_depth: int | None = None
 
     @property
@@ -97,9 +101,9 @@ def guard_text(tool: str, policy: ApprovalPolicy) -> str:
     )
 
 
-def _fs_entries(fs: FileSystemRequest, cwd: str) -> frozenset[tuple[str, str]]:
-    out: set[tuple[str, str]] = set()
-    for paths, access in ((fs.read, "read"), (fs.write, "write")):
+def _fs_entries(fs: FileSystemRequest, cwd: str) -> frozenset[tuple[str, FileSystemAccess]]:
+    out: set[tuple[str, FileSystemAccess]] = set()
+    for paths, access in ((fs.read, FileSystemAccess.READ), (fs.write, FileSystemAccess.WRITE)):
         out.update((join_path(cwd, p), access) for p in paths or ())
     out.update((join_path(cwd, e.path), e.access) for e in fs.entries or ())
     return frozenset(out)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from shellgate.router.decode.tool_call import (
+    Arguments,
     Decoded,
     ExecCommandParams,
     PayloadKind,
@@ -200,7 +201,7 @@ def _handler_command(
     )
 
 
-def plan_shell_command(arguments: str, turn: Turn) -> ShellCommandPlan | ToolError:
+def plan_shell_command(arguments: Arguments, turn: Turn) -> ShellCommandPlan | ToolError:
     """shell_command steps 2–8.2 (spec 02 §3.1, §3.2)."""
     workdir = shell_command_workdir(arguments)
     if isinstance(workdir, ToolError):
@@ -245,7 +246,7 @@ def _exec_shell(
     return shell
 
 
-def plan_exec_command(arguments: str, turn: Turn) -> ExecCommandPlan | ToolError:
+def plan_exec_command(arguments: Arguments, turn: Turn) -> ExecCommandPlan | ToolError:
     """exec_command steps 2–13 (spec 02 §4.1)."""
     env_id = decode_exec_environment_id(arguments)
     if isinstance(env_id, ToolError):
@@ -286,7 +287,7 @@ def plan_exec_command(arguments: str, turn: Turn) -> ExecCommandPlan | ToolError
 
 
 def plan_write_stdin(
-    arguments: str, session_exists: Callable[[int], bool]
+    arguments: Arguments, session_exists: Callable[[int], bool]
 ) -> WriteStdinPlan | ToolError:
     """write_stdin steps 2–4 (spec 02 §4.2): the session lookup sits between the passes."""
     session_id = decode_session_id(arguments)
@@ -311,12 +312,14 @@ def plan_tool_call(
     refused = dispatch_error(name, call.kind, registered)
     if refused is not None:
         return ToolError(refused)
+    # One `Arguments` per call: every decode pass of the call reads it, and the text is
+    # parsed at most once however many passes there are.
     if name == "shell_command":
-        return plan_shell_command(call.arguments, turn)
+        return plan_shell_command(Arguments(call.arguments), turn)
     if name == "exec_command":
-        return plan_exec_command(call.arguments, turn)
+        return plan_exec_command(Arguments(call.arguments), turn)
     if name == "write_stdin":
-        return plan_write_stdin(call.arguments, session_exists)
+        return plan_write_stdin(Arguments(call.arguments), session_exists)
     if name == "apply_patch" and call.kind is PayloadKind.CUSTOM:
         return ApplyPatchCall(call.input)
     return ToolError(f"unsupported call: {name}")

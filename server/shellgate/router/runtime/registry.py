@@ -19,6 +19,7 @@ from shellgate.router.apply_patch.fs import PatchFileSystem
 from shellgate.router.apply_patch.local_fs import LocalFileSystem
 from shellgate.router.handler.shells import HostShellFacts, Shell, host_user_shell
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
+from shellgate.router.runtime.remote.info import EnvironmentInfo
 from shellgate.router.runtime.spawn import Spawned, SpawnFailure
 
 __all__ = [
@@ -157,7 +158,8 @@ class EnvironmentStatus:
     target: str
     reachable: bool
     last_error: str
-    info: object | None
+    # What the daemon reported when it last connected; None for local or never reached.
+    info: EnvironmentInfo | None
 
 
 Environment = LocalEnvironment | RemoteEnvironment

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
-from shellgate.common.enum_maps import SHELL_TYPES
 from shellgate.common.errors import EnvironmentNotAllowedError, LimitExceededError
 from shellgate.common.process.run_as import RunAs, RunAsError
 from shellgate.router.apply_patch import PatchFileSystem
@@ -23,6 +22,7 @@ from shellgate.router.handler.environments import ReportedShell
 from shellgate.router.handler.shells import HostShellFacts
 from shellgate.router.pipeline import HostContext, RouterTurn
 from shellgate.router.policy import Policy
+from shellgate.router.projection import ProjectionMemo
 from shellgate.router.runtime.registry import (
     EnvironmentRegistry,
     LocalEnvironment,
@@ -41,7 +41,6 @@ from shellgate.v1 import common_pb2
 VERSION = "0.1.0"
 # Shown for a remote environment whose daemon could not be reached (see environment_views).
 UNREACHABLE_SHELL = ReportedShell("sh", "/bin/sh")
-_SHELL_NAMES = {wire: name for name, wire in SHELL_TYPES.to_wire.items()}
 # Converted turns kept per (thread, wire turn, environment views, caller's environments):
 # a client sends the same TurnContext with every call of a turn, and the conversion is pure.
 TURN_CACHE_SIZE = 256
@@ -158,6 +157,9 @@ class RouterApp:
             "Project", limits.max_concurrent_projects, limits.admission_wait_ms
         )
         self._turns: OrderedDict[tuple[object, ...], RouterTurn] = OrderedDict()
+        # What projections reuse (environments, wire sub-messages): one per router, shared
+        # by every host context it hands out and by the wire projection.
+        self.memo = ProjectionMemo()
         self._host: tuple[object, asyncio.AbstractEventLoop, HostContext] | None = None
 
     # --- callers -------------------------------------------------------------------------
@@ -206,8 +208,10 @@ class RouterApp:
             if info is not None:
                 cwd = info.cwd or "/"
                 shell = None
-                if info.HasField("shell") and info.shell.path:
-                    shell = ReportedShell(_SHELL_NAMES.get(info.shell.type, "sh"), info.shell.path)
+                reported = info.shell
+                if reported is not None and reported.path:
+                    name = "sh" if reported.type is None else reported.type.value
+                    shell = ReportedShell(name, reported.path)
             views[env_id] = EnvironmentView(env_id, True, cwd, shell)
         return views
 
@@ -266,7 +270,9 @@ class RouterApp:
                 return RemoteFileSystem(env, loop)
             return env.filesystem()
 
-        host = HostContext(policy=policy, parent_env=self.parent_env, filesystem=filesystem)
+        host = HostContext(
+            policy=policy, parent_env=self.parent_env, filesystem=filesystem, memo=self.memo
+        )
         self._host = (policy, loop, host)
         return host
 

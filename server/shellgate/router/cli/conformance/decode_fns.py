@@ -210,9 +210,13 @@ FUNCTIONS: dict[str, EvalFn] = {
     "shell_type_for_model_and_features": _shell_type,
     "register_shell_tools": _register,
     "tool_schema_properties": _schema,
-    "decode_shell_command_args": lambda s: _decoded(decode.decode_shell_command(s)),
-    "decode_exec_command_args": lambda s: _decoded(decode.decode_exec_command_args(s)),
-    "decode_write_stdin_args": lambda s: _decoded(decode.decode_write_stdin(s)),
+    "decode_shell_command_args": lambda s: _decoded(
+        decode.decode_shell_command(decode.Arguments(s))
+    ),
+    "decode_exec_command_args": lambda s: _decoded(
+        decode.decode_exec_command_args(decode.Arguments(s))
+    ),
+    "decode_write_stdin_args": lambda s: _decoded(decode.decode_write_stdin(decode.Arguments(s))),
     "resolve_sandbox_permissions": _sandbox,
     "resolve_login": _login,
     "derive_exec_args": _derive,

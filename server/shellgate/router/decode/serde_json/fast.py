@@ -9,6 +9,8 @@ outside i64/u64 and `-0`, every float, duplicate keys, surrogates, a BOM, deep n
 and the field decoders here refuse every value the exact field decoder would not accept
 as-is. A refusal means "run the exact decoder", never an error of its own, so error texts
 and positions always come from the exact path.
+
+`Arguments` carries one document through several decodes: the C parse runs at most once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from shellgate.router.decode.serde_json.cursor import I64_MIN, U64_MAX
@@ -82,20 +85,8 @@ def _too_deep(value: Any, depth: int = 1) -> bool:
     return False
 
 
-# The last document read (text object, value): the decode passes of one tool call (two for
-# shell_command, three for exec_command) read the same arguments string one after another.
-_last: tuple[str, Any] | None = None
-
-
 def loads(text: str) -> Any:
-    """The document as C `json.loads` reads it; raises `Slow` unless serde_json agrees.
-
-    The value is shared with later calls on the same text object: callers only read it.
-    """
-    global _last
-    last = _last
-    if last is not None and last[0] is text:
-        return last[1]
+    """The document as C `json.loads` reads it; raises `Slow` unless serde_json agrees."""
     try:
         value = _DECODER.decode(text)
     except (ValueError, RecursionError):
@@ -104,16 +95,52 @@ def loads(text: str) -> Any:
     # surrogates are errors for serde_json, or raw ones the exact reader passes through).
     if (not text.isascii() or "\\u" in text) and _has_surrogate(value):
         raise Slow
-    _last = (text, value)
     return value
 
 
 def loads_value(text: str) -> Any:
     """`serde_json::from_str::<Value>` when provably identical; raises `Slow` otherwise."""
-    value = loads(text)
-    if isinstance(value, dict | list) and _too_deep(value):
-        raise Slow
-    return value
+    return Arguments(text).fast_value()
+
+
+# What `Arguments` holds before its first fast read, and after the fast path refused.
+_UNREAD: Final = object()
+_REFUSED: Final = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Arguments:
+    """A tool call's arguments text, with its fast-path value parsed at most once.
+
+    Decode builds one per call and hands it to each pass (two for shell_command, three for
+    exec_command), so later passes reuse the first parse; a refusal is remembered too. The
+    parsed value is shared by those passes, which only read it. A call is decoded by one
+    thread, so the lazy slot needs no lock (a racing second parse would store an equal
+    value anyway).
+    """
+
+    text: str
+    _parsed: object = field(default=_UNREAD, init=False, repr=False, compare=False)
+
+    def fast(self) -> Any:
+        """`loads(self.text)`, parsed on first use; raises `Slow` when it refused."""
+        parsed = self._parsed
+        if parsed is _UNREAD:
+            try:
+                parsed = loads(self.text)
+            except Slow:
+                parsed = _REFUSED
+            object.__setattr__(self, "_parsed", parsed)
+        if parsed is _REFUSED:
+            raise Slow
+        return parsed
+
+    def fast_value(self) -> Any:
+        """`loads_value(self.text)`: the fast value, refused when nested too deep."""
+        value = self.fast()
+        if isinstance(value, dict | list) and _too_deep(value):
+            raise Slow
+        return value
 
 
 # --- field decoders over values ------------------------------------------------------
@@ -178,6 +205,7 @@ def fast_strings(value: Any) -> tuple[str, ...]:
 
 __all__ = [
     "MAX_FAST_DEPTH",
+    "Arguments",
     "FastDecoder",
     "Slow",
     "fast_bool",

@@ -2,13 +2,14 @@
 
 Public API:
 
-* `StructSpec` / `Field` describe a `#[derive(Deserialize)]` struct; `decode_struct(text, spec)`
-  runs `serde_json::from_str` for it and returns a `StructResult` (fields present, unknown top
-  level keys in document order) or raises `JsonError` (render with `.render()`).
+* `StructSpec` / `Field` describe a `#[derive(Deserialize)]` struct; `decode_struct(source,
+  spec)` runs `serde_json::from_str` for it and returns a `StructResult` (fields present,
+  unknown top level keys in document order) or raises `JsonError` (render with `.render()`).
+  `source` is the text, or an `Arguments` that several decodes of one text share.
 * Field decoders (`de_string`, `de_bool`, `de_int`, `de_option`, `de_seq`, `de_enum`,
   `de_value`, `de_struct`) take a `Reader` and return the Python value; they are the building
   blocks for the tool argument records of `decode.py`.
-* `parse_value(text)` is `serde_json::from_str::<Value>` (recursion limit 128).
+* `parse_value(source)` is `serde_json::from_str::<Value>` (recursion limit 128).
 * `format_float` / `debug_str` render serde's `Unexpected` values.
 
 Errors without a position are positioned by the nearest enclosing value decoder, exactly as
@@ -24,7 +25,7 @@ from typing import Any
 
 from shellgate.router.decode.rust_text import debug_str
 from shellgate.router.decode.serde_json.cursor import JsonError
-from shellgate.router.decode.serde_json.fast import FastDecoder, Slow, loads
+from shellgate.router.decode.serde_json.fast import Arguments, FastDecoder, Slow
 from shellgate.router.decode.serde_json.reader import Reader
 from shellgate.router.decode.serde_json.render import format_float
 from shellgate.router.decode.serde_json.values import (
@@ -50,6 +51,7 @@ from shellgate.router.decode.serde_json.values import (
 
 __all__ = [
     "MISSING",
+    "Arguments",
     "Decoder",
     "Field",
     "JsonError",
@@ -182,13 +184,13 @@ def de_struct(spec: StructSpec) -> Callable[[Reader], StructResult]:
     return decode
 
 
-def _fast_struct(text: str, spec: StructSpec) -> StructResult | None:
+def _fast_struct(source: Arguments, spec: StructSpec) -> StructResult | None:
     """The object form through json_fast; None whenever only the exact path can answer."""
     index = spec.fast_index
     if index is None:
         return None
     try:
-        value = loads(text)
+        value = source.fast()
         if type(value) is not dict:
             return None
         seen: dict[str, Any] = {}
@@ -215,12 +217,14 @@ def _fast_struct(text: str, spec: StructSpec) -> StructResult | None:
     return StructResult(values, unknown)
 
 
-def decode_struct(text: str, spec: StructSpec) -> StructResult:
+def decode_struct(source: str | Arguments, spec: StructSpec) -> StructResult:
     """`serde_json::from_str::<spec>(text)`; raises JsonError or ProductError."""
-    fast = _fast_struct(text, spec)
+    if isinstance(source, str):
+        source = Arguments(source)
+    fast = _fast_struct(source, spec)
     if fast is not None:
         return fast
-    r = Reader(text)
+    r = Reader(source.text)
     result = de_struct(spec)(r)
     r.end()
     return result

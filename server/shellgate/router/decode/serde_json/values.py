@@ -28,7 +28,7 @@ from shellgate.router.decode.serde_json.cursor import (
     JsonError,
     Number,
 )
-from shellgate.router.decode.serde_json.fast import Slow, loads_value
+from shellgate.router.decode.serde_json.fast import Arguments, Slow
 from shellgate.router.decode.serde_json.reader import Reader
 from shellgate.router.decode.serde_json.render import format_float
 
@@ -343,13 +343,15 @@ def de_value(r: Reader) -> Any:
     raise r.peek_error(EXPECTED_VALUE)
 
 
-def parse_value(text: str) -> Any:
-    """`serde_json::from_str::<Value>`."""
+def parse_value(source: str | Arguments) -> Any:
+    """`serde_json::from_str::<Value>` of a text (or of the text an `Arguments` carries)."""
+    if isinstance(source, str):
+        source = Arguments(source)
     try:
-        return loads_value(text)
+        return source.fast_value()
     except Slow:
         pass
-    r = Reader(text)
+    r = Reader(source.text)
     value = de_value(r)
     r.end()
     return value

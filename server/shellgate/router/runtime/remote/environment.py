@@ -25,6 +25,7 @@ from shellgate.router.runtime.remote.config import (
     read_token,
 )
 from shellgate.router.runtime.remote.fs import RemoteFileSystem
+from shellgate.router.runtime.remote.info import EnvironmentInfo, info_from_pb
 from shellgate.router.runtime.remote.process import RemoteProcess
 from shellgate.router.runtime.spawn import EnvironmentUnavailableError, Spawned, SpawnFailure
 from shellgate.v1 import exec_pb2, exec_pb2_grpc, shell_pb2
@@ -64,7 +65,7 @@ class RemoteEnvironment:
         self._channel: grpc.aio.Channel | None = None
         self._stub: exec_pb2_grpc.ExecServiceStub | None = None
         self._lock = asyncio.Lock()
-        self.info: exec_pb2.GetInfoResponse | None = None
+        self.info: EnvironmentInfo | None = None
         self.reachable = False
         self.last_error: str | None = None
         self._token = read_token(config.token_file) if config.token_file else ""
@@ -110,11 +111,12 @@ class RemoteEnvironment:
                 await asyncio.wait_for(
                     self._channel.channel_ready(), self.config.connect_timeout_ms / 1000
                 )
-                self.info = await stub.GetInfo(
+                info = await stub.GetInfo(
                     exec_pb2.GetInfoRequest(),
                     timeout=self.config.call_timeout_ms / 1000,
                     metadata=self.metadata(),
                 )
+                self.info = info_from_pb(info)
             except TimeoutError:
                 self.mark_unreachable(
                     f"connect to {self.config.target} timed out after "

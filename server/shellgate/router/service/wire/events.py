@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from shellgate.common.enum_maps import STREAMS
+from shellgate.common.enum_maps import SHELL_TYPES, STREAMS
 from shellgate.common.grpc.output_encoding import chunk_message
+from shellgate.router.projection import ProjectionMemo
 from shellgate.router.runtime.events import (
     ApprovalDecision,
+    ApprovalKind,
     ApprovalRequiredEvent,
     CompletedEvent,
     ExecuteEvent,
@@ -15,6 +17,7 @@ from shellgate.router.runtime.events import (
     TerminalInteractionEvent,
 )
 from shellgate.router.runtime.registry import EnvironmentStatus
+from shellgate.router.runtime.remote.info import EnvironmentInfo, ExecBackend
 from shellgate.router.service.wire.projection import element_pb, fill_projection
 from shellgate.v1 import exec_pb2, router_pb2
 
@@ -27,10 +30,49 @@ DECISIONS = {
 }
 _DECISIONS_PB = {v: k for k, v in DECISIONS.items()}
 _KINDS = {
-    "exec_policy": router_pb2.APPROVAL_KIND_EXEC_POLICY,
-    "sandbox_retry": router_pb2.APPROVAL_KIND_SANDBOX_RETRY,
-    "apply_patch": router_pb2.APPROVAL_KIND_APPLY_PATCH,
+    ApprovalKind.EXEC_POLICY: router_pb2.APPROVAL_KIND_EXEC_POLICY,
+    ApprovalKind.SANDBOX_RETRY: router_pb2.APPROVAL_KIND_SANDBOX_RETRY,
+    ApprovalKind.APPLY_PATCH: router_pb2.APPROVAL_KIND_APPLY_PATCH,
 }
+_BACKENDS = {
+    ExecBackend.LOCAL: exec_pb2.EXEC_BACKEND_LOCAL,
+    ExecBackend.SSH: exec_pb2.EXEC_BACKEND_SSH,
+}
+
+
+def _fill_info(out: exec_pb2.GetInfoResponse, info: EnvironmentInfo) -> None:
+    """The daemon's GetInfo answer as it arrived (the parts it sent, and only those)."""
+    if info.shell is not None:
+        shell = out.shell
+        shell.SetInParent()
+        if info.shell.type is not None:
+            shell.type = SHELL_TYPES[info.shell.type.value]
+        shell.path = info.shell.path
+    out.cwd, out.os, out.arch = info.cwd, info.os, info.arch
+    out.hostname, out.user, out.home = info.hostname, info.user, info.home
+    if info.backend is not None:
+        out.backend = _BACKENDS[info.backend]
+    caps = info.capabilities
+    if caps is not None:
+        out.capabilities.SetInParent()
+        out.capabilities.pty, out.capabilities.signals = caps.pty, caps.signals
+        out.capabilities.sandbox = caps.sandbox
+        out.capabilities.sandbox_unavailable_reason = caps.sandbox_unavailable_reason
+    out.version = info.version
+    limits = info.limits
+    if limits is not None:
+        pb = out.limits
+        pb.SetInParent()
+        pb.retained_output_bytes = limits.retained_output_bytes
+        pb.exited_retention_ms = limits.exited_retention_ms
+        pb.default_owner_ttl_ms = limits.default_owner_ttl_ms
+        pb.request_id_ttl_ms = limits.request_id_ttl_ms
+        pb.max_processes = limits.max_processes
+        pb.max_file_bytes = limits.max_file_bytes
+        pb.max_chunk_bytes = limits.max_chunk_bytes
+        pb.max_message_bytes = limits.max_message_bytes
+        pb.max_wait_ms = limits.max_wait_ms
+    out.caller = info.caller
 
 
 def status_pb(status: EnvironmentStatus) -> router_pb2.EnvironmentStatus:
@@ -42,8 +84,9 @@ def status_pb(status: EnvironmentStatus) -> router_pb2.EnvironmentStatus:
         reachable=status.reachable,
         last_error=status.last_error,
     )
-    if isinstance(status.info, exec_pb2.GetInfoResponse):
-        out.info.CopyFrom(status.info)
+    if status.info is not None:
+        out.info.SetInParent()
+        _fill_info(out.info, status.info)
     return out
 
 
@@ -63,12 +106,17 @@ def output_event_bytes(event: OutputEvent) -> bytes:
     return chunk_message(_OUTPUT_PATH, fields, _TAG_DATA, event.data)
 
 
-def event_pb(event: ExecuteEvent) -> router_pb2.ExecuteResponse | bytes:
-    """One domain event of Execute on the wire (output chunks already serialized)."""
+def event_pb(
+    event: ExecuteEvent, memo: ProjectionMemo | None = None
+) -> router_pb2.ExecuteResponse | bytes:
+    """One domain event of Execute on the wire (output chunks already serialized).
+
+    `memo`: the router's projection memo, for the projection and approval events.
+    """
     if isinstance(event, ProjectionEvent):
         response = router_pb2.ExecuteResponse()
         # Filled in place: a built Projection handed to the response would be copied.
-        fill_projection(response.projection, event.projected)
+        fill_projection(response.projection, event.projected, memo)
         return response
     if isinstance(event, OutputEvent):
         # Encoded by hand (the bytes protobuf would write, one copy of the data): the
@@ -93,16 +141,18 @@ def event_pb(event: ExecuteEvent) -> router_pb2.ExecuteResponse | bytes:
             )
         )
     if isinstance(event, ApprovalRequiredEvent):
-        return router_pb2.ExecuteResponse(approval_required=_approval_pb(event))
+        return router_pb2.ExecuteResponse(approval_required=_approval_pb(event, memo))
     assert isinstance(event, CompletedEvent)
     return router_pb2.ExecuteResponse(completed=completed_pb(event))
 
 
-def _approval_pb(e: ApprovalRequiredEvent) -> router_pb2.ApprovalRequired:
+def _approval_pb(
+    e: ApprovalRequiredEvent, memo: ProjectionMemo | None
+) -> router_pb2.ApprovalRequired:
     out = router_pb2.ApprovalRequired(
         approval_id=e.approval_id,
         call_id=e.call_id,
-        kind=_KINDS.get(e.kind.value, router_pb2.APPROVAL_KIND_UNSPECIFIED),
+        kind=_KINDS[e.kind],
         element_index=e.element_index,
         argv=list(e.argv),
         cwd=e.cwd,
@@ -115,7 +165,7 @@ def _approval_pb(e: ApprovalRequiredEvent) -> router_pb2.ApprovalRequired:
     if e.proposed_amendment is not None:
         out.proposed_amendment.prefix.extend(e.proposed_amendment)
     if e.element is not None:
-        out.element.CopyFrom(element_pb(e.element))
+        out.element.CopyFrom(element_pb(e.element, memo))
     return out
 
 

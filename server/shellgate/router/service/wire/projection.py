@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from google.protobuf import json_format
 from shellgate.common.enum_maps import SHELL_TYPES
@@ -17,17 +16,24 @@ from shellgate.router.apply_patch import (
     Hunk,
     UpdateFile,
 )
-from shellgate.router.approval_identity import ApprovalKey, canonical_json
+from shellgate.router.approval_identity import ApprovalKey, ApprovalKind, canonical_json
+from shellgate.router.decode.params import FileSystemAccess
+from shellgate.router.decode.tool_call import PayloadKind
+from shellgate.router.decode.tools import UnifiedExecShellMode
 from shellgate.router.display.types import ListFiles, ParsedCommand, Read, Search
-from shellgate.router.envelope import ExecutionEnvelope, Permissions
+from shellgate.router.envelope import Environment, ExecutionEnvelope, Permissions
+from shellgate.router.handler.permissions import PermissionProfile
+from shellgate.router.handler.shells import ShellType
 from shellgate.router.output.truncation import TruncationPolicy, TruncationUnit
 from shellgate.router.policy import (
+    Decision,
     Forbidden,
     HeuristicsRuleMatch,
     NeedsApproval,
     RuleMatch,
     Skip,
 )
+from shellgate.router.policy.approval_policy import SandboxPermissions
 from shellgate.router.policy.requirement import ExecApprovalRequirement
 from shellgate.router.policy_projection import CommandOrigin
 from shellgate.router.projection import (
@@ -36,6 +42,7 @@ from shellgate.router.projection import (
     NoToolCallOutcome,
     PatchElement,
     ProjectedCall,
+    ProjectionMemo,
     ShellCall,
     ShellElement,
     ToolErrorOutcome,
@@ -43,38 +50,28 @@ from shellgate.router.projection import (
 )
 from shellgate.v1 import common_pb2, projection_pb2, shell_pb2
 
-_SHELL_MODES = {"direct": shell_pb2.SHELL_MODE_DIRECT, "zsh_fork": shell_pb2.SHELL_MODE_ZSH_FORK}
-_PAYLOADS = {"function": projection_pb2.PAYLOAD_KIND_FUNCTION,
-             "custom": projection_pb2.PAYLOAD_KIND_CUSTOM,
-             "tool_search": projection_pb2.PAYLOAD_KIND_TOOL_SEARCH}  # fmt: skip
-_DECISIONS = {"allow": projection_pb2.POLICY_DECISION_ALLOW,
-              "prompt": projection_pb2.POLICY_DECISION_PROMPT,
-              "forbidden": projection_pb2.POLICY_DECISION_FORBIDDEN}  # fmt: skip
-_SANDBOX = {"use_default": common_pb2.SANDBOX_PERMISSIONS_USE_DEFAULT,
-            "require_escalated": common_pb2.SANDBOX_PERMISSIONS_REQUIRE_ESCALATED,
-            "with_additional_permissions":
-                common_pb2.SANDBOX_PERMISSIONS_WITH_ADDITIONAL_PERMISSIONS}  # fmt: skip
-_ACCESS = {"read": common_pb2.FILE_SYSTEM_ACCESS_READ, "write": common_pb2.FILE_SYSTEM_ACCESS_WRITE,
-           "none": common_pb2.FILE_SYSTEM_ACCESS_NONE}  # fmt: skip
-_NAMESPACES = {"shell": projection_pb2.APPROVAL_NAMESPACE_SHELL,
-               "unified_exec": projection_pb2.APPROVAL_NAMESPACE_UNIFIED_EXEC}  # fmt: skip
-
-
-# Sub-messages that repeat across calls (the environment map, permission records) are built
-# once and copied in: a copy is a single C call, building them is one Python call per field.
-# The caches are keyed by the domain value (or, for the environment, its memoised tuple).
-PB_CACHE_SIZE = 64
-_PERMISSIONS_PB: dict[Permissions | tuple[str, str | None], projection_pb2.CommandPermissions] = {}
-_ENV_PB: dict[tuple[tuple[str, str], ...], projection_pb2.ExecutionEnvelope] = {}
-# The last environment seen, by identity: the envelope stage returns one memoised tuple for
-# the same parent environment and policy, so the usual case skips hashing ~40 pairs.
-_last_env: list[tuple[tuple[tuple[str, str], ...], projection_pb2.ExecutionEnvelope]] = []
-
-
-def _bounded_put(cache: dict[Any, Any], key: Any, value: Any) -> None:
-    if len(cache) >= PB_CACHE_SIZE:
-        cache.clear()
-    cache[key] = value
+# Domain enum → wire enum, one table each (looked up by member, never by string).
+# fmt: off
+_SHELL_TYPES = {t: SHELL_TYPES.to_wire.get(t.value, shell_pb2.SHELL_TYPE_UNSPECIFIED)
+                for t in ShellType}
+_SHELL_MODES = {UnifiedExecShellMode.DIRECT: shell_pb2.SHELL_MODE_DIRECT,
+                UnifiedExecShellMode.ZSH_FORK: shell_pb2.SHELL_MODE_ZSH_FORK}
+_PAYLOADS = {PayloadKind.FUNCTION: projection_pb2.PAYLOAD_KIND_FUNCTION,
+             PayloadKind.CUSTOM: projection_pb2.PAYLOAD_KIND_CUSTOM,
+             PayloadKind.TOOL_SEARCH: projection_pb2.PAYLOAD_KIND_TOOL_SEARCH}
+_DECISIONS = {Decision.ALLOW: projection_pb2.POLICY_DECISION_ALLOW,
+              Decision.PROMPT: projection_pb2.POLICY_DECISION_PROMPT,
+              Decision.FORBIDDEN: projection_pb2.POLICY_DECISION_FORBIDDEN}
+_SANDBOX = {SandboxPermissions.USE_DEFAULT: common_pb2.SANDBOX_PERMISSIONS_USE_DEFAULT,
+            SandboxPermissions.REQUIRE_ESCALATED: common_pb2.SANDBOX_PERMISSIONS_REQUIRE_ESCALATED,
+            SandboxPermissions.WITH_ADDITIONAL_PERMISSIONS:
+                common_pb2.SANDBOX_PERMISSIONS_WITH_ADDITIONAL_PERMISSIONS}
+_ACCESS = {FileSystemAccess.READ: common_pb2.FILE_SYSTEM_ACCESS_READ,
+           FileSystemAccess.WRITE: common_pb2.FILE_SYSTEM_ACCESS_WRITE,
+           FileSystemAccess.NONE: common_pb2.FILE_SYSTEM_ACCESS_NONE}
+_NAMESPACES = {ApprovalKind.SHELL_COMMAND: projection_pb2.APPROVAL_NAMESPACE_SHELL,
+               ApprovalKind.EXEC_COMMAND: projection_pb2.APPROVAL_NAMESPACE_UNIFIED_EXEC}
+# fmt: on
 
 
 def _fill_truncation(out: common_pb2.TruncationPolicy, policy: TruncationPolicy) -> None:
@@ -93,62 +90,45 @@ def _fill_words(
         s.start, s.end = span
 
 
-def _fill_additional(out: common_pb2.AdditionalPermissions, profile: dict[str, Any]) -> None:
-    out.SetInParent()
-    network = profile.get("network")
-    if isinstance(network, dict) and isinstance(network.get("enabled"), bool):
-        out.network.enabled = network["enabled"]
-    for entry in profile.get("file_system") or ():
-        out.file_system.entries.add(
-            path=entry["path"],
-            access=_ACCESS.get(entry["access"], common_pb2.FILE_SYSTEM_ACCESS_UNSPECIFIED),
-        )
-    depth = profile.get("glob_scan_max_depth")
-    if isinstance(depth, int):
-        out.file_system.glob_scan_max_depth = depth
+def _fill_additional(out: common_pb2.AdditionalPermissions, profile: PermissionProfile) -> None:
+    out.network.enabled = profile.network_enabled
+    if profile.entries:
+        entries = out.file_system.entries
+        for path, access in sorted(profile.entries):
+            entries.add(path=path, access=_ACCESS[access])
+    if profile.glob_scan_max_depth is not None:
+        out.file_system.glob_scan_max_depth = profile.glob_scan_max_depth
 
 
-def _permissions(sandbox: str, profile: object) -> projection_pb2.CommandPermissions:
-    out = projection_pb2.CommandPermissions(
-        sandbox_permissions=_SANDBOX.get(sandbox, common_pb2.SANDBOX_PERMISSIONS_UNSPECIFIED)
-    )
-    if isinstance(profile, dict):
-        _fill_additional(out.additional_permissions, profile)
+def _permissions_message(p: Permissions) -> projection_pb2.CommandPermissions:
+    out = projection_pb2.CommandPermissions(sandbox_permissions=_SANDBOX[p.sandbox_permissions])
+    if p.additional_permissions is not None:
+        _fill_additional(out.additional_permissions, p.additional_permissions)
     return out
 
 
 def _fill_permissions(
-    out: projection_pb2.CommandPermissions,
-    cache_key: Permissions | tuple[str, str | None],
-    sandbox: str,
-    profile: object,
+    out: projection_pb2.CommandPermissions, p: Permissions, memo: ProjectionMemo | None
 ) -> None:
-    # Built once per distinct value (bounded), then copied: cheaper than field by field.
-    cached = _PERMISSIONS_PB.get(cache_key)
-    if cached is None:
-        cached = _permissions(sandbox, profile)
-        _bounded_put(_PERMISSIONS_PB, cache_key, cached)
-    out.CopyFrom(cached)
-
-
-def _fill_perm(out: projection_pb2.CommandPermissions, p: Permissions) -> None:
-    _fill_permissions(out, p, p.sandbox_permissions, p.additional_permissions)
-
-
-def _fill_key_permissions(out: projection_pb2.CommandPermissions, key: ApprovalKey) -> None:
-    cache_key = (key.sandbox_permissions, key.additional_permissions_json)
-    _fill_permissions(out, cache_key, key.sandbox_permissions, key.additional_permissions)
+    if p.additional_permissions is None:
+        # The usual case is one enum field: cheaper to set than to look up and copy.
+        out.sandbox_permissions = _SANDBOX[p.sandbox_permissions]
+        return
+    # A profile is built once per distinct value (bounded), then copied.
+    out.CopyFrom(
+        _permissions_message(p) if memo is None else memo.message(_permissions_message, p)
+    )
 
 
 def _fill_rule_match(out: projection_pb2.RuleMatch, match: RuleMatch) -> None:
     if isinstance(match, HeuristicsRuleMatch):
         h = out.heuristics_rule_match
         h.command.extend(match.command)
-        h.decision = _DECISIONS[match.decision.value]
+        h.decision = _DECISIONS[match.decision]
         return
     prefix = out.prefix_rule_match
     prefix.matched_prefix.extend(match.matched_prefix)
-    prefix.decision = _DECISIONS[match.decision.value]
+    prefix.decision = _DECISIONS[match.decision]
     if match.resolved_program is not None:
         prefix.resolved_program = match.resolved_program
     if match.justification is not None:
@@ -177,14 +157,17 @@ def _fill_requirement(
         needs.proposed_amendment.prefix.extend(amendment)
 
 
-def _fill_approval(out: projection_pb2.ApprovalIdentity, key: ApprovalKey) -> None:
+def _fill_approval(
+    out: projection_pb2.ApprovalIdentity, key: ApprovalKey, memo: ProjectionMemo | None
+) -> None:
     # The digest is the SHA-256 of exactly this text (ApprovalKey.digest): encode it once.
     canonical = key.canonical()
-    out.namespace = _NAMESPACES.get(key.namespace, projection_pb2.APPROVAL_NAMESPACE_UNSPECIFIED)
+    out.namespace = _NAMESPACES[key.kind]
     out.canonical_command.extend(key.command)
     out.environment_id = key.environment_id
     out.cwd = key.cwd
-    _fill_key_permissions(out.permissions, key)
+    permissions = Permissions(key.sandbox_permissions, key.additional_permissions)
+    _fill_permissions(out.permissions, permissions, memo)
     out.canonical_json = canonical.decode()
     out.digest = hashlib.sha256(canonical).hexdigest()
     if key.tty is not None:
@@ -211,30 +194,31 @@ def _fill_display(out: projection_pb2.ParsedCommand, parsed: ParsedCommand) -> N
         out.unknown.cmd = parsed.cmd
 
 
-def _env_template(env: tuple[tuple[str, str], ...]) -> projection_pb2.ExecutionEnvelope:
-    last = _last_env[0] if _last_env else None
-    if last is not None and last[0] is env:
-        return last[1]
-    template = _ENV_PB.get(env)
-    if template is None:
-        template = projection_pb2.ExecutionEnvelope()
-        template.env.update(env)
-        _bounded_put(_ENV_PB, env, template)
-    _last_env[:] = [(env, template)]
+def _envelope_template(env: Environment) -> projection_pb2.ExecutionEnvelope:
+    template = projection_pb2.ExecutionEnvelope()
+    template.env.update(env)
     return template
 
 
-def _fill_envelope(out: projection_pb2.ExecutionEnvelope, env: ExecutionEnvelope) -> None:
-    # First: CopyFrom replaces the whole message with the cached environment map.
-    out.CopyFrom(_env_template(env.env))
+def _fill_envelope(
+    out: projection_pb2.ExecutionEnvelope, env: ExecutionEnvelope, memo: ProjectionMemo | None
+) -> None:
+    # First: CopyFrom replaces the whole message with the environment map, which repeats
+    # across calls (the memo keeps it by the envelope's environment tuple).
+    template = (
+        _envelope_template(env.env) if memo is None else memo.message(_envelope_template, env.env)
+    )
+    out.CopyFrom(template)
     out.argv.extend(env.argv)
     out.cwd = env.cwd
     out.sandbox_cwd = env.sandbox_cwd
-    out.shell_mode = _SHELL_MODES.get(env.shell_mode or "", shell_pb2.SHELL_MODE_UNSPECIFIED)
+    out.shell_mode = (
+        shell_pb2.SHELL_MODE_UNSPECIFIED if env.shell_mode is None else _SHELL_MODES[env.shell_mode]
+    )
     out.default_timeout = env.default_timeout
     out.tty = bool(env.tty)
-    _fill_perm(out.requested_permissions, env.requested_permissions)
-    _fill_perm(out.effective_permissions, env.effective_permissions)
+    _fill_permissions(out.requested_permissions, env.requested_permissions, memo)
+    _fill_permissions(out.effective_permissions, env.effective_permissions, memo)
     out.preapproved = env.preapproved
     if env.timeout_ms is not None:
         out.timeout_ms = env.timeout_ms
@@ -299,18 +283,22 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def element_pb(element: ShellElement) -> projection_pb2.ShellElement:
+def element_pb(
+    element: ShellElement, memo: ProjectionMemo | None = None
+) -> projection_pb2.ShellElement:
     """One shell element (command with its projections, or intercepted apply_patch)."""
     out = projection_pb2.ShellElement()
-    _fill_element(out, element)
+    _fill_element(out, element, memo)
     return out
 
 
-def _fill_element(out: projection_pb2.ShellElement, element: ShellElement) -> None:
+def _fill_element(
+    out: projection_pb2.ShellElement, element: ShellElement, memo: ProjectionMemo | None
+) -> None:
     if isinstance(element, PatchElement):
         _fill_patch(out.apply_patch, element.result, element.handler.environment_id)
     else:
-        _fill_command(out.command, element)
+        _fill_command(out.command, element, memo)
 
 
 def _fill_policy(out: projection_pb2.PolicyProjection, e: CommandElement) -> None:
@@ -338,38 +326,46 @@ def _fill_policy(out: projection_pb2.PolicyProjection, e: CommandElement) -> Non
             _fill_words(scanned.add(), c.words, c.span)
 
 
-def _fill_command(out: projection_pb2.HandlerCommandProjection, e: CommandElement) -> None:
+def _fill_command(
+    out: projection_pb2.HandlerCommandProjection, e: CommandElement, memo: ProjectionMemo | None
+) -> None:
     h = e.handler
     out.handler_argv.extend(h.argv)
     shell = out.shell
-    shell.type = SHELL_TYPES.to_wire.get(h.shell_type.value, shell_pb2.SHELL_TYPE_UNSPECIFIED)
+    shell.type = _SHELL_TYPES[h.shell_type]
     shell.path = h.shell_path
     out.login = h.login
     out.environment_id = h.environment_id
     out.remote = h.remote
     out.cwd = h.cwd
     out.sandbox_cwd = h.sandbox_cwd
-    _fill_envelope(out.envelope, e.envelope)
+    _fill_envelope(out.envelope, e.envelope, memo)
     _fill_policy(out.policy, e)
-    _fill_approval(out.approval, e.approval_key)
+    _fill_approval(out.approval, e.approval_key, memo)
     display = out.display
     for p in e.display:
         _fill_display(display.add(), p)
     _fill_requirement(out.requirement, e.approval.requirement)
 
 
-def projection_pb(call: ProjectedCall) -> projection_pb2.Projection:
+def projection_pb(
+    call: ProjectedCall, memo: ProjectionMemo | None = None
+) -> projection_pb2.Projection:
     """The whole projection of one output item."""
     out = projection_pb2.Projection()
-    fill_projection(out, call)
+    fill_projection(out, call, memo)
     return out
 
 
-def fill_projection(out: projection_pb2.Projection, call: ProjectedCall) -> None:
+def fill_projection(
+    out: projection_pb2.Projection, call: ProjectedCall, memo: ProjectionMemo | None = None
+) -> None:
     """Write the projection of one output item into `out` (an empty message, e.g. a field).
 
     Filling in place matters: a constructed sub-message handed to its parent is copied,
-    once per nesting level.
+    once per nesting level. With a `memo`, sub-messages that repeat across calls (the
+    environment map, permission profiles) are built once and copied in; without one, each
+    is built afresh. The bytes are the same either way.
     """
     out.call_id = call.call_id
     if call.warnings:
@@ -379,9 +375,7 @@ def fill_projection(out: projection_pb2.Projection, call: ProjectedCall) -> None
         if call.tool_name.namespace is not None:
             out.tool_namespace = call.tool_name.namespace
     if call.payload_kind is not None:
-        out.payload_kind = _PAYLOADS.get(
-            call.payload_kind.value, projection_pb2.PAYLOAD_KIND_UNSPECIFIED
-        )
+        out.payload_kind = _PAYLOADS[call.payload_kind]
     o = call.outcome
     if isinstance(o, NoToolCallOutcome):
         out.no_tool_call.reason = o.reason
@@ -392,7 +386,7 @@ def fill_projection(out: projection_pb2.Projection, call: ProjectedCall) -> None
         shell.batch = o.batch
         elements = shell.elements
         for e in o.elements:
-            _fill_element(elements.add(), e)
+            _fill_element(elements.add(), e, memo)
     elif isinstance(o, ApplyPatchToolCall):
         _fill_patch(out.apply_patch, o.result, o.environment_id)
     elif isinstance(o, WriteStdinCall):
@@ -403,10 +397,10 @@ def fill_projection(out: projection_pb2.Projection, call: ProjectedCall) -> None
         _fill_truncation(ws.output_budget, o.output_policy)
 
 
-def projection_json(call: ProjectedCall) -> str:
+def projection_json(call: ProjectedCall, memo: ProjectionMemo | None = None) -> str:
     """The projection as protobuf JSON (field names as in the .proto)."""
     return json.dumps(
-        json_format.MessageToDict(projection_pb(call), preserving_proto_field_name=True),
+        json_format.MessageToDict(projection_pb(call, memo), preserving_proto_field_name=True),
         indent=2,
         ensure_ascii=False,
     )

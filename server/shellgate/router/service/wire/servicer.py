@@ -97,6 +97,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             # A session whose environment was lost still "exists": the runtime answers with
             # the environment-lost text instead of the unknown-process one (spec 06 §5).
             session_exists=sessions.exists,
+            memo=host.memo,
         )
 
     async def _project(
@@ -154,7 +155,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             projected, _ = await self._project(request, caller, None)
         response = router_pb2.ProjectResponse()
         # Filled in place: a constructed Projection handed to the response would be copied.
-        fill_projection(response.projection, projected)
+        fill_projection(response.projection, projected, self._app.memo)
         return response
 
     @streaming
@@ -193,7 +194,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                     self._app.metrics.call_completed(
                         tool, event.termination.value, environment, event.wall_time_ms
                     )
-                yield event_pb(event)
+                yield event_pb(event, self._app.memo)
 
     def _check_environments(
         self, caller: Caller, projected: ProjectedCall, thread: ThreadState

@@ -6,12 +6,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from shellgate.common.enum_maps import INHERIT
-from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.env_policy import Inherit, ShellEnvironmentPolicy
 from shellgate.common.errors import (
     EnvironmentNotAllowedError,
     EnvironmentNotFoundError,
     InvalidArgumentError,
 )
+from shellgate.router.decode.params import FileSystemAccess
 from shellgate.router.decode.tools import ConfigShellToolType, EnvironmentRef, Features, ToolsConfig
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
 from shellgate.router.handler.permissions import Grants, PermissionProfile
@@ -27,38 +28,49 @@ from shellgate.v1 import common_pb2
 MAX_ENV_POLICY_ITEMS = 1_024
 MAX_CWD_CHARS = 4_096
 
-_APPROVAL_NAMES = {
-    common_pb2.APPROVAL_POLICY_KIND_NEVER: "never",
-    common_pb2.APPROVAL_POLICY_KIND_ON_FAILURE: "on-failure",
-    common_pb2.APPROVAL_POLICY_KIND_ON_REQUEST: "on-request",
-    common_pb2.APPROVAL_POLICY_KIND_UNTRUSTED: "untrusted",
-    common_pb2.APPROVAL_POLICY_KIND_GRANULAR: "granular",
+# Wire enum → domain enum, one table each; an unset (or unknown) number is absent, and the
+# configured default applies.
+_APPROVAL_MODES_PB = {
+    common_pb2.APPROVAL_POLICY_KIND_NEVER: ApprovalMode.NEVER,
+    common_pb2.APPROVAL_POLICY_KIND_ON_FAILURE: ApprovalMode.ON_FAILURE,
+    common_pb2.APPROVAL_POLICY_KIND_ON_REQUEST: ApprovalMode.ON_REQUEST,
+    common_pb2.APPROVAL_POLICY_KIND_UNTRUSTED: ApprovalMode.UNLESS_TRUSTED,
+    common_pb2.APPROVAL_POLICY_KIND_GRANULAR: ApprovalMode.GRANULAR,
 }
-_PROFILE_NAMES = {
-    common_pb2.PERMISSION_PROFILE_KIND_READ_ONLY: "read-only",
-    common_pb2.PERMISSION_PROFILE_KIND_WORKSPACE_WRITE: "workspace-write",
-    common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS: "danger-full-access",
-    common_pb2.PERMISSION_PROFILE_KIND_EXTERNAL_SANDBOX: "external-sandbox",
+_POLICY_PROFILES_PB = {
+    common_pb2.PERMISSION_PROFILE_KIND_READ_ONLY: PolicyProfile.READ_ONLY,
+    common_pb2.PERMISSION_PROFILE_KIND_WORKSPACE_WRITE: PolicyProfile.WORKSPACE_WRITE,
+    common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS: PolicyProfile.DISABLED,
+    common_pb2.PERMISSION_PROFILE_KIND_EXTERNAL_SANDBOX: PolicyProfile.EXTERNAL,
+}
+_SHELL_TOOLS_PB = {
+    common_pb2.MODEL_SHELL_TOOL_TYPE_DEFAULT: ConfigShellToolType.DEFAULT,
+    common_pb2.MODEL_SHELL_TOOL_TYPE_LOCAL: ConfigShellToolType.LOCAL,
+    common_pb2.MODEL_SHELL_TOOL_TYPE_UNIFIED_EXEC: ConfigShellToolType.UNIFIED_EXEC,
+    common_pb2.MODEL_SHELL_TOOL_TYPE_DISABLED: ConfigShellToolType.DISABLED,
+    common_pb2.MODEL_SHELL_TOOL_TYPE_SHELL_COMMAND: ConfigShellToolType.SHELL_COMMAND,
+}
+# Not `INHERIT.domain`: unset inherit means "the configured default", not the daemon's
+# default (all).
+_INHERIT_PB: dict[int, Inherit] = {wire: inherit for inherit, wire in INHERIT.to_wire.items()}
+_ACCESS_PB = {
+    common_pb2.FILE_SYSTEM_ACCESS_READ: FileSystemAccess.READ,
+    common_pb2.FILE_SYSTEM_ACCESS_WRITE: FileSystemAccess.WRITE,
+    common_pb2.FILE_SYSTEM_ACCESS_NONE: FileSystemAccess.NONE,
+}
+# The configured defaults are names (config files); these read them.
+_APPROVAL_MODES = {
+    "never": ApprovalMode.NEVER,
+    "on-failure": ApprovalMode.ON_FAILURE,
+    "on-request": ApprovalMode.ON_REQUEST,
+    "untrusted": ApprovalMode.UNLESS_TRUSTED,
+    "granular": ApprovalMode.GRANULAR,
 }
 _POLICY_PROFILES = {
     "read-only": PolicyProfile.READ_ONLY,
     "workspace-write": PolicyProfile.WORKSPACE_WRITE,
     "danger-full-access": PolicyProfile.DISABLED,
     "external-sandbox": PolicyProfile.EXTERNAL,
-}
-_SHELL_TOOL_NAMES = {
-    common_pb2.MODEL_SHELL_TOOL_TYPE_DEFAULT: "default",
-    common_pb2.MODEL_SHELL_TOOL_TYPE_LOCAL: "local",
-    common_pb2.MODEL_SHELL_TOOL_TYPE_UNIFIED_EXEC: "unified_exec",
-    common_pb2.MODEL_SHELL_TOOL_TYPE_DISABLED: "disabled",
-    common_pb2.MODEL_SHELL_TOOL_TYPE_SHELL_COMMAND: "shell_command",
-}
-# Unset inherit means "the configured default", not the daemon's default (all).
-_INHERIT_NAMES = {wire: str(inherit) for inherit, wire in INHERIT.to_wire.items()}
-_ACCESS_NAMES = {
-    common_pb2.FILE_SYSTEM_ACCESS_READ: "read",
-    common_pb2.FILE_SYSTEM_ACCESS_WRITE: "write",
-    common_pb2.FILE_SYSTEM_ACCESS_NONE: "none",
 }
 
 
@@ -85,15 +97,6 @@ class TurnInputs:
     max_environments: int = 16
 
 
-_APPROVAL_MODES = {
-    "never": ApprovalMode.NEVER,
-    "on-failure": ApprovalMode.ON_FAILURE,
-    "on-request": ApprovalMode.ON_REQUEST,
-    "untrusted": ApprovalMode.UNLESS_TRUSTED,
-    "granular": ApprovalMode.GRANULAR,
-}
-
-
 def approval_policy(name: str, granular: GranularApproval | None) -> ApprovalPolicy:
     """The approval policy of a configured name (`granular` switches only for `granular`)."""
     mode = _APPROVAL_MODES.get(name)
@@ -112,7 +115,7 @@ def _env_policy(turn: common_pb2.TurnContext, d: TurnDefaults) -> ShellEnvironme
     if len(p.exclude) + len(p.set) + len(p.include_only) > MAX_ENV_POLICY_ITEMS:
         raise InvalidArgumentError("turn.shell_environment_policy: too many entries")
     return ShellEnvironmentPolicy.build(
-        inherit=_INHERIT_NAMES.get(p.inherit, d.env_inherit),
+        inherit=_INHERIT_PB.get(p.inherit, d.env_inherit),
         ignore_default_excludes=(
             p.ignore_default_excludes
             if p.HasField("ignore_default_excludes")
@@ -138,7 +141,7 @@ def _profile(p: common_pb2.AdditionalPermissions) -> PermissionProfile:
         p.network.enabled if p.HasField("network") and p.network.HasField("enabled") else False
     )
     entries = frozenset(
-        (e.path, _ACCESS_NAMES.get(e.access, "read")) for e in p.file_system.entries
+        (e.path, _ACCESS_PB.get(e.access, FileSystemAccess.READ)) for e in p.file_system.entries
     )
     depth = (
         p.file_system.glob_scan_max_depth if p.file_system.HasField("glob_scan_max_depth") else None
@@ -196,7 +199,6 @@ def _environments(
 def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs) -> RouterTurn:
     """Convert a wire turn, applying the configured defaults to every unset field."""
     d = inputs.defaults
-    name = _APPROVAL_NAMES.get(turn.approval_policy.kind, d.approval_policy)
     granular = None
     if turn.approval_policy.HasField("granular"):
         g = turn.approval_policy.granular
@@ -204,10 +206,19 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
             g.sandbox_approval, g.rules, g.skill_approval, g.request_permissions,
             g.mcp_elicitations,
         )  # fmt: skip
-    policy = approval_policy(name, granular)
-    profile_name = _PROFILE_NAMES.get(turn.permission_profile.kind, d.permission_profile)
-    if profile_name not in _POLICY_PROFILES:
-        raise InvalidArgumentError(f"turn.permission_profile: unknown profile {profile_name!r}")
+    mode = _APPROVAL_MODES_PB.get(turn.approval_policy.kind)
+    policy = (
+        approval_policy(d.approval_policy, granular)
+        if mode is None
+        else ApprovalPolicy(mode, granular)
+    )
+    profile = _POLICY_PROFILES_PB.get(turn.permission_profile.kind)
+    if profile is None:
+        profile = _POLICY_PROFILES.get(d.permission_profile)
+        if profile is None:
+            raise InvalidArgumentError(
+                f"turn.permission_profile: unknown profile {d.permission_profile!r}"
+            )
     allow_login = (
         turn.allow_login_shell if turn.HasField("allow_login_shell") else d.allow_login_shell
     )
@@ -218,9 +229,11 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
         truncation = TruncationPolicy.tokens(turn.truncation_policy.tokens)
     elif turn.truncation_policy.WhichOneof("limit") == "bytes":
         truncation = TruncationPolicy.bytes(turn.truncation_policy.bytes)
-    shell_tool = _SHELL_TOOL_NAMES.get(turn.shell_tool_type, d.shell_tool_type)
+    shell_tool = _SHELL_TOOLS_PB.get(turn.shell_tool_type)
     tools = ToolsConfig(
-        model_shell_type=ConfigShellToolType(shell_tool),
+        model_shell_type=(
+            ConfigShellToolType(d.shell_tool_type) if shell_tool is None else shell_tool
+        ),
         features=features,
         environments=tuple(EnvironmentRef(e.id, e.remote) for e in environments),
         allow_login_shell=allow_login,
@@ -243,7 +256,7 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
         thread_id=thread_id,
         handler=handler,
         tools=tools,
-        permission_profile=_POLICY_PROFILES[profile_name],
+        permission_profile=profile,
         active_profile_id=active,
         env_policy=_env_policy(turn, d),
         truncation=truncation,

@@ -1,8 +1,10 @@
-"""The cursor walk of script_cache visits exactly what the child-list walks visited."""
+"""script_cache: the cursor walk visits exactly what the child-list walks visit, on any script."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from shellgate.router.bash.literal_words import glued_children
 from shellgate.router.bash.parse import Node, parse_bash
 from shellgate.router.bash.script_cache import _preorder, preorder_without_error
@@ -31,8 +33,7 @@ def _children_preorder(node: Node, named_only: bool) -> list[tuple[str, int, int
     return out
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_preorder_matches_child_walks(script: str) -> None:
+def _check(script: str) -> None:
     tree = parse_bash(script)
     assert tree is not None
     walk = _preorder(tree.root_node)
@@ -40,6 +41,26 @@ def test_preorder_matches_child_walks(script: str) -> None:
     assert key == _children_preorder(tree.root_node, named_only=False)
     named = [(n.type, n.start_byte, n.end_byte) for n in walk.named]
     assert named == _children_preorder(tree.root_node, named_only=True)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_preorder_matches_child_walks(script: str) -> None:
+    _check(script)
+
+
+# Shell fragments glued at random: words, quoting, expansions, operators, redirects,
+# heredocs, compound commands and broken syntax, so ERROR and MISSING nodes appear too.
+_FRAGMENTS = st.sampled_from(
+    ["ls", "-la", "x=1", "'a b'", '"$HOME"', "$(pwd)", "`id`", "${v:-d}", "a{b,c}", "~/x",
+     "|", "&&", "||", ";", "&", ">", "2>&1", "<<'EOF'\nbody $x\nEOF\n", "(", ")", "{", "}",
+     "for i in 1 2; do", "done", "if true; then", "fi", "\\\n", "#c\n", "'", '"', "\n"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_FRAGMENTS, st.text(max_size=4)), max_size=12))
+def test_preorder_matches_child_walks_on_any_script(parts: list[str]) -> None:
+    _check(" ".join(parts))
 
 
 def test_preorder_without_error_refuses_broken_scripts() -> None:

@@ -1,4 +1,9 @@
-"""The C-parser fast path agrees with the exact serde_json port on every input, or refuses."""
+"""`Arguments`: one parse per call, shared by every decode pass, never changing a result.
+
+Two properties: the C-parser fast value an `Arguments` carries agrees with the exact
+serde_json port on every input, or refuses; and decoding a call's passes through one shared
+`Arguments` gives exactly what decoding each pass from the bare text gives.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from shellgate.router.decode.params import (
     exec_command_spec,
     shell_command_spec,
 )
-from shellgate.router.decode.serde_json.fast import Slow, loads, loads_value
+from shellgate.router.decode.serde_json.fast import Arguments, Slow, loads, loads_value
 from shellgate.router.decode.serde_json.reader import Reader
 from shellgate.router.decode.serde_json.typed import (
     JsonError,
@@ -26,6 +31,15 @@ from shellgate.router.decode.serde_json.typed import (
     parse_value,
 )
 from shellgate.router.decode.serde_json.values import de_value
+from shellgate.router.decode.tool_call import (
+    decode_exec_command,
+    decode_exec_environment_id,
+    decode_exec_workdir,
+    decode_session_id,
+    decode_shell_command,
+    decode_write_stdin,
+    shell_command_workdir,
+)
 
 SPECS = [
     shell_command_spec(None),
@@ -77,13 +91,29 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+# Each tool's decode passes in the order the handler runs them (spec 02 §3.1, §4.1, §4.2).
+PASSES = (
+    (shell_command_workdir, lambda a: decode_shell_command(a, "/w", first_pass_done=True)),
+    (decode_exec_environment_id, decode_exec_workdir, lambda a: decode_exec_command(a, "/w")),
+    (decode_session_id, decode_write_stdin),
+)
+
+
 def check(text: str) -> None:
-    """parse_value and every struct decode agree with the exact path on `text`."""
+    """Fast == exact on `text`, and a shared `Arguments` == the bare text in every pass."""
     fast, exact = _outcome(parse_value, text), _outcome(_exact_value, text)
     assert fast[0] == exact[0] and _same(fast[1], exact[1]), (text, fast, exact)
+    shared = Arguments(text)
     for spec in SPECS:
         fast, exact = _outcome(decode_struct, text, spec), _outcome(_exact_struct, text, spec)
         assert fast[0] == exact[0] and _same(fast[1], exact[1]), (text, spec.name, fast, exact)
+        again = _outcome(decode_struct, shared, spec)
+        assert again[0] == exact[0] and _same(again[1], exact[1]), (text, spec.name, again)
+    for passes in PASSES:
+        one = Arguments(text)
+        for decode in passes:
+            # repr tells 1 from 1.0 and True from 1, which == does not.
+            assert repr(decode(one)) == repr(decode(Arguments(text))), (text, decode)
 
 
 EDGE_CASES = [
@@ -190,6 +220,23 @@ def test_fast_path_refuses(text: str) -> None:
 def test_value_depth_refused() -> None:
     with pytest.raises(Slow):
         loads_value("[" * 100 + "]" * 100)
+
+
+def test_arguments_parse_once_and_remember_a_refusal() -> None:
+    args = Arguments('{"cmd": "ls", "workdir": "/w"}')
+    first = args.fast()
+    assert first == {"cmd": "ls", "workdir": "/w"}
+    assert args.fast() is first and args.fast_value() is first
+    refused = Arguments('{"a": 1.5}')
+    for _ in range(2):
+        with pytest.raises(Slow):
+            refused.fast()
+    # Deep values: `fast` answers (structs never nest that deep), `fast_value` refuses.
+    deep = Arguments("[" * 100 + "]" * 100)
+    assert isinstance(deep.fast(), list)
+    with pytest.raises(Slow):
+        deep.fast_value()
+    assert Arguments("{}") == Arguments("{}") and hash(Arguments("x")) == hash(Arguments("x"))
 
 
 _scalars = st.one_of(
