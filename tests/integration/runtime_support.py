@@ -17,7 +17,7 @@ from shellgate.router.handler.environments import TurnEnvironment
 from shellgate.router.handler.plan import Turn
 from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.pipeline import HostContext, RouterTurn, project
-from shellgate.router.policy import PermissionProfile
+from shellgate.router.policy import SandboxProfile
 from shellgate.router.runtime.context import RuntimeContext
 from shellgate.router.runtime.events import (
     ApprovalDecision,
@@ -44,7 +44,7 @@ def make_turn(
     cwd: str,
     *,
     approval: str = "never",
-    profile: PermissionProfile = PermissionProfile.DISABLED,
+    profile: SandboxProfile = SandboxProfile.DISABLED,
     truncation: TruncationPolicy = DEFAULT_TRUNCATION,
     thread_id: str = "t-1",
     environments: Sequence[TurnEnvironment] | None = None,
@@ -76,7 +76,7 @@ class Harness:
 
     tmp: Path
     approval: str = "never"
-    profile: PermissionProfile = PermissionProfile.DISABLED
+    profile: SandboxProfile = SandboxProfile.DISABLED
     truncation: TruncationPolicy = DEFAULT_TRUNCATION
     rules: str = ""
     extra_envs: list[Any] = field(default_factory=list)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from shellgate.common.errors import UnknownApprovalError
 from shellgate.router.pipeline import project
-from shellgate.router.policy import PermissionProfile
+from shellgate.router.policy import SandboxProfile
 from shellgate.router.runtime.events import (
     ApprovalDecision,
     ApprovalKind,
@@ -142,7 +142,7 @@ def test_forbidden_runs_nothing(tmp_path: Path) -> None:
 def test_sandbox_denial_offers_unsandboxed_retry(tmp_path: Path) -> None:
     async def main() -> None:
         async with Harness(
-            tmp_path, approval="on-request", profile=PermissionProfile.READ_ONLY
+            tmp_path, approval="on-request", profile=SandboxProfile.READ_ONLY
         ) as h:
             ask = approval(await h.run("shell_command", {"command": "touch g"}))
             assert ask.kind is ApprovalKind.SANDBOX_RETRY
@@ -174,7 +174,7 @@ def _patch_digest(patch: str, cwd: str) -> str:
 def test_apply_patch_asks_rejects_and_remembers(tmp_path: Path) -> None:
     async def main() -> None:
         async with Harness(
-            tmp_path, approval="on-request", profile=PermissionProfile.READ_ONLY
+            tmp_path, approval="on-request", profile=SandboxProfile.READ_ONLY
         ) as h:
             script = f"apply_patch <<'EOF'\n{PATCH_Z}EOF\n"
             ask = approval(await h.run("shell_command", {"command": script}))

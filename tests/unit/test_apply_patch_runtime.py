@@ -8,7 +8,7 @@ import json
 import pytest
 from shellgate.router.apply_patch import ApplyPatchAction, MemoryFileSystem, intercept_apply_patch
 from shellgate.router.approval_identity import ApplyPatchApprovalKey
-from shellgate.router.policy import ApprovalMode, ApprovalPolicy, PermissionProfile
+from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile
 from shellgate.router.runtime.runtimes.apply_patch import (
     PATCH_OUTSIDE_PROJECT,
     PATCH_READ_ONLY,
@@ -68,19 +68,19 @@ ROOTS = ("/work", "/tmp")
 @pytest.mark.parametrize(
     ("path", "profile", "policy", "check"),
     [
-        ("a.txt", PermissionProfile.DISABLED, NEVER, AutoApprove()),
-        ("a.txt", PermissionProfile.WORKSPACE_WRITE, NEVER, AutoApprove()),
-        ("/etc/a.txt", PermissionProfile.WORKSPACE_WRITE, ON_REQUEST, AskUser()),
-        ("/etc/a.txt", PermissionProfile.WORKSPACE_WRITE, NEVER, Reject(PATCH_OUTSIDE_PROJECT)),
+        ("a.txt", SandboxProfile.DISABLED, NEVER, AutoApprove()),
+        ("a.txt", SandboxProfile.WORKSPACE_WRITE, NEVER, AutoApprove()),
+        ("/etc/a.txt", SandboxProfile.WORKSPACE_WRITE, ON_REQUEST, AskUser()),
+        ("/etc/a.txt", SandboxProfile.WORKSPACE_WRITE, NEVER, Reject(PATCH_OUTSIDE_PROJECT)),
         # on-failure reads as never for patches, as for the exec policy.
-        ("/etc/a.txt", PermissionProfile.WORKSPACE_WRITE, ON_FAILURE, Reject(PATCH_OUTSIDE_PROJECT)),
-        ("a.txt", PermissionProfile.READ_ONLY, ON_REQUEST, AskUser()),
-        ("a.txt", PermissionProfile.READ_ONLY, NEVER, Reject(PATCH_READ_ONLY)),
+        ("/etc/a.txt", SandboxProfile.WORKSPACE_WRITE, ON_FAILURE, Reject(PATCH_OUTSIDE_PROJECT)),
+        ("a.txt", SandboxProfile.READ_ONLY, ON_REQUEST, AskUser()),
+        ("a.txt", SandboxProfile.READ_ONLY, NEVER, Reject(PATCH_READ_ONLY)),
         # untrusted asks about every patch, even one the profile would allow.
-        ("a.txt", PermissionProfile.DISABLED, UNTRUSTED, AskUser()),
+        ("a.txt", SandboxProfile.DISABLED, UNTRUSTED, AskUser()),
     ],
 )
 def test_patch_safety(
-    path: str, profile: PermissionProfile, policy: ApprovalPolicy, check: SafetyCheck
+    path: str, profile: SandboxProfile, policy: ApprovalPolicy, check: SafetyCheck
 ) -> None:
     assert assess_patch_safety(_action(path), profile, policy, ROOTS) == check

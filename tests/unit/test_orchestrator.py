@@ -12,7 +12,7 @@ from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.router.approval_identity import ApplyPatchApprovalKey
 from shellgate.router.envelope import ExecutionEnvelope
 from shellgate.router.pipeline import HostContext, project
-from shellgate.router.policy import PermissionProfile, Policy
+from shellgate.router.policy import Policy, SandboxProfile
 from shellgate.router.projection import CommandElement, ShellCall
 from shellgate.router.runtime.call_state import (
     Aborted,
@@ -109,7 +109,7 @@ def _run(
     scenario: Callable[[RuntimeRequest, PolicyStore], Awaitable[None]],
     *,
     approval: str = "on-request",
-    profile: PermissionProfile = PermissionProfile.WORKSPACE_WRITE,
+    profile: SandboxProfile = SandboxProfile.WORKSPACE_WRITE,
     exec_frame: bool = False,
 ) -> None:
     async def main() -> None:
@@ -176,13 +176,13 @@ def test_a_session_approval_runs_under_the_turns_sandbox(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("profile", "bypass", "mode"),
     [
-        (PermissionProfile.READ_ONLY, False, SandboxMode.READ_ONLY),
-        (PermissionProfile.READ_ONLY, True, SandboxMode.NONE),
-        (PermissionProfile.DISABLED, False, SandboxMode.NONE),
+        (SandboxProfile.READ_ONLY, False, SandboxMode.READ_ONLY),
+        (SandboxProfile.READ_ONLY, True, SandboxMode.NONE),
+        (SandboxProfile.DISABLED, False, SandboxMode.NONE),
     ],
 )
 def test_first_attempt_sandbox(
-    tmp_path: Path, profile: PermissionProfile, bypass: bool, mode: SandboxMode
+    tmp_path: Path, profile: SandboxProfile, bypass: bool, mode: SandboxMode
 ) -> None:
     async def scenario(request: RuntimeRequest, _: PolicyStore) -> None:
         runtime = FakeRuntime(gate=Proceed(bypass), envelope=_envelope(str(tmp_path)))
@@ -214,7 +214,7 @@ def test_a_sandbox_denial_offers_the_retry(tmp_path: Path, approval: str) -> Non
         assert await _go(denied, request, parked.answer(parked.offered[-2])) is SANDBOXED
         assert denied.sandboxes == []
 
-    _run(tmp_path, scenario, approval=approval, profile=PermissionProfile.READ_ONLY)
+    _run(tmp_path, scenario, approval=approval, profile=SandboxProfile.READ_ONLY)
 
 
 def test_no_retry_under_never(tmp_path: Path) -> None:
@@ -223,7 +223,7 @@ def test_no_retry_under_never(tmp_path: Path) -> None:
                               envelope=_envelope(str(tmp_path)))  # fmt: skip
         assert await _go(runtime, request) is SANDBOXED
 
-    _run(tmp_path, scenario, approval="never", profile=PermissionProfile.READ_ONLY)
+    _run(tmp_path, scenario, approval="never", profile=SandboxProfile.READ_ONLY)
 
 
 def test_answers_of_a_resumed_element(tmp_path: Path) -> None:

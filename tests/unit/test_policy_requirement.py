@@ -13,8 +13,8 @@ from shellgate.router.policy import (
     Decision,
     Forbidden,
     NeedsApproval,
-    PermissionProfile,
     Policy,
+    SandboxProfile,
     Skip,
     UnmatchedContext,
     check_multiple,
@@ -30,7 +30,7 @@ from shellgate.router.policy_projection import (
 )
 
 ON_REQUEST_WS = UnmatchedContext(
-    ApprovalPolicy(ApprovalMode.ON_REQUEST), PermissionProfile.WORKSPACE_WRITE
+    ApprovalPolicy(ApprovalMode.ON_REQUEST), SandboxProfile.WORKSPACE_WRITE
 )
 
 
@@ -114,7 +114,7 @@ def test_forbidden_tie_break_prefers_the_later_match() -> None:
 
 
 def test_never_and_granular_rejections() -> None:
-    never = UnmatchedContext(ApprovalPolicy(ApprovalMode.NEVER), PermissionProfile.EXTERNAL)
+    never = UnmatchedContext(ApprovalPolicy(ApprovalMode.NEVER), SandboxProfile.EXTERNAL)
     assert _req('prefix_rule(pattern=["rm"], decision="prompt")', ["rm", "x"], never) == Forbidden(
         "approval required by policy, but AskForApproval is set to Never"
     )
@@ -124,7 +124,7 @@ def test_never_and_granular_rejections() -> None:
 
 
 def test_heredoc_fallback_never_proposes_amendments() -> None:
-    ctx = UnmatchedContext(ApprovalPolicy(ApprovalMode.UNLESS_TRUSTED), PermissionProfile.READ_ONLY)
+    ctx = UnmatchedContext(ApprovalPolicy(ApprovalMode.UNLESS_TRUSTED), SandboxProfile.READ_ONLY)
     argv = ["bash", "-lc", "python3 <<'PY'\nprint('hello')\nPY"]
     policy = Policy()
     outcome = create_exec_approval_requirement_for_argv(policy, argv, ctx, ["python3"])

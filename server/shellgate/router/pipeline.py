@@ -61,9 +61,9 @@ from shellgate.router.output.unified_rules import (
     clamp_write_stdin_yield_time_ms,
     unified_max_output_tokens,
 )
-from shellgate.router.policy import PermissionProfile as PolicyProfile
 from shellgate.router.policy import (
     Policy,
+    SandboxProfile,
     UnmatchedContext,
     create_exec_approval_requirement,
 )
@@ -94,7 +94,7 @@ class RouterTurn:
     thread_id: str
     handler: Turn
     tools: ToolsConfig
-    permission_profile: PolicyProfile = PolicyProfile.WORKSPACE_WRITE
+    permission_profile: SandboxProfile = SandboxProfile.WORKSPACE_WRITE
     active_profile_id: str | None = None
     env_policy: ShellEnvironmentPolicy = DEFAULT_ENV_POLICY
     truncation: TruncationPolicy = DEFAULT_TRUNCATION

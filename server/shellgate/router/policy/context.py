@@ -17,8 +17,8 @@ __all__ = [
     "ApprovalMode",
     "ApprovalPolicy",
     "GranularApproval",
-    "PermissionProfile",
     "SandboxPermissions",
+    "SandboxProfile",
     "UnmatchedContext",
     "WindowsSandboxLevel",
     "engine_mode",
@@ -30,8 +30,10 @@ def engine_mode(policy: ApprovalPolicy) -> ApprovalMode:
     return ApprovalMode.NEVER if policy.mode is ApprovalMode.ON_FAILURE else policy.mode
 
 
-class PermissionProfile(enum.StrEnum):
-    """Permission profiles: `disabled` is danger-full-access, `external` an external sandbox."""
+class SandboxProfile(enum.StrEnum):
+    """The turn's sandbox mode (its permission profile kind): `disabled` is danger-full-access,
+    `external` an external sandbox. (`handler.permissions.PermissionProfile` is another
+    thing: the additional permissions a call requests.)"""
 
     DISABLED = "disabled"
     READ_ONLY = "read_only"
@@ -41,7 +43,7 @@ class PermissionProfile(enum.StrEnum):
     @property
     def restricted(self) -> bool:
         """Managed profiles restrict the filesystem."""
-        return self in (PermissionProfile.READ_ONLY, PermissionProfile.WORKSPACE_WRITE)
+        return self in (SandboxProfile.READ_ONLY, SandboxProfile.WORKSPACE_WRITE)
 
 
 class WindowsSandboxLevel(enum.StrEnum):
@@ -57,7 +59,7 @@ class UnmatchedContext:
     """Everything `render_decision_for_unmatched_command` reads besides the command."""
 
     approval_policy: ApprovalPolicy
-    permission_profile: PermissionProfile
+    permission_profile: SandboxProfile
     sandbox_permissions: SandboxPermissions = SandboxPermissions.USE_DEFAULT
     windows_sandbox_level: WindowsSandboxLevel = WindowsSandboxLevel.RESTRICTED_TOKEN
     used_complex_parsing: bool = False

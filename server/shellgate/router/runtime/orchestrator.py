@@ -15,7 +15,7 @@ from typing import Protocol
 
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.router.envelope import ExecutionEnvelope
-from shellgate.router.policy import ApprovalMode, ApprovalPolicy, PermissionProfile
+from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile
 from shellgate.router.runtime.call_state import (
     Aborted,
     Answer,
@@ -160,7 +160,7 @@ def writable_roots(envelope: ExecutionEnvelope, extra_roots: Sequence[str] = ())
 
 def choose_sandbox(
     envelope: ExecutionEnvelope,
-    profile: PermissionProfile,
+    profile: SandboxProfile,
     *,
     bypass: bool,
     extra_roots: Sequence[str] = (),
@@ -169,9 +169,9 @@ def choose_sandbox(
     """The first attempt's sandbox (spec 04 §6, 06 §7): none when bypassed or escalated."""
     if bypass or envelope.effective_permissions.sandbox_permissions == "require_escalated":
         return NO_SANDBOX
-    if profile is PermissionProfile.READ_ONLY:
+    if profile is SandboxProfile.READ_ONLY:
         return SandboxSpec(SandboxMode.READ_ONLY, (), network_access)
-    if profile is PermissionProfile.WORKSPACE_WRITE:
+    if profile is SandboxProfile.WORKSPACE_WRITE:
         return SandboxSpec(
             SandboxMode.WORKSPACE_WRITE, writable_roots(envelope, extra_roots), network_access
         )

@@ -16,12 +16,12 @@ from shellgate.router.policy import (
     GranularApproval,
     HeuristicsRuleMatch,
     NeedsApproval,
-    PermissionProfile,
     Policy,
     PrefixRuleMatch,
     RuleMatch,
     RulesLoadError,
     SandboxPermissions,
+    SandboxProfile,
     UnmatchedContext,
     WindowsSandboxLevel,
     append_line,
@@ -136,7 +136,7 @@ def approval_policy_from_json(raw: Any) -> ApprovalPolicy:
 def _context(inp: dict[str, Any]) -> UnmatchedContext:
     return UnmatchedContext(
         approval_policy=approval_policy_from_json(inp["approval_policy"]),
-        permission_profile=PermissionProfile(inp["permission_profile"]),
+        permission_profile=SandboxProfile(inp["permission_profile"]),
         sandbox_permissions=SandboxPermissions(inp.get("sandbox_permissions") or "use_default"),
         windows_sandbox_level=WindowsSandboxLevel(
             inp.get("windows_sandbox_level") or "restricted_token"

@@ -17,7 +17,7 @@ from shellgate.router.apply_patch import (
 from shellgate.router.apply_patch.paths import is_within
 from shellgate.router.approval_identity import ApplyPatchApprovalKey
 from shellgate.router.output.texts import render_unified_response
-from shellgate.router.policy import ApprovalMode, ApprovalPolicy, PermissionProfile, engine_mode
+from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile, engine_mode
 from shellgate.router.projection import ApplyPatchToolCall, PatchElement
 from shellgate.router.runtime.call_state import ApprovalSubject, Finished
 from shellgate.router.runtime.context import RuntimeRequest
@@ -78,7 +78,7 @@ SafetyCheck = AutoApprove | AskUser | Reject
 
 def assess_patch_safety(
     action: ApplyPatchAction,
-    profile: PermissionProfile,
+    profile: SandboxProfile,
     policy: ApprovalPolicy,
     roots: Sequence[str],
     resolve: Callable[[str], str] = str,
@@ -93,10 +93,10 @@ def assess_patch_safety(
     mode = engine_mode(policy)
     if mode is ApprovalMode.UNLESS_TRUSTED:
         return AskUser()
-    if profile is PermissionProfile.READ_ONLY:
+    if profile is SandboxProfile.READ_ONLY:
         inside = False
         rejection = PATCH_READ_ONLY
-    elif profile is PermissionProfile.WORKSPACE_WRITE:
+    elif profile is SandboxProfile.WORKSPACE_WRITE:
         resolved_roots = [resolve(r) for r in roots]
         inside = all(
             any(is_within(p, r) for r in roots)
@@ -186,7 +186,7 @@ class ApplyPatchRuntime:
         )  # fmt: skip
         match check:
             case AutoApprove():
-                self._confined = turn.permission_profile is PermissionProfile.WORKSPACE_WRITE
+                self._confined = turn.permission_profile is SandboxProfile.WORKSPACE_WRITE
                 return Proceed()
             case AskUser():
                 return Ask(ApprovalKind.APPLY_PATCH, "")

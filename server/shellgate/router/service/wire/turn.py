@@ -20,7 +20,7 @@ from shellgate.router.handler.plan import Turn
 from shellgate.router.handler.shells import HostShellFacts
 from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.pipeline import RouterTurn
-from shellgate.router.policy import PermissionProfile as PolicyProfile
+from shellgate.router.policy import SandboxProfile
 from shellgate.router.policy.approval_policy import ApprovalMode, ApprovalPolicy, GranularApproval
 from shellgate.router.service.config import TurnDefaults
 from shellgate.v1 import common_pb2
@@ -38,10 +38,10 @@ _APPROVAL_MODES_PB = {
     common_pb2.APPROVAL_POLICY_KIND_GRANULAR: ApprovalMode.GRANULAR,
 }
 _POLICY_PROFILES_PB = {
-    common_pb2.PERMISSION_PROFILE_KIND_READ_ONLY: PolicyProfile.READ_ONLY,
-    common_pb2.PERMISSION_PROFILE_KIND_WORKSPACE_WRITE: PolicyProfile.WORKSPACE_WRITE,
-    common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS: PolicyProfile.DISABLED,
-    common_pb2.PERMISSION_PROFILE_KIND_EXTERNAL_SANDBOX: PolicyProfile.EXTERNAL,
+    common_pb2.PERMISSION_PROFILE_KIND_READ_ONLY: SandboxProfile.READ_ONLY,
+    common_pb2.PERMISSION_PROFILE_KIND_WORKSPACE_WRITE: SandboxProfile.WORKSPACE_WRITE,
+    common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS: SandboxProfile.DISABLED,
+    common_pb2.PERMISSION_PROFILE_KIND_EXTERNAL_SANDBOX: SandboxProfile.EXTERNAL,
 }
 _SHELL_TOOLS_PB = {
     common_pb2.MODEL_SHELL_TOOL_TYPE_DEFAULT: ConfigShellToolType.DEFAULT,
@@ -67,10 +67,10 @@ _APPROVAL_MODES = {
     "granular": ApprovalMode.GRANULAR,
 }
 _POLICY_PROFILES = {
-    "read-only": PolicyProfile.READ_ONLY,
-    "workspace-write": PolicyProfile.WORKSPACE_WRITE,
-    "danger-full-access": PolicyProfile.DISABLED,
-    "external-sandbox": PolicyProfile.EXTERNAL,
+    "read-only": SandboxProfile.READ_ONLY,
+    "workspace-write": SandboxProfile.WORKSPACE_WRITE,
+    "danger-full-access": SandboxProfile.DISABLED,
+    "external-sandbox": SandboxProfile.EXTERNAL,
 }
 
 
