@@ -66,21 +66,38 @@ _ISOLATION = (
 )  # fmt: skip
 
 
-@lru_cache(maxsize=1)
-def sandbox_unavailable_reason() -> str:
-    """Empty when bubblewrap works here with every flag the sandbox uses; otherwise why not."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return "bwrap not found"
-    probe_argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                  *_ISOLATION, "--unshare-net", "true"]  # fmt: skip
+def _runs(argv: list[str]) -> str | None:
+    """None when the probe exits 0; otherwise why not."""
     try:
-        probe = subprocess.run(probe_argv, capture_output=True, timeout=10, check=False)
+        probe = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap failed: {exc}"
     if probe.returncode != 0:
         return "bwrap failed: " + probe.stderr.decode(errors="replace").strip()[:200]
-    return ""
+    return None
+
+
+@lru_cache(maxsize=1)
+def _local_probe() -> tuple[str, bool]:
+    """(why bubblewrap cannot sandbox here, or ""; whether it can mount a new /proc)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bwrap not found", False
+    base = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", *_ISOLATION, "--unshare-net"]
+    failure = _runs([*base, "--proc", "/proc", "true"])
+    if failure is None:
+        return "", True
+    # Some container runtimes refuse a new procfs in a PID namespace (a masked /proc). As
+    # Codex does, run without mounting one: the PID namespace still keeps the host's
+    # processes unsignalable, they are only listed in the bound /proc.
+    if _runs([*base, "true"]) is None:
+        return "", False
+    return failure, False
+
+
+def sandbox_unavailable_reason() -> str:
+    """Empty when bubblewrap works here with every flag the sandbox uses; otherwise why not."""
+    return _local_probe()[0]
 
 
 def _protected_binds(root: str) -> list[str]:
@@ -122,6 +139,7 @@ def bwrap_argv(
     masked_paths: tuple[str, ...] = (),
     seccomp_path: str | None = None,
     new_session: bool = True,
+    mount_proc: bool = True,
 ) -> tuple[tuple[str, ...], dict[str, str]]:
     """The bubblewrap launch argv (for whichever host runs it) and the env additions.
 
@@ -143,7 +161,7 @@ def bwrap_argv(
         # /dev/null over a file: it exists but reads empty, whatever the command's uid.
         args += ["--ro-bind-try", "/dev/null", path]
     isolation = _ISOLATION if new_session else _ISOLATION[1:]
-    args += [*isolation, "--proc", "/proc"]
+    args += [*isolation, *(("--proc", "/proc") if mount_proc else ())]
     extra: dict[str, str] = {}
     prefix: tuple[str, ...] = ()
     if not spec.network_access:
@@ -187,6 +205,7 @@ def wrap_argv(
     return bwrap_argv(
         path, argv, cwd, spec,
         masked_paths=masked_paths, seccomp_path=seccomp, new_session=not tty,
+        mount_proc=_local_probe()[1] if runs_here else True,
     )  # fmt: skip
 
 
