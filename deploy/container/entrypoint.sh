@@ -6,6 +6,9 @@
 # Without --config in ARGS, $SHELLGATE_CONFIG or /etc/shellgate/config/<daemon>.toml is
 # used when it exists. `exec` keeps the daemon the direct child of tini, so SIGTERM reaches it.
 set -eu
+# Files the daemon and its commands (run_as) create in the shared workspace stay writable by
+# the other through the shellgate-work group.
+umask 0007
 
 has_config() {
     for arg in "$@"; do

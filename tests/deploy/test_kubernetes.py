@@ -90,11 +90,25 @@ def test_kustomization_lists_every_manifest() -> None:
     assert len(rendered) == len(DOCS)
 
 
+# Pods that run commands as another user (`run_as`): their daemon is uid 0 with exactly
+# the capabilities that switch users and signal their groups, and nothing else.
+RUN_AS_CAPABILITIES = ["SETUID", "SETGID", "KILL"]
+
+
+def _runs_commands_as_another_user(doc: dict[str, Any]) -> bool:
+    return bool(doc["metadata"]["name"] == "shellgate-execserver")
+
+
 @pytest.mark.parametrize("doc", list(_workloads()), ids=lambda d: d["metadata"]["name"])
 def test_pod_security(doc: dict[str, Any]) -> None:
     spec = _pod_spec(doc)
-    assert spec["securityContext"]["runAsNonRoot"] is True
-    assert spec["securityContext"].get("runAsUser", 1) != 0
+    run_as = _runs_commands_as_another_user(doc)
+    if run_as:
+        assert spec["securityContext"]["runAsUser"] == 0
+        assert 10003 in spec["securityContext"]["supplementalGroups"]
+    else:
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert spec["securityContext"].get("runAsUser", 1) != 0
     assert spec.get("automountServiceAccountToken") is False
     for key in ("hostNetwork", "hostPID", "hostIPC"):
         assert not spec.get(key), key
@@ -103,8 +117,8 @@ def test_pod_security(doc: dict[str, Any]) -> None:
         assert ctx.get("privileged", False) is False
         assert ctx["allowPrivilegeEscalation"] is False
         assert ctx["capabilities"]["drop"] == ["ALL"]
-        assert not ctx["capabilities"].get("add")
-        assert ctx.get("runAsNonRoot", True) is True
+        assert ctx["capabilities"].get("add", []) == (RUN_AS_CAPABILITIES if run_as else [])
+        assert ctx.get("runAsNonRoot", True) is (not run_as)
         assert ctx["readOnlyRootFilesystem"] is True
         assert ctx.get("procMount", "Default") == "Default"
         seccomp = ctx.get("seccompProfile") or spec["securityContext"].get("seccompProfile")
@@ -233,6 +247,10 @@ def test_execserver_configmap_loads_through_the_execserver_config(tmp_path: Path
     loaded = config.load_config(None, data)
     _assert_health_port_matches(_find("DaemonSet", EXECSERVER), data, loaded)
     _assert_paths_mounted(_find("DaemonSet", EXECSERVER), data)
+    # Commands run as the image's shellgate-cmd, not as the daemon (issue 13, run_as).
+    assert loaded.run_as == "shellgate-cmd"
+    containerfile = (REPO / "deploy" / "container" / "Containerfile").read_text()
+    assert "--uid 10002" in containerfile and "shellgate-cmd" in containerfile
 
 
 def _file_settings(data: Any) -> Iterator[str]:

@@ -26,7 +26,9 @@ import ctypes
 import logging
 import os
 import signal
-from collections.abc import Callable, Iterable
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -99,7 +101,16 @@ class EscapeReaper:
         excluded: Callable[[], Iterable[int]],
     ) -> None:
         self._register, self._unregister, self._excluded = register, unregister, excluded
+        # Spawner threads add roots while the loop sweeps: both under this lock. A zombie
+        # child may be a root whose spawn has not been recorded yet, so nothing is reaped
+        # or killed while a spawn is in flight (the next sweep catches up).
+        self._lock = threading.Lock()
+        self._spawning = 0
         self._roots: dict[int, _Root] = {}
+        # Ended roots in the order they ended (kept a while for late orphans), and a count
+        # of running ones: a spawn or a release then costs O(1), whatever the history.
+        self._ended: deque[tuple[int, _Root]] = deque()
+        self._running = 0
         self._guarded: set[int] = set()
         # Orphans killed but not reaped yet: the next sweeps collect their exit status.
         self._dying: set[int] = set()
@@ -109,29 +120,52 @@ class EscapeReaper:
         if not self.enabled:
             _log.warning("not a child subreaper: escaped descendants reparent to init")
 
+    @contextlib.contextmanager
+    def spawning(self) -> Iterator[None]:
+        """Around a spawn and its `root_started`: sweeps leave every child alone meanwhile."""
+        with self._lock:
+            self._spawning += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._spawning -= 1
+
     def root_started(self, pid: int) -> None:
-        """A command root (its own session and group) was spawned."""
+        """A command root (its own session and group) was spawned (any thread)."""
         stat = proc_stat(pid)
-        self._roots[pid] = _Root(stat.start_ticks if stat is not None else _now_ticks())
+        with self._lock:
+            # A reused pid replaces an ended root (its deque entry no longer matches it).
+            self._running += 1
+            self._roots[pid] = _Root(stat.start_ticks if stat is not None else _now_ticks())
 
     def root_ended(self, pid: int) -> None:
         """A command root's group was killed and released; its orphans may go now."""
-        root = self._roots.get(pid)
-        if root is not None and root.end is None:
-            root.end = _now_ticks()
+        with self._lock:
+            root = self._roots.get(pid)
+            if root is not None and root.end is None:
+                root.end = _now_ticks()
+                self._running -= 1
+                self._ended.append((pid, root))
         self.sweep()
 
     @property
     def active(self) -> bool:
         """Whether a periodic sweep is worth its cost: a root runs, or an orphan is dying."""
-        return bool(self._dying) or any(root.end is None for root in self._roots.values())
+        with self._lock:
+            return bool(self._dying) or self._running > 0
 
     def sweep(self) -> None:
         """Reap gone orphans, guard live ones, kill those whose every root has ended."""
         if not self.enabled:
             return
-        excluded = set(self._excluded()) | set(self._roots)
-        for pid in _children(self._me) - excluded:
+        with self._lock:
+            if self._spawning:
+                return
+            excluded = set(self._excluded())
+            children = [p for p in _children(self._me) - excluded if p not in self._roots]
+            roots = list(self._roots.values()) if children else []
+        for pid in children:
             stat = proc_stat(pid)
             if stat is None or stat.ppid != self._me or stat.sid == self._my_sid:
                 continue
@@ -142,7 +176,7 @@ class EscapeReaper:
                 self._unguard(stat.pgid)
                 continue
             owners = [
-                root for root in self._roots.values()
+                root for root in roots
                 if root.start <= stat.start_ticks and (root.end is None or stat.start_ticks <= root.end)
             ]  # fmt: skip
             if not owners:
@@ -170,10 +204,16 @@ class EscapeReaper:
             self._unregister(pgid)
 
     def _forget_old_roots(self) -> None:
+        with self._lock:
+            self._forget_old_roots_locked()
+
+    def _forget_old_roots_locked(self) -> None:
         now = _now_ticks()
-        ended = [p for p, r in self._roots.items() if r.end is not None]
-        stale = [p for p in ended if now - (self._roots[p].end or now) > _KEEP_ENDED_TICKS]
-        if len(ended) - len(stale) > _MAX_ENDED_ROOTS:
-            stale = ended[: len(ended) - _MAX_ENDED_ROOTS]
-        for pid in stale:
-            del self._roots[pid]
+        while self._ended:
+            pid, oldest = self._ended[0]
+            stale = now - (oldest.end or now) > _KEEP_ENDED_TICKS
+            if not stale and len(self._ended) <= _MAX_ENDED_ROOTS:
+                break
+            self._ended.popleft()
+            if self._roots.get(pid) is oldest:
+                del self._roots[pid]

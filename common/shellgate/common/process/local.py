@@ -310,28 +310,31 @@ class LocalBackend:
             popen, child_pid, out, stdin_parent, master, self._limits, self._released
         )
         self._live.add(proc)
-        self._escapes.root_started(popen.pid)
         self._schedule_sweep()
         return proc
 
     def _popen(
         self, launch: Launch, stdio: tuple[int, int, int], request: SpawnRequest, status_w: int
     ) -> subprocess.Popen[bytes]:
-        popen = subprocess.Popen(
-            launch.argv,
-            executable=launch.executable,
-            stdin=stdio[0],
-            stdout=stdio[1],
-            stderr=stdio[2],
-            cwd=request.cwd,
-            env=dict(request.env),
-            pass_fds=(status_w,) if launch.shim else (),
-            close_fds=True,
-            start_new_session=launch.new_session,
-        )
-        # Registered at once, on the spawning thread: from here on a daemon crash still
-        # takes the whole group (grandchildren included) down.
-        self._guardian.register(popen.pid)
+        # The escape sweep must not take this child for an orphan (and reap it) before it
+        # is recorded as a root: the spawn and the record happen inside `spawning`.
+        with self._escapes.spawning():
+            popen = subprocess.Popen(
+                launch.argv,
+                executable=launch.executable,
+                stdin=stdio[0],
+                stdout=stdio[1],
+                stderr=stdio[2],
+                cwd=request.cwd,
+                env=dict(request.env),
+                pass_fds=(status_w,) if launch.shim else (),
+                close_fds=True,
+                start_new_session=launch.new_session,
+            )
+            # Registered at once, on the spawning thread: from here on a daemon crash still
+            # takes the whole group (grandchildren included) down.
+            self._guardian.register(popen.pid)
+            self._escapes.root_started(popen.pid)
         return popen
 
     async def _spawn(
