@@ -27,6 +27,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -68,21 +69,23 @@ def proc_stat(pid: int) -> ProcStat | None:
     return ProcStat(pid, fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
 def _now_ticks() -> int:
-    with open("/proc/uptime", encoding="ascii") as f:
-        return int(float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK"))
+    # /proc/<pid>/stat start times count clock ticks of CLOCK_BOOTTIME.
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK)
 
 
 def _children(pid: int) -> set[int]:
-    found: set[int] = set()
+    # An orphan is reparented to the subreaper's main thread (the thread group leader), so
+    # its children file is the only one to read: the other threads' children are the roots
+    # they spawned. One read per sweep instead of one per thread.
     try:
-        tasks = os.listdir(f"/proc/{pid}/task")
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            return {int(p) for p in f.read().split()}
     except OSError:
-        return found
-    for tid in tasks:
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
-            found.update(int(p) for p in f.read().split())
-    return found
+        return set()
 
 
 @dataclass
@@ -111,6 +114,7 @@ class EscapeReaper:
         # of running ones: a spawn or a release then costs O(1), whatever the history.
         self._ended: deque[tuple[int, _Root]] = deque()
         self._running = 0
+        self._sweep_due = False
         self._guarded: set[int] = set()
         # Orphans killed but not reaped yet: the next sweeps collect their exit status.
         self._dying: set[int] = set()
@@ -133,27 +137,30 @@ class EscapeReaper:
 
     def root_started(self, pid: int) -> None:
         """A command root (its own session and group) was spawned (any thread)."""
-        stat = proc_stat(pid)
+        # A tick early: the root started at or after this moment (a /proc read here would
+        # cost the spawn path more than the whole bookkeeping).
+        start = _now_ticks() - 1
         with self._lock:
             # A reused pid replaces an ended root (its deque entry no longer matches it).
             self._running += 1
-            self._roots[pid] = _Root(stat.start_ticks if stat is not None else _now_ticks())
+            self._roots[pid] = _Root(start)
 
     def root_ended(self, pid: int) -> None:
-        """A command root's group was killed and released; its orphans may go now."""
+        """A command root's group was killed and released; its orphans go at the next sweep."""
         with self._lock:
             root = self._roots.get(pid)
             if root is not None and root.end is None:
                 root.end = _now_ticks()
                 self._running -= 1
                 self._ended.append((pid, root))
-        self.sweep()
+                # One more sweep is due even when nothing else runs.
+                self._sweep_due = True
 
     @property
     def active(self) -> bool:
         """Whether a periodic sweep is worth its cost: a root runs, or an orphan is dying."""
         with self._lock:
-            return bool(self._dying) or self._running > 0
+            return self._sweep_due or bool(self._dying) or self._running > 0
 
     def sweep(self) -> None:
         """Reap gone orphans, guard live ones, kill those whose every root has ended."""
@@ -162,6 +169,7 @@ class EscapeReaper:
         with self._lock:
             if self._spawning:
                 return
+            self._sweep_due = False
             excluded = set(self._excluded())
             children = [p for p in _children(self._me) - excluded if p not in self._roots]
             roots = list(self._roots.values()) if children else []
@@ -187,7 +195,8 @@ class EscapeReaper:
                     self._guarded.add(stat.pgid)
                 continue
             self._kill(stat)
-        self._dying &= _children(self._me)
+        # A dying orphan no longer listed was reaped (by a later sweep or otherwise).
+        self._dying &= set(children)
         self._forget_old_roots()
 
     def _kill(self, stat: ProcStat) -> None:
