@@ -7,10 +7,12 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from shellgate.common.process.escapes import disable_escape_reaping, enable_escape_reaping
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
 from tests.router_harness import (
@@ -22,6 +24,17 @@ from tests.router_harness import (
     running_router,
     turn,
 )
+
+
+@pytest.fixture(autouse=True)
+def escape_reaping() -> Iterator[None]:
+    """The daemons' command lines turn reaping on; in-process routers here do it by hand."""
+    enable_escape_reaping()
+    try:
+        yield
+    finally:
+        disable_escape_reaping()
+
 
 PROFILES = {
     "danger-full-access": common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS,

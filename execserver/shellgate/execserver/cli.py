@@ -11,6 +11,7 @@ from typing import Any
 
 from shellgate.common.auth import hashed_token_line
 from shellgate.common.held_env import scrub_and_reexec, take_held
+from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.execserver.config import load_config
 from shellgate.execserver.server import start_server
@@ -100,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     # The daemon's commands never get its secret-named variables back (Codex's client sends
     # ignoreDefaultExcludes, so the daemon's own stripping is what protects them).
     take_held()
+    # This process runs commands: their escapes die with them.
+    enable_escape_reaping()
     logging.basicConfig(
         level=args.log_level.upper(), stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -39,10 +39,30 @@ _MAX_ENDED_ROOTS = 10_000
 _log = logging.getLogger(__name__)
 
 
-def make_subreaper() -> bool:
-    """Make this process a child subreaper; False when the kernel refuses."""
+_process_reaps = False
+
+
+def enable_escape_reaping() -> bool:
+    """Make this process a child subreaper whose local backends reap escapes (daemons only).
+
+    Process-wide and opt-in: the daemons' command lines call it. A process that also starts
+    children of its own in new sessions (a test runner, an embedding application) must not:
+    such a child, seen reparented here, could be taken for a command's escape.
+    """
+    global _process_reaps
     libc = ctypes.CDLL(None, use_errno=True)
-    return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    _process_reaps = bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    if not _process_reaps:
+        _log.warning("not a child subreaper: escaped descendants reparent to init")
+    return _process_reaps
+
+
+def disable_escape_reaping() -> None:
+    """Undo enable_escape_reaping (for tests that turn it on around one router)."""
+    global _process_reaps
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    _process_reaps = False
 
 
 @dataclass(frozen=True)
@@ -120,9 +140,6 @@ class EscapeReaper:
         self._dying: set[int] = set()
         self._me = os.getpid()
         self._my_sid = os.getsid(0)
-        self.enabled = make_subreaper()
-        if not self.enabled:
-            _log.warning("not a child subreaper: escaped descendants reparent to init")
 
     @contextlib.contextmanager
     def spawning(self) -> Iterator[None]:
@@ -160,7 +177,13 @@ class EscapeReaper:
     def active(self) -> bool:
         """Whether a periodic sweep is worth its cost: a root runs, or an orphan is dying."""
         with self._lock:
-            return self._sweep_due or bool(self._dying) or self._running > 0
+            due = self._sweep_due or bool(self._dying) or self._running > 0
+        return due and self.enabled
+
+    @property
+    def enabled(self) -> bool:
+        """Whether this process reaps escapes (see enable_escape_reaping)."""
+        return _process_reaps
 
     def sweep(self) -> None:
         """Reap gone orphans, guard live ones, kill those whose every root has ended."""

@@ -10,6 +10,7 @@ import signal
 import sys
 
 from shellgate.common.held_env import scrub_and_reexec, take_held
+from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.router.policy import RulesLoadError
 from shellgate.router.service.config import ConfigError, load_config
@@ -97,5 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if sys.argv[1:2] == ["serve"]:
         scrub_and_reexec("shellgate.router.cli.main", sys.argv[1:])
     held = take_held()
+    # This process runs commands (the embedded environment): escapes die with them.
+    enable_escape_reaping()
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     return asyncio.run(_main(args, held))
