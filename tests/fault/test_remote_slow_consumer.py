@@ -175,4 +175,4 @@ def test_a_remote_flood_to_a_stalled_execute_client_keeps_router_memory_bounded(
     assert received + dropped_bytes == FLOOD_BYTES
     # Seqs increase; the gaps among them are dropped chunks (trailing ones leave no gap).
     assert seqs[0] == 1 and seqs == sorted(set(seqs))
-    assert 0 < seqs[-1] - len(seqs) <= dropped_chunks
+    assert 0 <= seqs[-1] - len(seqs) <= dropped_chunks
