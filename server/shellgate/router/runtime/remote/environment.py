@@ -179,11 +179,12 @@ class RemoteEnvironment:
                 await self.stub()
             return self.reachable
         try:
-            self.info = await stub.GetInfo(
+            reply = await stub.GetInfo(
                 exec_pb2.GetInfoRequest(),
                 timeout=self.config.call_timeout_ms / 1000,
                 metadata=self.metadata(),
             )
+            self.info = info_from_pb(reply)
         except grpc.aio.AioRpcError as exc:
             # Reported, not acted on: the channel reconnects by itself, and live streams
             # end (or not) on their own.
