@@ -18,6 +18,7 @@ import grpc
 import pytest
 import redis
 from shellgate.router.runtime.remote.config import RemoteConfig
+from shellgate.router.runtime.threads import owned_thread_key
 from shellgate.router.service.config import Limits, RouterConfig
 from shellgate.v1 import router_pb2
 
@@ -215,9 +216,11 @@ def test_keys_expire_with_the_idle_ttl(routers: tuple[Router, Router], redis_url
         router_pb2.APPROVAL_DECISION_APPROVED_FOR_SESSION,
     )
     client = redis.Redis.from_url(redis_url)
-    pattern = f"shellgate:{{{tid}}}:*"
+    # Threads are stored under the caller's namespace (the open router's subject `local`).
+    key = owned_thread_key("local", tid)
+    pattern = f"shellgate:{{{key}}}:*"
     keys = {k.decode() if isinstance(k, bytes) else k for k in client.keys(pattern)}
-    assert f"shellgate:{{{tid}}}:approved" in keys and f"shellgate:{{{tid}}}:meta" in keys
+    assert f"shellgate:{{{key}}}:approved" in keys and f"shellgate:{{{key}}}:meta" in keys
     assert all(0 < client.pttl(k) <= IDLE_TTL_MS for k in keys)
     time.sleep(IDLE_TTL_MS / 1000 + 0.5)
     assert client.keys(pattern) == []
