@@ -15,6 +15,7 @@ import pytest
 from shellgate.common.process.escapes import disable_escape_reaping, enable_escape_reaping
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
+from tests.proc_scan import pids_with
 from tests.router_harness import (
     completed,
     execute,
@@ -55,26 +56,11 @@ def _escapes(token: str) -> str:
     )
 
 
-def _pids_with(token: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if argv.startswith(token.encode()) and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
 def _gone(token: str, within_s: float = 8.0) -> bool:
     deadline = time.monotonic() + within_s
-    while _pids_with(token) and time.monotonic() < deadline:
+    while pids_with(token) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _pids_with(token)
+    return not pids_with(token)
 
 
 def _request(command: str, profile: int, call_id: str, **args: object) -> router_pb2.ExecuteRequest:
@@ -114,7 +100,7 @@ def test_escapes_die_on_timeout_interrupt_and_end_thread(tmp_path: Path) -> None
         held = _escapes(token) + "; sleep 300"
         done = completed(execute(router.stub, _request(held, full, "s", yield_time_ms=1500)))
         assert done.session_id and "running=4" in done.output_text, done.output_text
-        assert _pids_with(token), "escapes should live while their session runs"
+        assert pids_with(token), "escapes should live while their session runs"
         router.stub.EndThread(router_pb2.EndThreadRequest(thread_id="t"), timeout=30)
         assert _gone(token)
 
@@ -125,7 +111,7 @@ def test_escapes_die_on_timeout_interrupt_and_end_thread(tmp_path: Path) -> None
         worker = threading.Thread(target=lambda: events.extend(execute(router.stub, request)))
         worker.start()
         deadline = time.monotonic() + 10
-        while len(_pids_with(token)) < 4 and time.monotonic() < deadline:
+        while len(pids_with(token)) < 4 and time.monotonic() < deadline:
             time.sleep(0.05)
         router.stub.Interrupt(router_pb2.InterruptRequest(thread_id="t2", call_id="i"), timeout=10)
         worker.join(30)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from shellgate.v1 import common_pb2, router_pb2
 
+from tests.proc_scan import pids_with
 from tests.router_harness import (
     Router,
     completed,
@@ -46,21 +47,6 @@ def _run(
         item=function_item("shell_command", {"command": command, "login": False}, call_id),
     )
     return completed(execute(router.stub, request))
-
-
-def _pids_with(token: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in argv and state != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 def test_workspace_write_keeps_git_read_only(tmp_path: Path) -> None:
@@ -132,9 +118,9 @@ def test_escaped_descendants_die_with_the_sandboxed_command(tmp_path: Path, prof
         done = _run(router, escapes, tmp_path, profile)
         assert "running=3" in done.output_text, done.output_text  # every escape started
         deadline = time.monotonic() + 5
-        while _pids_with(token) and time.monotonic() < deadline:
+        while pids_with(token) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _pids_with(token) == []
+        assert pids_with(token) == []
 
 
 def test_service_credentials_read_empty_inside_the_sandbox(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable
 from typing import TypeVar
 
-from shellgate.common.confined_fs import ConfinedRoot, PathEscapeError
+from shellgate.common.confined_fs import ConfinedRoot, PathEscapeError, current_umask
 from shellgate.router.apply_patch.fs import (
     INVALID_UTF8,
     FileStat,
@@ -32,18 +32,6 @@ def _io_error(exc: OSError) -> PatchIoError:
     if exc.errno is None:
         return PatchIoError(str(exc))
     return os_error(exc.errno, exc.strerror)
-
-
-def _umask() -> int:
-    # os.umask() can only be read by setting it, which races with other threads.
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
 
 
 class LocalFileSystem:
@@ -94,7 +82,7 @@ class LocalFileSystem:
         try:
             mode = stat_mod.S_IMODE(os.stat(target).st_mode)
         except OSError:
-            mode = 0o666 & ~_umask()
+            mode = 0o666 & ~current_umask()
         try:
             fd, temp = tempfile.mkstemp(
                 prefix=f".{os.path.basename(target)}.", suffix=".apply_patch", dir=directory
@@ -195,7 +183,7 @@ class ConfinedLocalFileSystem(LocalFileSystem):
                 try:
                     mode = stat_mod.S_IMODE(os.stat(entry, dir_fd=fd).st_mode)
                 except (FileNotFoundError, NotADirectoryError):
-                    mode = 0o666 & ~_umask()
+                    mode = 0o666 & ~current_umask()
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
                 out = os.open(os.path.basename(temp_rel), flags, mode, dir_fd=fd)
                 try:
