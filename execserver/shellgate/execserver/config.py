@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.common.process.limits import MIB, ProcessLimits
 
 __all__ = ["MIB", "ProcessLimits"]  # re-exported: configs name them
@@ -93,6 +94,16 @@ class ServerConfig:
     shutdown_grace_ms: int = 5_000
     # The file this configuration was read from (empty: none); set by load_config.
     source_file: str = ""
+
+    def wants_local_token(self) -> bool:
+        """Whether start-up generates and publishes a local token (the safe default)."""
+        host = self.listen.rpartition(":")[0]
+        return (
+            self.local_token
+            and not self.token_file
+            and not self.tls_client_ca_file
+            and is_loopback_host(host)
+        )
 
     def secret_files(self) -> tuple[str, ...]:
         """Files that hold the daemon's credentials, masked inside every sandbox."""

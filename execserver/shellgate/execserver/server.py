@@ -123,7 +123,7 @@ async def start_server(config: ServerConfig) -> RunningServer:
     check_health_listen(config.health_listen, config.listen)
     tokens = load_tokens(config.token_file) if config.token_file else ()
     local = None
-    if config.local_token and not tokens and not config.tls_client_ca_file and is_loopback(host):
+    if config.wants_local_token():
         local = LocalToken("execserver")
         tokens = (TokenEntry("local", local.token.encode()),)
     auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))

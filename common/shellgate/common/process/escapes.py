@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 _PR_SET_CHILD_SUBREAPER = 36
 # Ended roots stay known this long (in clock ticks), so an orphan seen late is attributed.
-_KEEP_ENDED_TICKS = 60 * os.sysconf("SC_CLK_TCK")
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_KEEP_ENDED_TICKS = 60 * _CLK_TCK
 _MAX_ENDED_ROOTS = 10_000
 _log = logging.getLogger(__name__)
 
@@ -87,9 +88,6 @@ def proc_stat(pid: int) -> ProcStat | None:
     # The command name may hold spaces and parentheses: the fields follow the last ')'.
     fields = text.rsplit(")", 1)[1].split()
     return ProcStat(pid, fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
-
-
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def _now_ticks() -> int:

@@ -77,8 +77,9 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
         print(router.port, flush=True)
     else:
         print(f"shellgate router listening on port {router.port}", file=sys.stderr, flush=True)
-    if router.local_token_path is not None:
-        print(f"shellgate: local callers authenticate with the token in {router.local_token_path} "
+    token_path = router.local_token.path if router.local_token is not None else None
+    if token_path is not None:
+        print(f"shellgate: local callers authenticate with the token in {token_path} "
               "(shellgate call finds it; for grpcurl: -H \"authorization: Bearer $(shellgate token)\")",
               file=sys.stderr, flush=True)  # fmt: skip
     await serve_forever(router, stop)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shellgate.common.grpc.health_listener import check_health_listen
+from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.router.runtime.remote.discovery import DnsDiscoveryConfig
 from shellgate.router.runtime.remote.environment import RemoteConfig
 
@@ -150,13 +150,7 @@ class RouterConfig:
 
 def is_loopback_address(listen: str) -> bool:
     """True for 127.0.0.0/8, ::1 and localhost listen addresses (host:port)."""
-    host = listen.rsplit(":", 1)[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(listen.rsplit(":", 1)[0])
 
 
 def _build(cls: type[Any], table: dict[str, Any], where: str) -> Any:

@@ -62,7 +62,6 @@ class RunningRouter:
     stop_background: asyncio.Event = field(default_factory=asyncio.Event)
     # The generated local token's file (the default on loopback without credentials).
     local_token: LocalToken | None = None
-    local_token_path: Path | None = None
 
     async def stop(self) -> None:
         """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
@@ -144,7 +143,7 @@ async def start_router(
     running = RunningRouter(server, port, app, health, metrics_server, health_server, health_port)
     if local is not None:
         try:
-            running.local_token_path = local.publish(port)
+            local.publish(port)
         except OSError as exc:
             await running.stop()
             raise OSError(f"cannot write the local token file: {exc}") from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,7 +34,11 @@ from shellgate.v1 import exec_pb2, exec_pb2_grpc, shell_pb2
 # grpc.aio.EOF is missing from the type stubs.
 _EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
 
-__all__ = ["RemoteConfig", "RemoteEnvironment", "RemoteProcess"]  # RemoteProcess: re-exported
+# RemoteProcess lives in remote/process.py; re-exported for its importers.
+__all__ = ["RemoteConfig", "RemoteEnvironment", "RemoteProcess"]
+
+# How stale a loopback daemon's generated token may be before it is read again.
+LOCAL_TOKEN_REFRESH_S = 1.0
 
 
 
@@ -69,6 +74,8 @@ class RemoteEnvironment:
         self.reachable = False
         self.last_error: str | None = None
         self._token = read_token(config.token_file) if config.token_file else ""
+        self._local_token_value: str | None = None
+        self._local_token_at = -LOCAL_TOKEN_REFRESH_S
 
     @property
     def environment_id(self) -> str:
@@ -87,8 +94,17 @@ class RemoteEnvironment:
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """Call metadata: the configured bearer token, else a local daemon's generated one."""
-        token = self._token or local_daemon_token(self.config)
+        token = self._token or self._local_token()
         return (("authorization", f"Bearer {token}"),) if token else ()
+
+    def _local_token(self) -> str | None:
+        # Re-read at most once a second, not once per RPC: the daemon may start, or restart
+        # with a new token, after the router, but every call need not open the file.
+        now = time.monotonic()
+        if now - self._local_token_at >= LOCAL_TOKEN_REFRESH_S:
+            self._local_token_value = local_daemon_token(self.config)
+            self._local_token_at = now
+        return self._local_token_value
 
     def mark_unreachable(self, reason: str) -> None:
         """Record a failure; the next call reconnects (and refreshes GetInfo)."""

@@ -224,13 +224,17 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         )
         return router_pb2.ListEnvironmentsResponse(environments=[status_pb(s) for s in statuses])
 
+    async def _thread(self, context: Ctx, thread_id: str) -> ThreadState:
+        """The caller's existing thread (threads belong to the authenticated subject)."""
+        key = owned_thread_key(self._caller(context).subject, thread_id)
+        return await self._app.threads.get(key)
+
     @unary
     async def ListSessions(
         self, request: router_pb2.ListSessionsRequest, context: Ctx
     ) -> router_pb2.ListSessionsResponse:
         """Unified-exec sessions of a thread."""
-        caller = self._caller(context)
-        thread = await self._app.threads.get(owned_thread_key(caller.subject, request.thread_id))
+        thread = await self._thread(context, request.thread_id)
         return router_pb2.ListSessionsResponse(
             sessions=[
                 router_pb2.SessionInfo(
@@ -253,8 +257,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.TerminateSessionRequest, context: Ctx
     ) -> router_pb2.TerminateSessionResponse:
         """Kill one unified-exec session (unknown → NOT_FOUND)."""
-        caller = self._caller(context)
-        thread = await self._app.threads.get(owned_thread_key(caller.subject, request.thread_id))
+        thread = await self._thread(context, request.thread_id)
         # An unknown session id is NOT_FOUND (UnknownSessionError) at the boundary.
         was_running = await thread.sessions.terminate(request.session_id)
         return router_pb2.TerminateSessionResponse(was_running=was_running)
@@ -264,8 +267,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.InterruptRequest, context: Ctx
     ) -> router_pb2.InterruptResponse:
         """Interrupt an in-flight Execute of a call."""
-        caller = self._caller(context)
-        thread = await self._app.threads.get(owned_thread_key(caller.subject, request.thread_id))
+        thread = await self._thread(context, request.thread_id)
         thread.interrupt(request.call_id)
         return router_pb2.InterruptResponse()
 
@@ -274,9 +276,9 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.EndThreadRequest, context: Ctx
     ) -> router_pb2.EndThreadResponse:
         """Kill a thread's sessions and drop its approvals and pending calls (idempotent)."""
-        caller = self._caller(context)
+        key = owned_thread_key(self._caller(context).subject, request.thread_id)
         # An unknown or already ended thread answers zero counts, not NOT_FOUND.
-        ended = await self._app.threads.end(owned_thread_key(caller.subject, request.thread_id))
+        ended = await self._app.threads.end(key)
         return router_pb2.EndThreadResponse(
             terminated_sessions=ended.terminated_sessions,
             dropped_pending_approvals=ended.dropped_pending_approvals,
