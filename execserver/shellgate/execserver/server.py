@@ -40,11 +40,6 @@ log = logging.getLogger(__name__)
 SERVICE_NAME = exec_pb2.DESCRIPTOR.services_by_name["ExecService"].full_name
 
 
-def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses."""
-    return is_loopback_host(host)
-
-
 # Streams whose output events the servicer yields pre-encoded (see shellgate.common.grpc.output_encoding).
 _PRE_ENCODED = ("Start", "Attach")
 
@@ -113,12 +108,11 @@ class RunningServer:
 async def start_server(config: ServerConfig) -> RunningServer:
     """Bind, register services, start; raises ValueError for an unsafe listen address."""
     try:
-        host, port_number = split_listen(config.listen)
+        host, _ = split_listen(config.listen)
     except ValueError as exc:
         raise ValueError(f"listen: {exc} (port 0-65535)") from exc
-    port_text = str(port_number)
     creds = _credentials(config)
-    if not is_loopback(host) and creds is None and not config.insecure:
+    if not is_loopback_host(host) and creds is None and not config.insecure:
         raise ValueError(f"refusing to listen on non-loopback {host} without TLS or --insecure")
     check_health_listen(config.health_listen, config.listen)
     tokens = load_tokens(config.token_file) if config.token_file else ()
@@ -157,8 +151,7 @@ async def start_server(config: ServerConfig) -> RunningServer:
          reflection.SERVICE_NAME),
         server,
     )
-    address = f"{host}:{port_text}"
-    port = bind(server, address, creds)
+    port = bind(server, config.listen, creds)
     health_server, health_port = await start_with_health(
         server.start, health, SERVICE_NAME, config.health_listen
     )
