@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
 import pytest
 from shellgate.router.service.config import ConfigError, RouterConfig, parse_config
@@ -72,6 +73,7 @@ def test_every_section_parses() -> None:
         ({"listen": "0.0.0.0:1"}, "not loopback"),
         ({"tls_cert_file": "a.pem"}, "must be set together"),
         ({"local_environment": False}, "no environments"),
+        ({"redis_url": "redis://a:6379/0", "redis_url_file": "/f"}, "exclusive"),
         ({"health_listen": "50061"}, "health_listen"),
         ({"health_listen": "127.0.0.1:50051"}, "health_listen.*main listener"),
         ({"environments": [{"id": "local", "target": "x:1"}]}, "duplicate environment ids"),
@@ -80,3 +82,31 @@ def test_every_section_parses() -> None:
 def test_bad_configs_are_refused_with_the_key_named(data: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config(data)
+
+
+def test_a_discovery_only_router_is_a_valid_config() -> None:
+    """The Kubernetes layout: no local environment, daemons found through DNS."""
+    config = parse_config(
+        {"local_environment": False, "discovery": [{"dns_name": "d.svc", "port": 1, "id_prefix": "n"}]}
+    )
+    assert config.environments == () and config.discovery[0].id_prefix == "n"
+
+
+def test_redis_url_file_holds_the_url_and_is_masked(tmp_path: Path) -> None:
+    url_file = tmp_path / "url"
+    url_file.write_text("redis://:pw@redis.example:6379/0\n")
+    config = parse_config({"redis_url_file": str(url_file)})
+    assert config.shared_store_url() == "redis://:pw@redis.example:6379/0"
+    assert str(url_file) in config.secret_files()
+    assert parse_config({"redis_url": "redis://x:1/0"}).shared_store_url() == "redis://x:1/0"
+    assert parse_config({}).shared_store_url() == ""
+
+
+@pytest.mark.parametrize("content", [None, "  \n"])
+def test_an_unreadable_or_empty_redis_url_file_is_refused(tmp_path: Path, content: str | None) -> None:
+    url_file = tmp_path / "url"
+    if content is not None:
+        url_file.write_text(content)
+    config = parse_config({"redis_url_file": str(url_file)})
+    with pytest.raises(ConfigError, match="redis_url_file"):
+        config.shared_store_url()

@@ -132,12 +132,13 @@ class RouterApp:
         self.environments = EnvironmentRegistry(local, remotes)
         self.metrics = Metrics(self.environments.ids())
         shared = None
-        if config.redis_url:
+        redis_url = config.shared_store_url()
+        if redis_url:
             # Imported only when configured: redis is an optional dependency.
             from shellgate.router.runtime.store.redis_state import RedisSharedState
 
             shared = RedisSharedState.from_url(
-                config.redis_url,
+                redis_url,
                 idle_ttl_ms=config.limits.thread_idle_ttl_ms,
                 prefix=config.redis_key_prefix,
             )

@@ -96,6 +96,9 @@ class RouterConfig:
     metrics_listen: str = ""
     # Shared thread state across router replicas; empty = in this process's memory.
     redis_url: str = ""
+    # A file holding the whole Redis URL (password included), e.g. a mounted Kubernetes
+    # Secret, so no credential sits in the configuration; exclusive with redis_url.
+    redis_url_file: str = ""
     redis_key_prefix: str = "shellgate:"
     # Exec-server daemons discovered through DNS (one environment per resolved address).
     discovery: tuple[DnsDiscoveryConfig, ...] = ()
@@ -119,12 +122,25 @@ class RouterConfig:
 
     def secret_files(self) -> tuple[str, ...]:
         """Files that hold the router's credentials, masked inside every sandbox."""
-        files = [self.source_file, self.token_file, self.tls_key_file, *self.redact_values_files]
+        files = [self.source_file, self.token_file, self.tls_key_file, self.redis_url_file]
+        files += self.redact_values_files
         for env in self.environments:
             files += [env.token_file, env.tls_key_file]
         for found in self.discovery:
             files += [found.token_file, found.tls_key_file]
         return tuple(dict.fromkeys(f for f in files if f))
+
+    def shared_store_url(self) -> str:
+        """The Redis URL (read from `redis_url_file` when set); empty = no shared store."""
+        if not self.redis_url_file:
+            return self.redis_url
+        try:
+            url = Path(self.redis_url_file).read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"redis_url_file: cannot read {self.redis_url_file}: {exc}") from exc
+        if not url:
+            raise ConfigError(f"redis_url_file: {self.redis_url_file} is empty")
+        return url
 
     def validate(self) -> None:
         """Refuse unsafe or inconsistent settings."""
@@ -144,8 +160,13 @@ class RouterConfig:
             ids.insert(0, "local")
         if len(set(ids)) != len(ids):
             raise ConfigError(f"duplicate environment ids in {ids}")
-        if not ids:
-            raise ConfigError("no environments: enable local_environment or add [[environments]]")
+        # A discovery-only router (the Kubernetes layout) finds its environments in DNS.
+        if not ids and not self.discovery:
+            raise ConfigError(
+                "no environments: enable local_environment, add [[environments]] or [[discovery]]"
+            )
+        if self.redis_url and self.redis_url_file:
+            raise ConfigError("redis_url and redis_url_file are exclusive: set one")
 
 
 def is_loopback_address(listen: str) -> bool:
