@@ -87,6 +87,8 @@ class ServiceError(Exception):
     reason: ClassVar[str] = "internal"
 
     def __init__(self, message: str, errno: int | None = None, *, limit: str = "") -> None:
+        if limit and limit not in message:
+            message = f"{message} ({limit})"
         super().__init__(message)
         self.message = message
         # The OS errno behind the failure, when there is one; it travels with the reason.

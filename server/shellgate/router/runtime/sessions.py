@@ -13,6 +13,7 @@ from shellgate.common.errors import UnknownSessionError
 from shellgate.common.tasks import TaskSet
 from shellgate.router.output.unified_rules import (
     MAX_UNIFIED_EXEC_PROCESSES,
+    PROTECTED_RECENT_PROCESSES,
     ProcessUsage,
     allocate_process_id,
     process_id_to_prune,
@@ -237,7 +238,8 @@ class SessionManager:
         """Store a live process, pruning one first when full; returns model warnings."""
         if len(self._procs) >= self._max:
             victim = process_id_to_prune(
-                [ProcessUsage(p.process_id, p.last_used, p.exited) for p in self._procs.values()]
+                [ProcessUsage(p.process_id, p.last_used, p.exited) for p in self._procs.values()],
+                protect=min(PROTECTED_RECENT_PROCESSES, self._max - 1),
             )
             if victim is not None:
                 self._prune(victim)
