@@ -459,9 +459,11 @@ def test_execserver_limit_is_enforced(key: str, tmp_path: Path) -> None:
         overrides["max_processes_per_caller"] = 4
 
     async def main() -> None:
-        async with in_process_daemon(daemon_config(**overrides)) as running:
-            async with exec_stub(f"127.0.0.1:{running.port}") as stub:
-                await EXEC_ROWS[key](stub, tmp_path)
+        async with (
+            in_process_daemon(daemon_config(**overrides)) as running,
+            exec_stub(f"127.0.0.1:{running.port}") as stub,
+        ):
+            await EXEC_ROWS[key](stub, tmp_path)
 
     asyncio.run(main())
 

@@ -80,3 +80,10 @@ def test_every_section_parses() -> None:
 def test_bad_configs_are_refused_with_the_key_named(data: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config(data)
+
+
+@pytest.mark.parametrize("key", ["max_threads", "max_unified_sessions_per_thread", "max_pending_approvals"])
+def test_a_limit_without_room_is_refused(key: str) -> None:
+    with pytest.raises(ConfigError, match=f"limits.{key} must be an integer >= 1"):
+        parse_config({"limits": {key: 0}})
+    assert parse_config({"limits": {"max_concurrent_executes_per_subject": 0}})

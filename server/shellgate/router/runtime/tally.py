@@ -129,7 +129,7 @@ class CountedSet(set[K]):
             self.tally.count += 1
         super().add(item)
 
-    def discard(self, item: K) -> None:
+    def discard(self, item: object) -> None:
         """Remove if present; counted."""
         if item in self:
             self.tally.count -= 1

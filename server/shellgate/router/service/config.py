@@ -155,6 +155,12 @@ class RouterConfig:
             check_health_listen(self.health_listen, self.listen)
         except ValueError as exc:
             raise ConfigError(f"health_listen: {exc}") from exc
+        for limit in dataclasses.fields(Limits):
+            value = getattr(self.limits, limit.name)
+            # 0 means "a fair share" for the per-subject cap; every other limit needs room.
+            floor = 0 if limit.name in _ZERO_ALLOWED else 1
+            if not isinstance(value, int) or isinstance(value, bool) or value < floor:
+                raise ConfigError(f"limits.{limit.name} must be an integer >= {floor}")
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
             raise ConfigError("tls_cert_file and tls_key_file must be set together")
         ids = [env.environment_id for env in self.environments]
@@ -164,6 +170,12 @@ class RouterConfig:
             raise ConfigError(f"duplicate environment ids in {ids}")
         if not ids:
             raise ConfigError("no environments: enable local_environment or add [[environments]]")
+
+
+# Limits for which 0 is meaningful (see Limits).
+_ZERO_ALLOWED = frozenset(
+    {"max_concurrent_executes_per_subject", "admission_wait_ms", "shutdown_grace_ms"}
+)
 
 
 def is_loopback_address(listen: str) -> bool:
