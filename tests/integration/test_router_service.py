@@ -414,11 +414,13 @@ def test_thread_and_environment_limits_are_enforced(tmp_path: Path) -> None:
         limits=Limits(max_threads=2, max_environments_per_turn=1, shutdown_grace_ms=500),
     )
     item = function_item("exec_command", {"cmd": "true", "login": False})
+    # A live session keeps a thread from being evicted as idle to make room.
+    live = function_item("exec_command", {"cmd": "sleep 30", "login": False, "yield_time_ms": 250})
     with running_router(config) as router:
         for tid in ("t1", "t2", "t1"):  # an existing thread never counts twice
             done = completed(execute(router.stub, router_pb2.ExecuteRequest(
-                thread_id=tid, turn=turn(), item=item)))  # fmt: skip
-            assert done.exit_code == 0
+                thread_id=tid, turn=turn(), item=live)))  # fmt: skip
+            assert done.HasField("session_id")
         with pytest.raises(grpc.RpcError) as err:
             execute(router.stub, router_pb2.ExecuteRequest(thread_id="t3", turn=turn(), item=item))
         assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

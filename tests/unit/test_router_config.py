@@ -110,3 +110,10 @@ def test_an_unreadable_or_empty_redis_url_file_is_refused(tmp_path: Path, conten
     config = parse_config({"redis_url_file": str(url_file)})
     with pytest.raises(ConfigError, match="redis_url_file"):
         config.shared_store_url()
+
+
+@pytest.mark.parametrize("key", ["max_threads", "max_unified_sessions_per_thread", "max_pending_approvals"])
+def test_a_limit_without_room_is_refused(key: str) -> None:
+    with pytest.raises(ConfigError, match=f"limits.{key} must be an integer >= 1"):
+        parse_config({"limits": {key: 0}})
+    assert parse_config({"limits": {"max_concurrent_executes_per_subject": 0}})

@@ -1,7 +1,8 @@
 """Every domain error of both daemons: one table, each class a row (gRPC code, stable reason).
 
 The boundary (`shellgate.common.boundary`) sends an error as its status code, its message
-and a `google.rpc.ErrorInfo` detail (domain "shellgate", the reason, `errno` when set);
+and a `google.rpc.ErrorInfo` detail (domain "shellgate", the reason, `errno` when set, and
+`limit` — the configuration key that was crossed — for refusals past a configured bound);
 `shellgate.common.grpc.status.error_from_status` rebuilds the same class from the reason.
 One class per status code sits under the base; a reason it does not know degrades to it.
 Model-level failures (exit codes, timeouts, policy rejections) are tool outputs, not these.
@@ -85,11 +86,16 @@ class ServiceError(Exception):
     code: ClassVar[str] = "INTERNAL"
     reason: ClassVar[str] = "internal"
 
-    def __init__(self, message: str, errno: int | None = None) -> None:
+    def __init__(self, message: str, errno: int | None = None, *, limit: str = "") -> None:
+        if limit and limit not in message:
+            message = f"{message} ({limit})"
         super().__init__(message)
         self.message = message
         # The OS errno behind the failure, when there is one; it travels with the reason.
         self.errno = errno
+        # The configuration key whose bound the request crossed (e.g. `limits.max_threads`),
+        # so a client can tell which limit answered without parsing the message.
+        self.limit = limit
 
 
 # --- one class per status code: what an unknown reason degrades to ----------------------

@@ -90,7 +90,7 @@ def read_file(path: str, max_bytes: int) -> bytes:
     except OSError as exc:
         raise _os_error(exc) from exc
     if len(data) > max_bytes:
-        raise LimitExceededError(f"file is larger than {max_bytes} bytes")
+        raise LimitExceededError(f"file is larger than {max_bytes} bytes", limit="max_file_bytes")
     return data
 
 

@@ -102,12 +102,20 @@ class ProcessTable:
         if over_total > 0:
             self._evict_closed(None, over_total)
         if len(self._procs) + self._pending >= limits.max_processes_total:
-            raise LimitExceededError("too many processes on this daemon")
+            raise LimitExceededError(
+                f"too many processes on this daemon (max_processes_total = "
+                f"{limits.max_processes_total})",
+                limit="max_processes_total",
+            )
         over_caller = self._count(spec.caller) - limits.max_processes_per_caller + 1
         if over_caller > 0:
             self._evict_closed(spec.caller, over_caller)
         if self._count(spec.caller) >= limits.max_processes_per_caller:
-            raise LimitExceededError("too many processes for this caller")
+            raise LimitExceededError(
+                f"too many processes for this caller (max_processes_per_caller = "
+                f"{limits.max_processes_per_caller})",
+                limit="max_processes_per_caller",
+            )
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         if key is not None:
             expires = self._clock() + self._limits.idempotency_ttl_ms / 1000

@@ -207,7 +207,8 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         proc = self._get(context, request.process_id)
         if len(request.data) > self._config.max_write_bytes:
             raise InvalidArgumentError(
-                f"data is larger than {self._config.max_write_bytes} bytes"
+                f"data is larger than {self._config.max_write_bytes} bytes",
+                limit="max_write_bytes",
             )
         proc.touch()
         if proc.exited:
@@ -298,7 +299,9 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         """Write a file atomically."""
         self._caller(context)
         if len(request.data) > self._config.max_file_bytes:
-            raise InvalidArgumentError(f"data is larger than {self._config.max_file_bytes} bytes")
+            raise InvalidArgumentError(
+                f"data is larger than {self._config.max_file_bytes} bytes", limit="max_file_bytes"
+            )
         mode = request.mode if request.HasField("mode") else None
         await asyncio.to_thread(
             files.write_file,

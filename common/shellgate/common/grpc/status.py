@@ -15,11 +15,13 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from shellgate.common.errors import ServiceError, all_error_classes
 
-__all__ = ["DOMAIN", "ERRNO_KEY", "error_from_status", "error_info", "status_for"]
+__all__ = ["DOMAIN", "ERRNO_KEY", "LIMIT_KEY", "error_from_status", "error_info", "status_for"]
 
 # ErrorInfo.domain of every shellgate error; details from other domains are not ours.
 DOMAIN = "shellgate"
 ERRNO_KEY = "errno"
+# ErrorInfo.metadata key naming the configuration key of the limit a request crossed.
+LIMIT_KEY = "limit"
 
 _BY_REASON: dict[str, type[ServiceError]] = {cls.reason: cls for cls in all_error_classes()}
 # The base and its direct subclasses are one class per status code (see the errors module).
@@ -32,6 +34,8 @@ def status_for(error: ServiceError) -> grpc.Status:
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN)
     if error.errno is not None:
         info.metadata[ERRNO_KEY] = str(error.errno)
+    if error.limit:
+        info.metadata[LIMIT_KEY] = error.limit
     status = status_pb2.Status(code=grpc.StatusCode[error.code].value[0], message=error.message)
     status.details.add().Pack(info)
     return rpc_status.to_status(status)
@@ -67,7 +71,7 @@ def _errno(info: error_details_pb2.ErrorInfo | None) -> int | None:
 def error_from_status(rpc_error: grpc.RpcError) -> ServiceError | None:
     """The domain error a failed call carries: class by reason, else the class of its code.
 
-    The message and errno come back as sent. A reason this table does not know (a newer
+    The message, errno and limit come back as sent. A reason this table does not know (a newer
     peer), or one whose class has another code, degrades to the class of the status code.
     None when the code is not one the table uses (CANCELLED, DEADLINE_EXCEEDED, UNKNOWN, …):
     the call failed in transport or in the caller, not in the server's domain.
@@ -78,4 +82,5 @@ def error_from_status(rpc_error: grpc.RpcError) -> ServiceError | None:
         cls = _BY_CODE.get(rpc_error.code().name)
     if cls is None:
         return None
-    return cls(rpc_error.details() or "", _errno(info))
+    limit = info.metadata.get(LIMIT_KEY, "") if info is not None else ""
+    return cls(rpc_error.details() or "", _errno(info), limit=limit)

@@ -255,7 +255,11 @@ class SshBackend:
             if len(self._conns) >= self.config.pool_size:
                 from shellgate.common.errors import LimitExceededError
 
-                raise LimitExceededError("ssh connection pool is full")
+                raise LimitExceededError(
+                    f"ssh connection pool is full ({self.config.pool_size} connections of "
+                    f"{self.config.channels_per_connection} channels)",
+                    limit="ssh.pool_size",
+                )
             conn = await self._connect()
             self._conns[conn] = 1
             return conn

@@ -131,10 +131,16 @@ class ProcessUsage:
     exited: bool
 
 
-def process_id_to_prune(processes: Sequence[ProcessUsage]) -> int | None:
-    """The process to prune when the store is full (spec 05 §3.5), or None."""
+def process_id_to_prune(
+    processes: Sequence[ProcessUsage], protect: int = PROTECTED_RECENT_PROCESSES
+) -> int | None:
+    """The process to prune when the store is full (spec 05 §3.5), or None.
+
+    `protect` is how many most recently used processes are spared (Codex: 8 of 64; a
+    smaller configured store spares fewer, so there is always one to prune).
+    """
     by_recency = sorted(processes, key=lambda p: p.last_used, reverse=True)
-    protected = {p.process_id for p in by_recency[:PROTECTED_RECENT_PROCESSES]}
+    protected = {p.process_id for p in by_recency[:protect]}
     # Least recently used first; a stable sort keeps input order among equal times.
     candidates = [
         p for p in sorted(processes, key=lambda p: p.last_used) if p.process_id not in protected

@@ -13,6 +13,7 @@ from shellgate.common.errors import UnknownSessionError
 from shellgate.common.tasks import TaskSet
 from shellgate.router.output.unified_rules import (
     MAX_UNIFIED_EXEC_PROCESSES,
+    PROTECTED_RECENT_PROCESSES,
     ProcessUsage,
     allocate_process_id,
     process_id_to_prune,
@@ -25,6 +26,7 @@ from shellgate.router.runtime.store.shared_sessions import (
     remote_env,
 )
 from shellgate.router.runtime.store.shared_state import SessionRecord, SharedState
+from shellgate.router.runtime.tally import CountedSet, Tally
 from shellgate.router.runtime.unified_process import UnifiedProcess
 
 __all__ = ["SessionInfo", "SessionManager"]
@@ -57,12 +59,16 @@ class SessionManager:
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
         max_processes: int = MAX_UNIFIED_EXEC_PROCESSES,
+        budget: Tally | None = None,
     ) -> None:
         self._deterministic = deterministic_ids
         self._rng = rng or random.Random()
         self.clock = clock
         self._max = max_processes
-        self._reserved: set[int] = set()
+        # Reserved ids are live or starting sessions; `budget` counts them over all threads
+        # (limits.max_unified_sessions).
+        self._budget = budget
+        self._reserved: set[int] = CountedSet(budget) if budget is not None else set()
         self._procs: dict[int, UnifiedProcess] = {}
         # Sessions whose environment was lost: later writes get the lost text, not "unknown".
         self._lost: dict[int, str] = {}
@@ -109,8 +115,18 @@ class SessionManager:
         """Release a reserved id (failure paths, exit, pruning)."""
         self._reserved.discard(process_id)
 
+    def check_room(self) -> None:
+        """RESOURCE_EXHAUSTED when a new session would cross the router-wide session limit.
+
+        A thread at its own cap is let through: storing its new session prunes one of its
+        own (spec 05 §3.5), so the router-wide count does not grow.
+        """
+        if self._budget is not None and len(self._procs) < self._max:
+            self._budget.check()
+
     async def reserve(self) -> int:
         """Reserve an id unique across routers (claimed in the shared store when distributed)."""
+        self.check_room()
         for _ in range(1_000):
             pid = self.reserve_id()
             if pid in self._shared_ids:
@@ -222,7 +238,8 @@ class SessionManager:
         """Store a live process, pruning one first when full; returns model warnings."""
         if len(self._procs) >= self._max:
             victim = process_id_to_prune(
-                [ProcessUsage(p.process_id, p.last_used, p.exited) for p in self._procs.values()]
+                [ProcessUsage(p.process_id, p.last_used, p.exited) for p in self._procs.values()],
+                protect=min(PROTECTED_RECENT_PROCESSES, self._max - 1),
             )
             if victim is not None:
                 self._prune(victim)

@@ -26,6 +26,7 @@ from shellgate.router.runtime.store.shared_state import (
     PendingRecord,
     SharedState,
 )
+from shellgate.router.runtime.tally import CountedDict, StateLimits, Tally, least_recently_used
 
 __all__ = [
     "DEFAULT_APPROVAL_TTL_MS",
@@ -120,6 +121,8 @@ class ThreadState:
         shared: SharedState | None = None,
         instance_id: str = "",
         generation: str = "",
+        max_pending: int = 32,
+        pending_tally: Tally | None = None,
     ) -> None:
         self.thread_id = thread_id
         self._clock = clock
@@ -128,7 +131,9 @@ class ThreadState:
         self.instance_id = instance_id
         self.generation = generation
         # Parked calls' continuations (live objects: they stay with this router).
-        self.pending: dict[str, PendingApproval] = {}
+        self._max_pending = max_pending
+        self._pending_tally = pending_tally or StateLimits(max_pending=max_pending).tallies()[0]
+        self.pending: dict[str, PendingApproval] = CountedDict(self._pending_tally)
         self.inflight: dict[str, InFlightCall] = {}
         self.sessions = sessions
         self.last_used = clock()
@@ -157,9 +162,16 @@ class ThreadState:
 
     # --- pending approvals ---------------------------------------------------------------
 
+    def check_pending_room(self) -> None:
+        """RESOURCE_EXHAUSTED when one more parked call would cross a pending-approval limit."""
+        self.expire_pending()
+        if len(self.pending) >= self._max_pending:
+            raise StateLimits.thread_pending_full(self._max_pending)
+        self._pending_tally.check()
+
     async def add_pending(self, call_id: str, payload: object) -> PendingApproval:
         """Park a call under a fresh UUIDv4 approval id for `approval_ttl`."""
-        self.expire_pending()
+        self.check_pending_room()
         now = self._clock()
         pending = PendingApproval(
             approval_id=str(uuid.uuid4()),
@@ -287,10 +299,19 @@ class ThreadRegistry:
         environments: SessionEnvironments | None = None,
         instance_id: str = "",
         max_threads: int = 10_000,
+        limits: StateLimits | None = None,
     ) -> None:
         self._threads: dict[str, ThreadState] = {}
         self._max_threads = max_threads
-        self._session_factory = session_factory or (lambda _tid: SessionManager())
+        self._limits = limits = limits or StateLimits()
+        self.pending_tally, self.session_tally = limits.tallies()
+        # At the router-wide bound, expired parked calls of every thread make room first.
+        self.pending_tally.reclaim = lambda: [st.expire_pending() for st in self._threads.values()]
+        self._session_factory = session_factory or (
+            lambda _tid: SessionManager(
+                max_processes=limits.max_sessions_per_thread, budget=self.session_tally
+            )
+        )
         self._clock = clock
         self._approval_ttl_ms = approval_ttl_ms
         self._idle_ttl_ms = idle_ttl_ms
@@ -299,14 +320,30 @@ class ThreadRegistry:
         self._instance_id = instance_id or uuid.uuid4().hex
 
     def _check_room(self) -> None:
-        # `max_threads` bounds the threads this router holds state for (each keeps an
-        # approval cache, sessions and parked calls); past it a new thread is refused
-        # rather than evicting a live one whose sessions would be killed.
+        # `max_threads` bounds the threads held here; when no idle one could be evicted
+        # (_make_room), a new thread is refused rather than killing live sessions.
         if len(self._threads) >= self._max_threads:
             raise LimitExceededError(
-                f"thread limit reached: this router holds {len(self._threads)} threads "
-                f"(limits.max_threads = {self._max_threads}); end idle threads with EndThread"
+                f"thread limit reached: this router holds {len(self._threads)} threads, none "
+                f"idle (limits.max_threads = {self._max_threads}); end threads with EndThread",
+                limit="limits.max_threads",
             )
+
+    async def _make_room(self) -> None:
+        """At max_threads, end the least recently used thread with nothing live here."""
+        if len(self._threads) < self._max_threads:
+            return
+        idle = (t for t in self._threads.values() if not (t.inflight or t.pending or t.sessions))
+        victim = least_recently_used(idle)
+        if victim is not None:
+            await self._close_here(victim)
+
+    async def _close_here(self, state: ThreadState) -> None:
+        """Close this router's part of a thread (and the shared part when it is in memory)."""
+        del self._threads[state.thread_id]
+        await state.close_local()
+        if not self.shared.distributed:
+            await self.shared.drop_thread(state.thread_id)
 
     def _new(self, thread_id: str, generation: str) -> ThreadState:
         self._check_room()
@@ -320,6 +357,8 @@ class ThreadRegistry:
             shared=self.shared,
             instance_id=self._instance_id,
             generation=generation,
+            max_pending=self._limits.max_pending_per_thread,
+            pending_tally=self.pending_tally,
         )
         self._threads[thread_id] = state
         return state
@@ -343,6 +382,7 @@ class ThreadRegistry:
         """The thread, created on first use (on any router)."""
         _check_key(thread_id)
         if thread_id not in self._threads:
+            await self._make_room()
             self._check_room()  # before the shared record exists, so a refusal leaves none
         generation = await self.shared.ensure_thread(thread_id, uuid.uuid4().hex)
         state = await self._sync(thread_id, generation)
@@ -386,10 +426,7 @@ class ThreadRegistry:
             if not st.inflight and now - st.last_used >= self._idle_ttl_ms / 1000
         ]
         for tid in idle:
-            state = self._threads.pop(tid)
-            await state.close_local()
-            if not self.shared.distributed:
-                await self.shared.drop_thread(tid)
+            await self._close_here(self._threads[tid])
         return idle
 
     async def expire_pending(self) -> int:

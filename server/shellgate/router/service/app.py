@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
-from shellgate.common.errors import EnvironmentNotAllowedError, LimitExceededError
+from shellgate.common.errors import EnvironmentNotAllowedError
 from shellgate.common.process.run_as import RunAs, RunAsError
 from shellgate.router.apply_patch import PatchFileSystem
 from shellgate.router.handler.environments import ReportedShell
@@ -30,7 +30,9 @@ from shellgate.router.runtime.registry import (
 )
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.remote.fs import RemoteFileSystem
+from shellgate.router.runtime.tally import StateLimits
 from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
+from shellgate.router.service.admission import Admission
 from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.metrics import Metrics
 from shellgate.router.service.redaction import Redactor, load_values
@@ -55,30 +57,6 @@ class Caller:
 
     subject: str
     environments: frozenset[str] | None
-
-
-class Admission:
-    """A concurrency cap that answers RESOURCE_EXHAUSTED quickly instead of queueing."""
-
-    def __init__(self, name: str, limit: int, wait_ms: int) -> None:
-        self._name = name
-        self._sem = asyncio.Semaphore(limit)
-        self._wait_s = wait_ms / 1000
-
-    async def __aenter__(self) -> None:
-        # Fast path: a free slot needs no timer (wait_for would create a task per call).
-        if not self._sem.locked():
-            await self._sem.acquire()
-            return
-        try:
-            await asyncio.wait_for(self._sem.acquire(), self._wait_s)
-        except TimeoutError:
-            raise LimitExceededError(
-                f"too many concurrent {self._name} calls; retry later"
-            ) from None
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._sem.release()
 
 
 def _run_as(user: str) -> RunAs | None:
@@ -149,13 +127,27 @@ class RouterApp:
             environments=self.environments,
             instance_id=self.instance_id,
             max_threads=config.limits.max_threads,
+            limits=StateLimits(
+                max_pending_per_thread=config.limits.max_pending_approvals_per_thread,
+                max_pending=config.limits.max_pending_approvals,
+                max_sessions_per_thread=config.limits.max_unified_sessions_per_thread,
+                max_sessions=config.limits.max_unified_sessions,
+            ),
         )
         limits = config.limits
         self.execute_admission = Admission(
-            "Execute", limits.max_concurrent_executes, limits.admission_wait_ms
+            "Execute",
+            limits.max_concurrent_executes,
+            limits.admission_wait_ms,
+            limit_key="limits.max_concurrent_executes",
+            per_subject=limits.max_concurrent_executes_per_subject,
+            per_subject_key="limits.max_concurrent_executes_per_subject",
         )
         self.project_admission = Admission(
-            "Project", limits.max_concurrent_projects, limits.admission_wait_ms
+            "Project",
+            limits.max_concurrent_projects,
+            limits.admission_wait_ms,
+            limit_key="limits.max_concurrent_projects",
         )
         self._turns: OrderedDict[tuple[object, ...], RouterTurn] = OrderedDict()
         # What projections reuse (environments, wire sub-messages): one per router, shared

@@ -39,9 +39,16 @@ class TurnDefaults:
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on requests and concurrency; past them the answer is RESOURCE_EXHAUSTED."""
+    """Bounds on requests, state and concurrency (docs/limits.md: what crossing each answers).
+
+    Every key is enforced and crossed by tests/integration/test_limits.py; a refusal carries
+    the key in its ErrorInfo metadata `limit`.
+    """
 
     max_concurrent_executes: int = 256
+    # Execute slots one subject may hold; 0 = a fair share: max_concurrent_executes divided
+    # by the subjects active now (alone, a subject may use every slot).
+    max_concurrent_executes_per_subject: int = 0
     max_concurrent_projects: int = 2_048
     max_item_bytes: int = 4 * MIB
     max_message_bytes: int = 8 * MIB
@@ -51,6 +58,17 @@ class Limits:
     max_send_message_bytes: int = 64 * MIB
     max_environments_per_turn: int = 16
     max_threads: int = 10_000
+    # Live unified-exec sessions of this router, over all threads: past it exec_command
+    # answers RESOURCE_EXHAUSTED (exited sessions are pruned first).
+    max_unified_sessions: int = 1_024
+    # Per thread, Codex's MAX_UNIFIED_EXEC_PROCESSES: storing one more prunes one (spec 05
+    # §3.5), as Codex does; never a refusal.
+    max_unified_sessions_per_thread: int = 64
+    # Calls parked for approval, per thread and in all; past either a new call answers
+    # RESOURCE_EXHAUSTED until approvals are answered, expire (approval_ttl_ms) or the
+    # thread ends.
+    max_pending_approvals_per_thread: int = 32
+    max_pending_approvals: int = 1_024
     thread_idle_ttl_ms: int = 24 * 3600 * 1000
     approval_ttl_ms: int = 10 * 60 * 1000
     # How long a call waits for a concurrency slot before RESOURCE_EXHAUSTED.
@@ -153,6 +171,12 @@ class RouterConfig:
             check_health_listen(self.health_listen, self.listen)
         except ValueError as exc:
             raise ConfigError(f"health_listen: {exc}") from exc
+        for limit in dataclasses.fields(Limits):
+            value = getattr(self.limits, limit.name)
+            # 0 means "a fair share" for the per-subject cap; every other limit needs room.
+            floor = 0 if limit.name in _ZERO_ALLOWED else 1
+            if not isinstance(value, int) or isinstance(value, bool) or value < floor:
+                raise ConfigError(f"limits.{limit.name} must be an integer >= {floor}")
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
             raise ConfigError("tls_cert_file and tls_key_file must be set together")
         ids = [env.environment_id for env in self.environments]
@@ -167,6 +191,12 @@ class RouterConfig:
             )
         if self.redis_url and self.redis_url_file:
             raise ConfigError("redis_url and redis_url_file are exclusive: set one")
+
+
+# Limits for which 0 is meaningful (see Limits).
+_ZERO_ALLOWED = frozenset(
+    {"max_concurrent_executes_per_subject", "admission_wait_ms", "shutdown_grace_ms"}
+)
 
 
 def is_loopback_address(listen: str) -> bool:

@@ -39,6 +39,17 @@ MAX_NAME_CHARS = 256
 # under a millisecond for them, less than a worker-thread hop costs on a busy core (hand-off,
 # self-pipe wake-up and GIL switches). Larger items still go to a thread.
 INLINE_PROJECT_MAX_CHARS = 8 * 1024
+ITEM_LIMIT = "limits.max_item_bytes"
+
+def _check_state_room(projected: ProjectedCall, thread: ThreadState) -> None:
+    """RESOURCE_EXHAUSTED naming the limit before a new call starts when the state it may
+    create (a parked approval, a unified-exec session) has no room; the runtime checks again
+    at the point of creation, where a refusal is the call's tool output."""
+    thread.check_pending_room()
+    outcome = projected.outcome
+    if isinstance(outcome, ShellCall) and outcome.tool == "exec_command":
+        thread.sessions.check_room()
+
 
 def _metadata(context: Ctx) -> dict[str, str]:
     return {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
@@ -49,13 +60,17 @@ def item_of(item: common_pb2.ToolCallItem, max_bytes: int) -> str | ToolCall:
     which = item.WhichOneof("item")
     if which == "raw_json":
         if len(item.raw_json.encode()) > max_bytes:
-            raise InvalidArgumentError(f"item.raw_json: larger than {max_bytes} bytes")
+            raise InvalidArgumentError(
+                f"item.raw_json: larger than {max_bytes} bytes", limit=ITEM_LIMIT
+            )
         return item.raw_json
     if which != "split":
         raise InvalidArgumentError("item: set raw_json or split")
     s = item.split
     if len(s.arguments.encode()) > max_bytes:
-        raise InvalidArgumentError(f"item.split.arguments: larger than {max_bytes} bytes")
+        raise InvalidArgumentError(
+            f"item.split.arguments: larger than {max_bytes} bytes", limit=ITEM_LIMIT
+        )
     if len(s.call_id) > MAX_CALL_ID_CHARS or len(s.name) > MAX_NAME_CHARS:
         raise InvalidArgumentError("item.split: call_id or name too long")
     kind = (
@@ -151,7 +166,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
     ) -> router_pb2.ProjectResponse:
         """The dry run: decode and project, no side effects."""
         caller = self._caller(context)
-        async with self._app.project_admission:
+        async with self._app.project_admission.slot(caller.subject):
             projected, _ = await self._project(request, caller, None)
         response = router_pb2.ProjectResponse()
         # Filled in place: a constructed Projection handed to the response would be copied.
@@ -164,7 +179,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
     ) -> AsyncIterator[router_pb2.ExecuteResponse | bytes]:
         """The whole pipeline for one item, or the continuation of a parked call."""
         caller = self._caller(context)
-        async with self._app.execute_admission:
+        async with self._app.execute_admission.slot(caller.subject):
             which = request.WhichOneof("input")
             if which is None:
                 raise InvalidArgumentError("set item or resume")
@@ -185,6 +200,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             else:
                 projected, turn = await self._project(request, caller, turn_thread)
                 self._check_environments(caller, projected, turn_thread)
+                _check_state_room(projected, turn_thread)
                 events = execute_call(projected, turn, ctx)
             if self._app.redactor is not None:
                 events = self._app.redactor.events(events)

@@ -171,7 +171,8 @@ def _environments(
     if len(chosen) > inputs.max_environments:
         raise InvalidArgumentError(
             f"turn.environments: at most {inputs.max_environments} environments per turn "
-            "(limits.max_environments_per_turn)"
+            "(limits.max_environments_per_turn)",
+            limit="limits.max_environments_per_turn",
         )
     out: list[TurnEnvironment] = []
     for env_id, cwd in chosen:
