@@ -75,8 +75,12 @@ async def _drive(
         try:
             await runner.run(answer)
         except Exception as exc:
-            # Pairing must survive our own bugs: the model still gets an output.
-            _log.exception("call %s failed", record.projected.call_id)
+            # Pairing must survive our own bugs: the model still gets an output. A service
+            # error (a limit crossed in a race, the shared store down) is expected: no trace.
+            if isinstance(exc, ServiceError):
+                _log.warning("call %s failed: %s", record.projected.call_id, exc)
+            else:
+                _log.exception("call %s failed", record.projected.call_id)
             if not stream.ended:
                 # Service errors (e.g. the shared store is down) have a safe, clear message.
                 detail = str(exc) if isinstance(exc, ServiceError) else type(exc).__name__
