@@ -255,7 +255,7 @@ class EnvironmentRegistry:
                     True,
                     env.target,
                     env.reachable,
-                    env.last_error or "",
+                    env.breaker.describe() if env.breaker.open else env.last_error or "",
                     env.info,
                 )
             )

@@ -70,8 +70,12 @@ class CircuitBreaker:
         self._backoff_ms = self._settings.initial_backoff_ms
 
     def refusal(self) -> str:
-        """The reason a refused call reports (says the circuit is open and until when)."""
+        """The reason a refused call reports (counted as one refusal)."""
         self.refused_total += 1
+        return self.describe()
+
+    def describe(self) -> str:
+        """Why the circuit is open and when the next reconnect is due."""
         return (
             f"{self.reason} (circuit open: failing fast; next reconnect attempt in "
             f"{self.retry_delay_s():.1f} s)"

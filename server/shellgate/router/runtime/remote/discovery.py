@@ -81,10 +81,21 @@ def environment_id_for(prefix: str, address: str) -> str:
     return f"{prefix}-{str(ip).replace(':', '-')}"
 
 
+# getaddrinfo answers meaning "the name has no addresses" (NXDOMAIN, no records): a
+# headless Service without ready endpoints. Any other failure (EAI_AGAIN: no answer from
+# the resolver) changes nothing.
+_NO_ADDRESSES = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+
+
 async def resolve_addresses(name: str, port: int) -> list[str]:
     """The A/AAAA addresses of a name, deduplicated and sorted (IPv4 first)."""
     loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    try:
+        infos = await loop.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        if exc.errno in _NO_ADDRESSES:
+            return []
+        raise
     found = {str(ipaddress.ip_address(info[4][0])) for info in infos}
     return sorted(found, key=lambda a: (ipaddress.ip_address(a).version, ipaddress.ip_address(a)))
 
