@@ -7,6 +7,8 @@ import asyncio
 import signal
 from pathlib import Path
 
+import pytest
+from shellgate.common.errors import EnvironmentNotFoundError
 from shellgate.router.runtime.registry import EnvironmentRegistry, LocalEnvironment
 from shellgate.router.runtime.remote.discovery import (
     DnsDiscovery,
@@ -84,3 +86,70 @@ def test_vanished_addresses_stay_listed_and_return(tmp_path: Path) -> None:
             await registry.aclose()
 
         asyncio.run(main())
+
+
+def test_unknown_ids_share_one_rate_limited_lookup() -> None:
+    lookups: list[str] = []
+    release = asyncio.Event()
+
+    async def resolver(name: str, port: int) -> list[str]:
+        lookups.append(name)
+        await release.wait()
+        return ["127.0.0.9"]
+
+    async def main() -> None:
+        registry = EnvironmentRegistry(None)
+        now = [100.0]
+        config = DnsDiscoveryConfig(
+            dns_name="execd.svc", port=1, id_prefix="x", miss_refresh_min_interval_ms=1_000
+        )
+        DnsDiscovery(config, registry, resolver=resolver, clock=lambda: now[0])
+        # Ten concurrent misses: one lookup, and every one of them sees its result.
+        misses = [asyncio.create_task(registry.find("x-127.0.0.9")) for _ in range(10)]
+        await asyncio.sleep(0.01)
+        release.set()
+        found = await asyncio.gather(*misses)
+        assert len(lookups) == 1 and {e.environment_id for e in found} == {"x-127.0.0.9"}
+        # Another miss right after: no lookup (rate-limited), the id stays unknown.
+        with pytest.raises(EnvironmentNotFoundError):
+            await registry.find("x-127.0.0.10")
+        assert len(lookups) == 1
+        now[0] += 1.5
+        with pytest.raises(EnvironmentNotFoundError):
+            await registry.find("x-127.0.0.10")
+        assert len(lookups) == 2
+        await registry.aclose()
+
+    asyncio.run(main())
+
+
+def test_vanished_addresses_are_pruned_after_grace_and_use() -> None:
+    answers = [["127.0.0.9"], [], [], [], ["127.0.0.9"]]
+    in_use = {"x-127.0.0.9"}
+    now = [0.0]
+
+    async def resolver(name: str, port: int) -> list[str]:
+        return answers.pop(0)
+
+    async def main() -> None:
+        registry = EnvironmentRegistry(None)
+        config = DnsDiscoveryConfig(
+            dns_name="execd.svc", port=1, id_prefix="x", prune_after_ms=1_000,
+            connect_timeout_ms=200,
+        )  # fmt: skip
+        discovery = DnsDiscovery(
+            config, registry, resolver=resolver, in_use=lambda: set(in_use), clock=lambda: now[0]
+        )
+        await discovery.refresh_once()
+        await discovery.refresh_once()  # gone from DNS at t=0
+        now[0] = 5.0
+        await discovery.refresh_once()  # past the grace, but a session runs on it
+        assert registry.ids() == ["x-127.0.0.9"]
+        in_use.clear()
+        await discovery.refresh_once()
+        assert registry.ids() == [] and discovery.found == {}
+        await discovery.refresh_once()  # back in DNS: listed again under the same id
+        assert registry.ids() == ["x-127.0.0.9"]
+        await registry.aclose()
+
+    asyncio.run(main())

@@ -155,7 +155,8 @@ class DnsDiscovery:
 
     async def refresh_for_unknown(self) -> None:
         """An environment id was unknown: one lookup (shared, rate-limited), no health checks."""
-        if self._inflight is None and self._last_lookup_at is not None:
+        idle = self._inflight is None or self._inflight.done()
+        if idle and self._last_lookup_at is not None:
             since_ms = (self._clock() - self._last_lookup_at) * 1000
             if since_ms < self.config.miss_refresh_min_interval_ms:
                 return
