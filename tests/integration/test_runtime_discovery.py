@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from pathlib import Path
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.common.errors import EnvironmentNotFoundError
 from shellgate.router.runtime.registry import EnvironmentRegistry, LocalEnvironment
 from shellgate.router.runtime.remote.discovery import (
@@ -16,8 +19,18 @@ from shellgate.router.runtime.remote.discovery import (
     environment_id_for,
     resolve_addresses,
 )
+from shellgate.router.service.config import ConfigError
+from shellgate.v1 import router_pb2
 
 from tests.execserver_harness import daemon_subprocess
+from tests.router_harness import (
+    completed,
+    execute,
+    function_item,
+    router_config,
+    running_router,
+    turn,
+)
 
 
 def test_environment_ids_are_stable() -> None:
@@ -153,3 +166,32 @@ def test_vanished_addresses_are_pruned_after_grace_and_use() -> None:
         await registry.aclose()
 
     asyncio.run(main())
+
+
+def _router_health(channel: grpc.Channel) -> int:
+    stub = health_pb2_grpc.HealthStub(channel)
+    return int(stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=5).status)
+
+
+def test_discovery_only_router_serves_once_a_daemon_is_found(tmp_path: Path) -> None:
+    nowhere = DnsDiscoveryConfig(dns_name="nothing.invalid", port=1, id_prefix="x")
+    config = router_config(local_environment=False, discovery=(nowhere,))
+    with running_router(config) as router:
+        # Started (no "no environments" refusal), but not ready: nothing to run on.
+        assert _router_health(router.channel) == health_pb2.HealthCheckResponse.NOT_SERVING
+    with daemon_subprocess(["--root", str(tmp_path)]) as daemon:
+        found = DnsDiscoveryConfig(dns_name="localhost", port=daemon.port, id_prefix="box")
+        config = router_config(local_environment=False, discovery=(found,))
+        with running_router(config) as router:
+            deadline = time.monotonic() + 10
+            while _router_health(router.channel) != health_pb2.HealthCheckResponse.SERVING:
+                assert time.monotonic() < deadline, "never SERVING"
+                time.sleep(0.05)
+            done = completed(execute(router.stub, router_pb2.ExecuteRequest(
+                thread_id="t", turn=turn(environment_id="box-127.0.0.1", cwd="/tmp"),
+                item=function_item("exec_command", {"cmd": "echo found"}),
+            )))  # fmt: skip
+            assert done.exit_code == 0 and "found" in done.output_text, done.output_text
+    # Without discovery an empty router still refuses to start.
+    with pytest.raises(ConfigError, match="no environments"):
+        router_config(local_environment=False).validate()
