@@ -193,6 +193,8 @@ def test_discovery_through_real_dns(tmp_path: Path, zone: tuple[Zone, list[str]]
             _until(lambda: _health(slow_channel) == (SERVING, SERVING), "second router SERVING")
             records.set(DAEMON_A, DAEMON_B)
             assert env_b not in _envs(slow)
+            # Past miss_refresh_min_interval_ms since its first lookup (else rate-limited).
+            time.sleep(0.3)
             done = _run(slow, env_b, {"cmd": "echo from-b"}, "b1")
             assert done.exit_code == 0 and "from-b" in done.output_text, done.output_text
             assert env_b in _envs(slow)
