@@ -123,14 +123,19 @@ def completed(events: Sequence[router_pb2.ExecuteResponse]) -> router_pb2.Execut
 
 @contextlib.contextmanager
 def router_subprocess(
-    extra_args: Sequence[str] = (), timeout_s: float = 20.0, *, local_token: bool = False
+    extra_args: Sequence[str] = (),
+    timeout_s: float = 20.0,
+    *,
+    local_token: bool = False,
+    wrapper: Sequence[str] = (),
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """`shellgate serve --listen 127.0.0.1:0 --print-port` as a child; SIGTERM on exit.
 
     Without `local_token` the child trusts local callers (`--no-local-token`), so tests can
-    use bare stubs; the default's generated token is tested on its own.
+    use bare stubs; the default's generated token is tested on its own. `wrapper` is a
+    command that execs the router as its last arguments (e.g. into a mount namespace).
     """
-    args = [sys.executable, "-m", "shellgate.router.cli.main", "serve", "--listen", "127.0.0.1:0",
+    args = [*wrapper, sys.executable, "-m", "shellgate.router.cli.main", "serve", "--listen", "127.0.0.1:0",
             "--print-port", *extra_args]  # fmt: skip
     if not local_token:
         args.append("--no-local-token")

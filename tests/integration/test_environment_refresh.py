@@ -15,12 +15,13 @@ from tests.router_harness import completed, function_item, router_subprocess, tu
 
 def _router_config(tmp_path: Path, daemon_target: str, tokens: bool = False) -> Path:
     config = tmp_path / "router.toml"
+    # No background probe during the test: what is reported comes from the callers' refreshes.
     text = f'[[environments]]\nid = "box"\ntarget = "{daemon_target}"\ninsecure = true\n'
     if tokens:
         token_file = tmp_path / "tokens"
         token_file.write_text("alice tok-alice\nbob tok-bob\n")
         text = f'token_file = "{token_file}"\n[client_environments]\nbob = ["local"]\n' + text
-    config.write_text(text)
+    config.write_text("environment_probe_interval_ms = 0\n" + text)
     return config
 
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from pathlib import Path
 
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from shellgate.common.errors import EnvironmentNotFoundError
 from shellgate.router.runtime.registry import EnvironmentRegistry, LocalEnvironment
 from shellgate.router.runtime.remote.discovery import (
     DnsDiscovery,
@@ -14,8 +19,18 @@ from shellgate.router.runtime.remote.discovery import (
     environment_id_for,
     resolve_addresses,
 )
+from shellgate.router.service.config import ConfigError
+from shellgate.v1 import router_pb2
 
 from tests.execserver_harness import daemon_subprocess
+from tests.router_harness import (
+    completed,
+    execute,
+    function_item,
+    router_config,
+    running_router,
+    turn,
+)
 
 
 def test_environment_ids_are_stable() -> None:
@@ -84,3 +99,99 @@ def test_vanished_addresses_stay_listed_and_return(tmp_path: Path) -> None:
             await registry.aclose()
 
         asyncio.run(main())
+
+
+def test_unknown_ids_share_one_rate_limited_lookup() -> None:
+    lookups: list[str] = []
+    release = asyncio.Event()
+
+    async def resolver(name: str, port: int) -> list[str]:
+        lookups.append(name)
+        await release.wait()
+        return ["127.0.0.9"]
+
+    async def main() -> None:
+        registry = EnvironmentRegistry(None)
+        now = [100.0]
+        config = DnsDiscoveryConfig(
+            dns_name="execd.svc", port=1, id_prefix="x", miss_refresh_min_interval_ms=1_000
+        )
+        DnsDiscovery(config, registry, resolver=resolver, clock=lambda: now[0])
+        # Ten concurrent misses: one lookup, and every one of them sees its result.
+        misses = [asyncio.create_task(registry.find("x-127.0.0.9")) for _ in range(10)]
+        await asyncio.sleep(0.01)
+        release.set()
+        found = await asyncio.gather(*misses)
+        assert len(lookups) == 1 and {e.environment_id for e in found} == {"x-127.0.0.9"}
+        # Another miss right after: no lookup (rate-limited), the id stays unknown.
+        with pytest.raises(EnvironmentNotFoundError):
+            await registry.find("x-127.0.0.10")
+        assert len(lookups) == 1
+        now[0] += 1.5
+        with pytest.raises(EnvironmentNotFoundError):
+            await registry.find("x-127.0.0.10")
+        assert len(lookups) == 2
+        await registry.aclose()
+
+    asyncio.run(main())
+
+
+def test_vanished_addresses_are_pruned_after_grace_and_use() -> None:
+    answers = [["127.0.0.9"], [], [], [], ["127.0.0.9"]]
+    in_use = {"x-127.0.0.9"}
+    now = [0.0]
+
+    async def resolver(name: str, port: int) -> list[str]:
+        return answers.pop(0)
+
+    async def main() -> None:
+        registry = EnvironmentRegistry(None)
+        config = DnsDiscoveryConfig(
+            dns_name="execd.svc", port=1, id_prefix="x", prune_after_ms=1_000,
+            connect_timeout_ms=200,
+        )  # fmt: skip
+        discovery = DnsDiscovery(
+            config, registry, resolver=resolver, in_use=lambda: set(in_use), clock=lambda: now[0]
+        )
+        await discovery.refresh_once()
+        await discovery.refresh_once()  # gone from DNS at t=0
+        now[0] = 5.0
+        await discovery.refresh_once()  # past the grace, but a session runs on it
+        assert registry.ids() == ["x-127.0.0.9"]
+        in_use.clear()
+        await discovery.refresh_once()
+        assert registry.ids() == [] and discovery.found == {}
+        await discovery.refresh_once()  # back in DNS: listed again under the same id
+        assert registry.ids() == ["x-127.0.0.9"]
+        await registry.aclose()
+
+    asyncio.run(main())
+
+
+def _router_health(channel: grpc.Channel) -> int:
+    stub = health_pb2_grpc.HealthStub(channel)
+    return int(stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=5).status)
+
+
+def test_discovery_only_router_serves_once_a_daemon_is_found(tmp_path: Path) -> None:
+    nowhere = DnsDiscoveryConfig(dns_name="nothing.invalid", port=1, id_prefix="x")
+    config = router_config(local_environment=False, discovery=(nowhere,))
+    with running_router(config) as router:
+        # Started (no "no environments" refusal), but not ready: nothing to run on.
+        assert _router_health(router.channel) == health_pb2.HealthCheckResponse.NOT_SERVING
+    with daemon_subprocess(["--root", str(tmp_path)]) as daemon:
+        found = DnsDiscoveryConfig(dns_name="localhost", port=daemon.port, id_prefix="box")
+        config = router_config(local_environment=False, discovery=(found,))
+        with running_router(config) as router:
+            deadline = time.monotonic() + 10
+            while _router_health(router.channel) != health_pb2.HealthCheckResponse.SERVING:
+                assert time.monotonic() < deadline, "never SERVING"
+                time.sleep(0.05)
+            done = completed(execute(router.stub, router_pb2.ExecuteRequest(
+                thread_id="t", turn=turn(environment_id="box-127.0.0.1", cwd="/tmp"),
+                item=function_item("exec_command", {"cmd": "echo found"}),
+            )))  # fmt: skip
+            assert done.exit_code == 0 and "found" in done.output_text, done.output_text
+    # Without discovery an empty router still refuses to start.
+    with pytest.raises(ConfigError, match="no environments"):
+        router_config(local_environment=False).validate()

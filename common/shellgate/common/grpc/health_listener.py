@@ -61,9 +61,12 @@ async def start_with_health(
     health: HealthServicer,
     service: str,
     health_listen: str,
+    *,
+    ready: Callable[[], bool] = lambda: True,
 ) -> tuple[grpc.aio.Server | None, int | None]:
     """Run `start` (the main port and what must come up with it) between NOT_SERVING and
-    SERVING, with the optional health-only listener up first; returns that listener.
+    SERVING (when `ready()` says so; its owner reports SERVING later otherwise), with the
+    optional health-only listener up first; returns that listener.
 
     The health servicer starts out SERVING for "", so it is set NOT_SERVING before any
     port answers. If `start` fails, the health listener is stopped again.
@@ -78,5 +81,5 @@ async def start_with_health(
         if health_server is not None:
             await health_server.stop(0)
         raise
-    await set_serving(health, service, True)
+    await set_serving(health, service, ready())
     return health_server, health_port

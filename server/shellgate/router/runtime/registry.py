@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pwd
 import shutil
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from shellgate.common.env_policy import ShellEnvironmentPolicy
@@ -163,6 +164,8 @@ class EnvironmentStatus:
 
 
 Environment = LocalEnvironment | RemoteEnvironment
+# Called when an environment id is unknown (discovery looks again before the miss counts).
+UnknownRefresh = Callable[[], Awaitable[None]]
 
 
 class EnvironmentRegistry:
@@ -178,6 +181,7 @@ class EnvironmentRegistry:
             if env.environment_id in self._envs:
                 raise ValueError(f"duplicate environment id {env.environment_id}")
             self._envs[env.environment_id] = env
+        self._unknown_refreshers: list[UnknownRefresh] = []
 
     @property
     def local(self) -> LocalEnvironment | None:
@@ -192,11 +196,35 @@ class EnvironmentRegistry:
             raise EnvironmentNotFoundError(f"unknown environment {environment_id}")
         return env
 
+    def on_unknown(self, refresh: UnknownRefresh) -> None:
+        """Register a discovery refresh to run before an unknown id is reported."""
+        self._unknown_refreshers.append(refresh)
+
+    @property
+    def discovers(self) -> bool:
+        """Whether environments may appear at run time (discovery is configured)."""
+        return bool(self._unknown_refreshers)
+
+    async def refresh_unknown(self) -> None:
+        """Let discovery look again (each refresher coalesces and rate-limits its lookups)."""
+        if self._unknown_refreshers:
+            await asyncio.gather(*(refresh() for refresh in self._unknown_refreshers))
+
+    async def find(self, environment_id: str) -> Environment:
+        """An environment by id; an unknown one first triggers a discovery refresh."""
+        if environment_id not in self._envs:
+            await self.refresh_unknown()
+        return self.get(environment_id)
+
     def add(self, env: RemoteEnvironment) -> None:
         """Add a discovered environment (ids are unique; an existing one is kept)."""
         if env.environment_id in self._envs:
             raise ValueError(f"duplicate environment id {env.environment_id}")
         self._envs[env.environment_id] = env
+
+    def remove(self, environment_id: str) -> None:
+        """Forget a discovered environment (pruned; the caller closes it)."""
+        self._envs.pop(environment_id, None)
 
     def remotes(self) -> list[RemoteEnvironment]:
         """The remote environments in order."""
@@ -227,7 +255,7 @@ class EnvironmentRegistry:
                     True,
                     env.target,
                     env.reachable,
-                    env.last_error or "",
+                    env.breaker.describe() if env.breaker.open else env.last_error or "",
                     env.info,
                 )
             )

@@ -433,6 +433,14 @@ class ThreadRegistry:
         """Drop parked calls past their approval TTL in every local thread."""
         return sum(state.expire_pending() for state in self._threads.values())
 
+    def environments_in_use(self) -> set[str]:
+        """Environments that a session held by this router runs on (discovery keeps them)."""
+        return {
+            info.environment_id
+            for state in self._threads.values()
+            for info in state.sessions.sessions()
+        }
+
     async def aclose(self) -> None:
         """Close this router's part of every thread, then the shared store's connections."""
         threads, self._threads = list(self._threads.values()), {}

@@ -208,6 +208,17 @@ class RouterApp:
             views[env_id] = EnvironmentView(env_id, True, cwd, shell)
         return views
 
+    def environment_gauges(self) -> dict[str, float]:
+        """Remote environments unreachable now and with an open circuit (metrics gauges)."""
+        remotes = self.environments.remotes()
+        return {
+            "shellgate_environments_unreachable": sum(not e.reachable for e in remotes),
+            "shellgate_environments_circuit_open": sum(e.breaker.open for e in remotes),
+            "shellgate_environment_calls_failed_fast": sum(
+                e.breaker.refused_total for e in remotes
+            ),
+        }
+
     def unreachable(self, environment_id: str) -> str | None:
         """The last error of a remote environment that is currently unreachable."""
         env = self.environments.get(environment_id)
@@ -221,6 +232,10 @@ class RouterApp:
         """The domain turn of a request (defaults applied, environments checked)."""
         validate_thread_id(thread_id)
         wanted = {e.environment_id for e in turn.environments}
+        known = self.environments.ids()
+        if not known or not wanted.issubset(known):
+            # An id this replica has not discovered yet: look again before refusing it.
+            await self.environments.refresh_unknown()
         if not wanted and self.environments.ids():
             wanted = {self.environments.ids()[0]}
         views = await self.environment_views(wanted)

@@ -120,6 +120,9 @@ class RouterConfig:
     redis_key_prefix: str = "shellgate:"
     # Exec-server daemons discovered through DNS (one environment per resolved address).
     discovery: tuple[DnsDiscoveryConfig, ...] = ()
+    # Every remote environment is health-checked this often (ListEnvironments reports the
+    # last result; a daemon found down fails calls fast until it answers); 0 = never.
+    environment_probe_interval_ms: int = 5_000
     redact_values_files: tuple[str, ...] = ()
     # The file this configuration was read from (empty: none); set by load_config.
     source_file: str = ""
@@ -184,7 +187,8 @@ class RouterConfig:
             ids.insert(0, "local")
         if len(set(ids)) != len(ids):
             raise ConfigError(f"duplicate environment ids in {ids}")
-        # A discovery-only router (the Kubernetes layout) finds its environments in DNS.
+        # Discovery-only (the Kubernetes layout) may start empty: it is NOT_SERVING until
+        # its first lookup finds a daemon.
         if not ids and not self.discovery:
             raise ConfigError(
                 "no environments: enable local_environment, add [[environments]] or [[discovery]]"

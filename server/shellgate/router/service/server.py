@@ -19,6 +19,7 @@ from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
 from shellgate.common.local_token import LocalToken
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.runtime.remote.discovery import DnsDiscovery
+from shellgate.router.runtime.remote.monitor import run_health_probes
 from shellgate.router.runtime.sweeper import run_thread_sweeper
 from shellgate.router.service.app import RouterApp
 from shellgate.router.service.config import ConfigError, RouterConfig, is_loopback_address
@@ -65,8 +66,9 @@ class RunningRouter:
 
     async def stop(self) -> None:
         """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
-        await set_serving(self.health, SERVICE_NAME, False)
+        # Set first: a discovery lookup finishing now must not report SERVING again.
         self.stop_background.set()
+        await set_serving(self.health, SERVICE_NAME, False)
         await cancel_and_wait(*self.background, log=log)
         grace_s = self.app.config.limits.shutdown_grace_ms / 1000
         # In-flight calls get most of the grace period to finish on their own. Processes
@@ -131,15 +133,16 @@ async def start_router(
             await server.start()
             if config.metrics_listen:
                 metrics_server = await start_metrics_server(
-                    config.metrics_listen, app.metrics.render
+                    config.metrics_listen, lambda: app.metrics.render(app.environment_gauges())
                 )
         except BaseException:
             await server.stop(0)
             raise
 
     health_server, health_port = await start_with_health(
-        start, health, SERVICE_NAME, config.health_listen
-    )
+        start, health, SERVICE_NAME, config.health_listen,
+        ready=lambda: bool(app.environments.ids()),
+    )  # fmt: skip
     running = RunningRouter(server, port, app, health, metrics_server, health_server, health_port)
     if local is not None:
         try:
@@ -152,11 +155,27 @@ async def start_router(
     stop = running.stop_background
     sweeper = run_thread_sweeper(app.threads, limits.sweep_interval_ms, stop)
     running.background.append(asyncio.create_task(sweeper, name="thread-sweeper"))
+
+    async def report_readiness() -> None:
+        # Serving while there is an environment to run on: a discovery-only router is
+        # NOT_SERVING until a lookup finds a daemon (and again if every one is pruned).
+        if not stop.is_set():
+            await set_serving(health, SERVICE_NAME, bool(app.environments.ids()))
+
+    await report_readiness()
     for entry in config.discovery:
-        discovery = DnsDiscovery(entry, app.environments)
+        discovery = DnsDiscovery(
+            entry,
+            app.environments,
+            in_use=app.threads.environments_in_use,
+            on_change=report_readiness,
+        )
         running.background.append(
             asyncio.create_task(discovery.run(stop), name=f"discovery-{entry.dns_name}")
         )
+    if config.environment_probe_interval_ms > 0:
+        probes = run_health_probes(app.environments, config.environment_probe_interval_ms, stop)
+        running.background.append(asyncio.create_task(probes, name="environment-probes"))
     log.info("router listening on port %d (%d environments)", port, len(app.environments.ids()))
     return running
 

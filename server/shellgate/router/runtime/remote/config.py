@@ -37,6 +37,10 @@ class RemoteConfig:
     # past it the router stops reading that stream, so gRPC flow control and the daemon's
     # retention/pacing hold the process back (as much as a local process buffers).
     output_buffer_bytes: int = 1024 * 1024
+    # After a failed connect calls fail fast (circuit open) while the router reconnects in
+    # the background: first retry after the initial backoff, doubling up to the maximum.
+    reconnect_initial_backoff_ms: int = 500
+    reconnect_max_backoff_ms: int = 30_000
 
     @property
     def has_tls_files(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Mapping
@@ -18,7 +19,9 @@ from shellgate.common.process.base import (
     SpawnRequest,
 )
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
+from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.apply_patch.fs import PatchFileSystem
+from shellgate.router.runtime.remote.breaker import BreakerSettings, CircuitBreaker
 from shellgate.router.runtime.remote.config import (
     RemoteConfig,
     local_daemon_token,
@@ -39,7 +42,9 @@ __all__ = ["RemoteConfig", "RemoteEnvironment", "RemoteProcess"]
 
 # How stale a loopback daemon's generated token may be before it is read again.
 LOCAL_TOKEN_REFRESH_S = 1.0
-
+_log = logging.getLogger(__name__)
+# Health answers that mean the daemon cannot take calls now (the circuit opens).
+_DOWN_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
 def _policy_pb(policy: ShellEnvironmentPolicy) -> shell_pb2.ShellEnvironmentPolicy:
@@ -73,9 +78,16 @@ class RemoteEnvironment:
         self.info: EnvironmentInfo | None = None
         self.reachable = False
         self.last_error: str | None = None
+        # Set by discovery while the daemon's address is no longer in DNS: not probed.
+        self.withdrawn = False
         self._token = read_token(config.token_file) if config.token_file else ""
         self._local_token_value: str | None = None
         self._local_token_at = -LOCAL_TOKEN_REFRESH_S
+        self.breaker = CircuitBreaker(
+            BreakerSettings(config.reconnect_initial_backoff_ms, config.reconnect_max_backoff_ms)
+        )
+        # The background reconnect while the circuit is open (owned here; aclose ends it).
+        self._retry: asyncio.Task[None] | None = None
 
     @property
     def environment_id(self) -> str:
@@ -113,43 +125,81 @@ class RemoteEnvironment:
         self._stub = None
 
     async def stub(self) -> exec_pb2_grpc.ExecServiceStub:
-        """The connected stub; connects (with GetInfo) when needed, else raises unavailable."""
+        """The connected stub; connects (with GetInfo) when needed, else raises unavailable.
+
+        With the circuit open (a connect failed) it raises at once, never connecting: the
+        background retry reconnects (see remote/breaker.py).
+        """
         if self._stub is not None:
             return self._stub
+        if self.breaker.open:
+            raise EnvironmentUnavailableError(self.environment_id, self.breaker.refusal())
         async with self._lock:
             if self._stub is not None:
                 return self._stub
-            if self._channel is not None:
-                await self._channel.close(None)
-            self._channel = make_channel(self.config)
-            stub = exec_pb2_grpc.ExecServiceStub(self._channel)
-            try:
-                await asyncio.wait_for(
-                    self._channel.channel_ready(), self.config.connect_timeout_ms / 1000
-                )
-                info = await stub.GetInfo(
-                    exec_pb2.GetInfoRequest(),
-                    timeout=self.config.call_timeout_ms / 1000,
-                    metadata=self.metadata(),
-                )
-                self.info = info_from_pb(info)
-            except TimeoutError:
-                self.mark_unreachable(
-                    f"connect to {self.config.target} timed out after "
-                    f"{self.config.connect_timeout_ms} ms"
-                )
-                raise EnvironmentUnavailableError(
-                    self.environment_id, self.last_error or ""
-                ) from None
-            except grpc.aio.AioRpcError as exc:
-                self.mark_unreachable(f"{exc.code().name}: {exc.details()}")
-                raise EnvironmentUnavailableError(
-                    self.environment_id, self.last_error or ""
-                ) from exc
-            self.reachable = True
-            self.last_error = None
-            self._stub = stub
-            return stub
+            if self.breaker.open:
+                # Another caller's connect failed while this one waited for it.
+                raise EnvironmentUnavailableError(self.environment_id, self.breaker.refusal())
+            reason = await self._connect()
+            if reason is not None:
+                self._open_circuit(reason)
+                raise EnvironmentUnavailableError(self.environment_id, reason)
+            assert self._stub is not None
+            return self._stub
+
+    async def _connect(self) -> str | None:
+        """A fresh channel, ready and with GetInfo read; the failure reason, else None."""
+        if self._channel is not None:
+            await self._channel.close(None)
+        self._channel = make_channel(self.config)
+        stub = exec_pb2_grpc.ExecServiceStub(self._channel)
+        try:
+            await asyncio.wait_for(
+                self._channel.channel_ready(), self.config.connect_timeout_ms / 1000
+            )
+            info = await stub.GetInfo(
+                exec_pb2.GetInfoRequest(),
+                timeout=self.config.call_timeout_ms / 1000,
+                metadata=self.metadata(),
+            )
+        except TimeoutError:
+            return (
+                f"connect to {self.config.target} timed out after "
+                f"{self.config.connect_timeout_ms} ms"
+            )
+        except grpc.aio.AioRpcError as exc:
+            return f"{exc.code().name}: {exc.details()}"
+        self.info = info_from_pb(info)
+        self.reachable = True
+        self.last_error = None
+        self._stub = stub
+        self.breaker.close()
+        return None
+
+    def _open_circuit(self, reason: str) -> None:
+        """Fail fast from now on and reconnect in the background (one retry task)."""
+        self.mark_unreachable(reason)
+        if not self.breaker.open:
+            _log.warning("environment %s unreachable, circuit open: %s", self.environment_id, reason)
+        self.breaker.trip(reason)
+        if self._retry is None or self._retry.done():
+            self._retry = asyncio.create_task(
+                self._reconnect(), name=f"reconnect-{self.environment_id}"
+            )
+
+    async def _reconnect(self) -> None:
+        """Retry the connect with backoff until it works (or the circuit closes otherwise)."""
+        while self.breaker.open:
+            await asyncio.sleep(self.breaker.retry_delay_s())
+            async with self._lock:
+                if not self.breaker.open:
+                    return
+                reason = await self._connect()
+            if reason is None:
+                _log.info("environment %s reachable again, circuit closed", self.environment_id)
+                return
+            self.mark_unreachable(reason)
+            self.breaker.retry_failed(reason)
 
     async def call(self, method: str, request: Any) -> Any:
         """One unary ExecService RPC, connecting first, with the call timeout and token."""
@@ -173,11 +223,16 @@ class RemoteEnvironment:
                 metadata=self.metadata(),
             )
         except grpc.aio.AioRpcError as exc:
-            self.mark_unreachable(f"health check failed: {exc.code().name}: {exc.details()}")
+            reason = f"health check failed: {exc.code().name}: {exc.details()}"
+            if exc.code() in _DOWN_CODES:
+                # The daemon is gone: calls fail fast until the reconnect works.
+                self._open_circuit(reason)
+            else:
+                self.mark_unreachable(reason)
             return False
         if reply.status != health_pb2.HealthCheckResponse.SERVING:
             name = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-            self.mark_unreachable(f"health check: {name}")
+            self._open_circuit(f"health check: {name}")
             return False
         self.reachable = True
         self.last_error = None
@@ -299,7 +354,10 @@ class RemoteEnvironment:
         return RemoteFileSystem(self, asyncio.get_running_loop())
 
     async def aclose(self) -> None:
-        """Close the channel."""
+        """End the background reconnect, close the channel."""
+        if self._retry is not None:
+            await cancel_and_wait(self._retry, log=_log)
+            self._retry = None
         if self._channel is not None:
             await self._channel.close(None)
         self._channel = None

@@ -32,6 +32,10 @@ class SessionEnvironments(Protocol):
         """The environment; unknown → EnvironmentNotFoundError."""
         ...
 
+    async def find(self, environment_id: str) -> object:
+        """As `get`, but an unknown id first lets discovery look again."""
+        ...
+
 
 def remote_env(
     environments: SessionEnvironments | None, environment_id: str
@@ -71,9 +75,15 @@ async def reattach(
 ) -> UnifiedProcess | None:
     """A UnifiedProcess over Attach from the record's seq; None when the env is unknown.
 
-    An unreachable daemon raises EnvironmentUnavailableError (nothing attached).
+    An unreachable daemon raises EnvironmentUnavailableError (nothing attached). An
+    environment this router has not discovered yet is looked up first (another replica
+    may have found the daemon before this one did).
     """
     env = remote_env(environments, record.environment_id)
+    if env is None and environments is not None:
+        with contextlib.suppress(EnvironmentNotFoundError):
+            await environments.find(record.environment_id)
+        env = remote_env(environments, record.environment_id)
     if env is None:
         return None
     handle = await env.attach(record.backend_process_id, record.consumed_seq)
