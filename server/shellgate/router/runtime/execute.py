@@ -12,7 +12,11 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from shellgate.common.errors import InvalidArgumentError, ServiceError
+from shellgate.common.errors import (
+    InvalidArgumentError,
+    ServiceError,
+    SharedStateUnavailableError,
+)
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import ProjectedCall
@@ -76,7 +80,11 @@ async def _drive(
             await runner.run(answer)
         except Exception as exc:
             # Pairing must survive our own bugs: the model still gets an output.
-            _log.exception("call %s failed", record.projected.call_id)
+            if isinstance(exc, SharedStateUnavailableError):
+                # Counted and logged (rate-limited) by the store monitor: no trace per call.
+                _log.debug("call %s failed: %s", record.projected.call_id, exc)
+            else:
+                _log.exception("call %s failed", record.projected.call_id)
             if not stream.ended:
                 # Service errors (e.g. the shared store is down) have a safe, clear message.
                 detail = str(exc) if isinstance(exc, ServiceError) else type(exc).__name__
