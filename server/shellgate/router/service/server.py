@@ -140,6 +140,8 @@ async def start_router(
                 metrics_server = await start_metrics_server(
                     config.metrics_listen, app.metrics.render
                 )
+                bound = metrics_server.sockets[0].getsockname()[1]
+                log.info("metrics listening on port %d", bound)
         except BaseException:
             await server.stop(0)
             raise
