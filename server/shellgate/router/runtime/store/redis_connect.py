@@ -88,17 +88,18 @@ def _common(timeout_ms: int) -> dict[str, Any]:
     }
 
 
-def connect(url: str, *, timeout_ms: int = 2_000) -> Redis | RedisCluster:
-    """A lazily connecting client for `url` (ValueError when it cannot be understood)."""
+def connect(url: str, *, timeout_ms: int = 2_000) -> tuple[Redis | RedisCluster, list[Redis]]:
+    """A lazily connecting client for `url` and the Sentinel clients it uses (close them
+    too); ValueError when the URL cannot be understood."""
     scheme, creds, hosts, path = _split(url)
     common = _common(timeout_ms)
     if scheme in _PLAIN_SCHEMES:
-        return Redis.from_url(url, **common)
+        return Redis.from_url(url, **common), []
     tls = scheme.startswith("rediss")
     auth = _credentials(creds)
     if scheme in CLUSTER_SCHEMES:
         nodes = [ClusterNode(h, p) for h, p in _nodes(hosts, 6379, url)]
-        return RedisCluster(startup_nodes=nodes, ssl=tls, **auth, **common)
+        return RedisCluster(startup_nodes=nodes, ssl=tls, **auth, **common), []
     if scheme in SENTINEL_SCHEMES:
         service, _, db = path.partition("/")
         if not service:
@@ -113,7 +114,7 @@ def connect(url: str, *, timeout_ms: int = 2_000) -> Redis | RedisCluster:
         master: Redis = sentinel.master_for(
             unquote(service), redis_class=Redis, db=int(db or 0), **auth, **extra
         )
-        return master
+        return master, list(sentinel.sentinels)
     raise ValueError(
         f"redis_url {url!r}: unknown scheme {scheme!r} (redis, rediss, unix, "
         "redis+sentinel, rediss+sentinel, redis+cluster, rediss+cluster)"

@@ -102,13 +102,18 @@ class RedisSharedState:
         self._epoch: bytes | None = None
         self._epoch_lock = asyncio.Lock()
         self.on_reset: Callable[[], Awaitable[None]] | None = None
+        # Connections to the Sentinels (redis+sentinel URLs), closed with the store.
+        self._sentinels: list[Redis] = []
 
     @classmethod
     def from_url(
         cls, url: str, *, idle_ttl_ms: int, prefix: str = DEFAULT_PREFIX, timeout_ms: int = 2_000
     ) -> RedisSharedState:
         """Connect lazily to a `redis_url` (one server, Sentinel or Cluster: redis_connect)."""
-        return cls(connect(url, timeout_ms=timeout_ms), idle_ttl_ms=idle_ttl_ms, prefix=prefix)
+        client, sentinels = connect(url, timeout_ms=timeout_ms)
+        store = cls(client, idle_ttl_ms=idle_ttl_ms, prefix=prefix)
+        store._sentinels = sentinels
+        return store
 
     @property
     def distributed(self) -> bool:
@@ -331,6 +336,8 @@ class RedisSharedState:
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._r.aclose()
+        for sentinel in self._sentinels:
+            await sentinel.aclose()
 
 
 def _text(value: bytes | str) -> str:
