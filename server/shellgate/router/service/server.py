@@ -140,8 +140,9 @@ async def start_router(
                 metrics_server = await start_metrics_server(
                     config.metrics_listen, app.metrics.render
                 )
-                bound = metrics_server.sockets[0].getsockname()[1]
-                log.info("metrics listening on port %d", bound)
+                if isinstance(metrics_server, asyncio.Server):  # the bound port (listen :0)
+                    port_bound = metrics_server.sockets[0].getsockname()[1]
+                    log.info("metrics listening on port %d", port_bound)
         except BaseException:
             await server.stop(0)
             raise
