@@ -12,7 +12,11 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from shellgate.common.errors import InvalidArgumentError, ServiceError
+from shellgate.common.errors import (
+    InvalidArgumentError,
+    ServiceError,
+    SharedStateUnavailableError,
+)
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import ProjectedCall
@@ -76,8 +80,11 @@ async def _drive(
             await runner.run(answer)
         except Exception as exc:
             # Pairing must survive our own bugs: the model still gets an output. A service
-            # error (a limit crossed in a race, the shared store down) is expected: no trace.
-            if isinstance(exc, ServiceError):
+            # error (a limit crossed in a race) is expected: no trace.
+            if isinstance(exc, SharedStateUnavailableError):
+                # Counted and logged (rate-limited) by the store monitor: no trace per call.
+                _log.debug("call %s failed: %s", record.projected.call_id, exc)
+            elif isinstance(exc, ServiceError):
                 _log.warning("call %s failed: %s", record.projected.call_id, exc)
             else:
                 _log.exception("call %s failed", record.projected.call_id)

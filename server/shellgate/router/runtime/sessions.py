@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shellgate.common.errors import UnknownSessionError
+from shellgate.common.errors import SharedStateUnavailableError, UnknownSessionError
 from shellgate.common.tasks import TaskSet
 from shellgate.router.output.unified_rules import (
     MAX_UNIFIED_EXEC_PROCESSES,
@@ -81,6 +81,9 @@ class SessionManager:
         self._environments: SessionEnvironments | None = None
         self._instance_id = ""
         self._shared_ids: set[int] = set()
+        # The shared records as this replica last wrote or read them: re-published when the
+        # store lost its data (a Redis restart without AOF), so their processes stay owned.
+        self._known: dict[int, SessionRecord] = {}
         self._attached: dict[int, UnifiedProcess] = {}
 
     def bind(
@@ -134,7 +137,12 @@ class SessionManager:
                 continue
             if not self.distributed or self._shared is None:
                 return pid
-            if await self._shared.reserve_session_id(self._thread_id, pid):
+            try:
+                if await self._shared.reserve_session_id(self._thread_id, pid):
+                    return pid
+            except SharedStateUnavailableError:
+                # Store down: unique here and among the shared ids last seen (a local
+                # session needs no more; a remote one fails publishing it, UNAVAILABLE).
                 return pid
         raise RuntimeError("no free unified-exec session id")
 
@@ -150,7 +158,14 @@ class SessionManager:
         """Re-read which shared sessions exist (the sync `exists` answers from it)."""
         if self.distributed and self._shared is not None:
             records = await self._shared.list_sessions(self._thread_id)
-            self._shared_ids = {r.session_id for r in records}
+            self._known = {r.session_id: r for r in records}
+            self._shared_ids = set(self._known)
+
+    async def republish(self) -> None:
+        """Store the shared records this replica knows again, each only when absent."""
+        if self.distributed and self._shared is not None:
+            for record in list(self._known.values()):
+                await self._shared.put_session_if_absent(self._thread_id, record)
 
     def exists(self, process_id: int) -> bool:
         """Known here, lost with its environment, or shared (as of the last refresh)."""
@@ -170,7 +185,9 @@ class SessionManager:
         record = await self._shared.get_session(self._thread_id, process_id)
         if record is None:
             self._shared_ids.discard(process_id)
+            self._known.pop(process_id, None)
             return None
+        self._known[process_id] = record
         proc = await reattach(record, self._environments, self.clock)
         if proc is not None:
             self._attached[process_id] = proc
@@ -190,8 +207,10 @@ class SessionManager:
             stored and remote_env(self._environments, proc.meta.environment_id)
         ):
             return
-        await self._shared.put_session(self._thread_id, record_of(proc, self._instance_id))
+        record = record_of(proc, self._instance_id)
+        await self._shared.put_session(self._thread_id, record)
         self._shared_ids.add(proc.process_id)
+        self._known[proc.process_id] = record
         if attached:
             del self._attached[proc.process_id]
         else:
@@ -267,6 +286,7 @@ class SessionManager:
             assert self._shared is not None
             await self._shared.delete_session(self._thread_id, proc.process_id)
             self._shared_ids.discard(proc.process_id)
+            self._known.pop(proc.process_id, None)
             if proc.lost is not None:
                 self._lost[proc.process_id] = proc.meta.environment_id
             await proc.terminate()
@@ -300,6 +320,7 @@ class SessionManager:
             running = await env.terminate_process(record.backend_process_id)
         await self._shared.delete_session(self._thread_id, process_id)
         self._shared_ids.discard(process_id)
+        self._known.pop(process_id, None)
         return running
 
     async def terminate_all(self) -> int:

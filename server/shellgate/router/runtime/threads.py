@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 import time
@@ -15,6 +16,7 @@ from shellgate.common.errors import (
     InvalidArgumentError,
     LimitExceededError,
     PendingElsewhereError,
+    SharedStateUnavailableError,
     UnknownApprovalError,
     UnknownCallError,
     UnknownThreadError,
@@ -130,6 +132,8 @@ class ThreadState:
         self.shared: SharedState = shared or InMemorySharedState(clock)
         self.instance_id = instance_id
         self.generation = generation
+        # Created while the store was down: it joins the store's thread (its generation).
+        self.provisional = False
         # Parked calls' continuations (live objects: they stay with this router).
         self._max_pending = max_pending
         self._pending_tally = pending_tally or StateLimits(max_pending=max_pending).tallies()[0]
@@ -366,6 +370,12 @@ class ThreadRegistry:
     async def _sync(self, thread_id: str, generation: str | None) -> ThreadState | None:
         """The local state matching the shared generation (a stale one is closed)."""
         state = self._threads.get(thread_id)
+        if state is not None and generation is not None and state.provisional:
+            state.generation, state.provisional = generation, False
+        stale = state is not None and state.generation != generation
+        if stale and await self.shared.check_reset():
+            # Redis lost its data (restart without AOF): this replica re-published its threads.
+            generation = await self.shared.thread_generation(thread_id)
         if state is not None and state.generation != generation:
             # Ended (or expired) through another router: forget what this router held.
             del self._threads[thread_id]
@@ -375,24 +385,51 @@ class ThreadRegistry:
             state = self._new(thread_id, generation)
         if state is not None:
             state.touch()
-            await state.sessions.refresh()
+            with contextlib.suppress(SharedStateUnavailableError):
+                await state.sessions.refresh()
         return state
+
+    def _degraded(self, thread_id: str) -> ThreadState:
+        """This replica's part of the thread while the store is down (new ones provisional)."""
+        state = self._threads.get(thread_id)
+        if state is None:
+            state = self._new(thread_id, uuid.uuid4().hex)
+            state.provisional = True
+        state.touch()  # calls needing shared state answer UNAVAILABLE from the store itself
+        return state
+
+    async def republish(self) -> None:
+        """After the store lost its data: re-create this replica's threads and sessions."""
+        for thread_id, state in list(self._threads.items()):
+            if not state.provisional:  # never shared: re-created by its next call
+                await self.shared.restore_thread(thread_id, state.generation)
+                await state.sessions.republish()
 
     async def get_or_create(self, thread_id: str) -> ThreadState:
-        """The thread, created on first use (on any router)."""
+        """The thread, created on first use (any router); local-only while the store is down."""
         _check_key(thread_id)
-        if thread_id not in self._threads:
+        if (state := self._threads.get(thread_id)) is None:
             await self._make_room()
             self._check_room()  # before the shared record exists, so a refusal leaves none
-        generation = await self.shared.ensure_thread(thread_id, uuid.uuid4().hex)
-        state = await self._sync(thread_id, generation)
-        assert state is not None
-        return state
+        candidate = state.generation if state is not None and state.provisional else ""
+        try:
+            generation = await self.shared.ensure_thread(thread_id, candidate or uuid.uuid4().hex)
+        except SharedStateUnavailableError:
+            return self._degraded(thread_id)
+        synced = await self._sync(thread_id, generation)
+        assert synced is not None
+        return synced
 
     async def get(self, thread_id: str) -> ThreadState:
-        """An existing thread; unknown → NOT_FOUND."""
+        """An existing thread; unknown → NOT_FOUND (this replica's part while the store is down)."""
         _check_key(thread_id)
-        state = await self._sync(thread_id, await self.shared.thread_generation(thread_id))
+        try:
+            generation = await self.shared.thread_generation(thread_id)
+        except SharedStateUnavailableError:
+            if thread_id not in self._threads:
+                raise
+            return self._degraded(thread_id)
+        state = await self._sync(thread_id, generation)
         if state is None:
             raise UnknownThreadError(f"unknown thread {thread_id}")
         return state

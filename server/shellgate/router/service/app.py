@@ -10,7 +10,7 @@ import asyncio
 import os
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from shellgate.router.runtime.registry import (
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.remote.fs import RemoteFileSystem
 from shellgate.router.runtime.tally import StateLimits
+from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
 from shellgate.router.service.admission import Admission
 from shellgate.router.service.config import ConfigError, RouterConfig
@@ -110,16 +111,25 @@ class RouterApp:
         self.environments = EnvironmentRegistry(local, remotes)
         self.metrics = Metrics(self.environments.ids())
         shared = None
+        # The shared store's reachability (None: in memory, always there); health and
+        # metrics report it, and RunningRouter runs its probe.
+        self.store_monitor: StoreMonitor | None = None
+        self.store_probe: Callable[[], Awaitable[None]] | None = None
         redis_url = config.shared_store_url()
         if redis_url:
             # Imported only when configured: redis is an optional dependency.
             from shellgate.router.runtime.store.redis_state import RedisSharedState
 
-            shared = RedisSharedState.from_url(
-                redis_url,
-                idle_ttl_ms=config.limits.thread_idle_ttl_ms,
-                prefix=config.redis_key_prefix,
-            )
+            try:
+                shared = RedisSharedState.from_url(
+                    redis_url,
+                    idle_ttl_ms=config.limits.thread_idle_ttl_ms,
+                    prefix=config.redis_key_prefix,
+                )
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from exc
+            self.store_monitor, self.store_probe = shared.monitor, shared.probe
+            self.metrics.watch_shared_state(shared.monitor)
         self.threads = ThreadRegistry(
             approval_ttl_ms=config.limits.approval_ttl_ms,
             idle_ttl_ms=config.limits.thread_idle_ttl_ms,
@@ -134,6 +144,9 @@ class RouterApp:
                 max_sessions=config.limits.max_unified_sessions,
             ),
         )
+        if shared is not None:
+            # Redis lost its data (restart without AOF): re-publish what this replica holds.
+            shared.on_reset = self.threads.republish
         limits = config.limits
         self.execute_admission = Admission(
             "Execute",

@@ -13,6 +13,8 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 
+from shellgate.router.runtime.store.monitor import StoreMonitor
+
 KNOWN_TOOLS = frozenset({"shell_command", "exec_command", "write_stdin", "apply_patch"})
 # A request line plus headers larger than this is refused; the endpoint takes no body.
 MAX_REQUEST_BYTES = 8 * 1024
@@ -28,6 +30,11 @@ class Metrics:
         self._calls: Counter[tuple[str, str, str]] = Counter()
         self._wall_sum: dict[str, float] = {}
         self._rejected: Counter[str] = Counter()
+        self._shared_state: StoreMonitor | None = None
+
+    def watch_shared_state(self, monitor: StoreMonitor) -> None:
+        """Report the shared store's reachability, failures (by operation) and data losses."""
+        self._shared_state = monitor
 
     def _tool(self, tool: str | None) -> str:
         return tool if tool in KNOWN_TOOLS else "other"
@@ -73,9 +80,33 @@ class Metrics:
             ]
             for code, n in sorted(self._rejected.items()):
                 lines.append(f'shellgate_rpc_errors_total{{code="{code}"}} {n}')
+        lines += self._shared_state_lines()
         for name, value in sorted((extra_gauges or {}).items()):
             lines += [f"# TYPE {name} gauge", f"{name} {value}"]
         return "\n".join(lines) + "\n"
+
+    def _shared_state_lines(self) -> list[str]:
+        # The monitor is only touched on the event loop, like this render; `op` is one of
+        # the store's fixed operation names, so the series are bounded.
+        monitor = self._shared_state
+        if monitor is None:
+            return []
+        lines = [
+            "# HELP shellgate_shared_state_up 1 while the shared store (Redis) answers.",
+            "# TYPE shellgate_shared_state_up gauge",
+            f"shellgate_shared_state_up {int(monitor.up)}",
+            "# HELP shellgate_shared_state_errors_total Failed shared-store operations.",
+            "# TYPE shellgate_shared_state_errors_total counter",
+        ]
+        for op, n in sorted(monitor.errors.items()):
+            lines.append(f'shellgate_shared_state_errors_total{{op="{op}"}} {n}')
+        lines += [
+            "# HELP shellgate_shared_state_resets_total Times the store was found to have "
+            "lost its data.",
+            "# TYPE shellgate_shared_state_resets_total counter",
+            f"shellgate_shared_state_resets_total {monitor.resets}",
+        ]
+        return lines
 
 
 async def _handle(

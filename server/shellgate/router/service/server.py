@@ -32,6 +32,11 @@ SERVICE_NAME = router_pb2.DESCRIPTOR.services_by_name["ToolRouterService"].full_
 # Fraction of shutdown_grace_ms after which still-running processes are killed.
 KILL_AT_GRACE_FRACTION = 0.8
 HEALTH_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+# The health name of the shared thread store (Redis): NOT_SERVING while it is unreachable.
+# The overall status ("") and ToolRouterService stay SERVING then (a degraded mode): every
+# replica shares the one Redis, so taking them out of the load balancer would stop the
+# calls that need no shared state too (docs/scaling.md).
+SHARED_STATE_HEALTH_NAME = "shellgate.v1.SharedState"
 
 
 def server_credentials(config: RouterConfig) -> grpc.ServerCredentials | None:
@@ -121,7 +126,9 @@ async def start_router(
     )
     creds = server_credentials(config)
     port = bind(server, config.listen, creds)
-    if config.metrics_listen and not (is_loopback_address(config.metrics_listen) or config.insecure):
+    if config.metrics_listen and not (
+        is_loopback_address(config.metrics_listen) or config.insecure
+    ):
         raise ConfigError(
             f"metrics_listen {config.metrics_listen} is not loopback; set insecure = true"
         )
@@ -135,6 +142,9 @@ async def start_router(
                 metrics_server = await start_metrics_server(
                     config.metrics_listen, lambda: app.metrics.render(app.environment_gauges())
                 )
+                if isinstance(metrics_server, asyncio.Server):  # the bound port (listen :0)
+                    port_bound = metrics_server.sockets[0].getsockname()[1]
+                    log.info("metrics listening on port %d", port_bound)
         except BaseException:
             await server.stop(0)
             raise
@@ -153,6 +163,7 @@ async def start_router(
         running.local_token = local
     # Owned background tasks: cancelled and awaited by RunningRouter.stop().
     stop = running.stop_background
+    await _watch_shared_state(running)
     sweeper = run_thread_sweeper(app.threads, limits.sweep_interval_ms, stop)
     running.background.append(asyncio.create_task(sweeper, name="thread-sweeper"))
 
@@ -178,6 +189,24 @@ async def start_router(
         running.background.append(asyncio.create_task(probes, name="environment-probes"))
     log.info("router listening on port %d (%d environments)", port, len(app.environments.ids()))
     return running
+
+
+async def _watch_shared_state(running: RunningRouter) -> None:
+    """Report the shared store on its health name; with Redis, probe it in the background."""
+    health, monitor, probe = running.health, running.app.store_monitor, running.app.store_probe
+    serving, not_serving = (health_pb2.HealthCheckResponse.SERVING,
+                            health_pb2.HealthCheckResponse.NOT_SERVING)  # fmt: skip
+    if monitor is None or probe is None:
+        await health.set(SHARED_STATE_HEALTH_NAME, serving)  # in memory: always there
+        return
+
+    async def report(up: bool) -> None:
+        await health.set(SHARED_STATE_HEALTH_NAME, serving if up else not_serving)
+
+    monitor.listen(report)
+    running.background.append(
+        asyncio.create_task(monitor.run(probe, running.stop_background), name="store-probe")
+    )
 
 
 async def serve_forever(router: RunningRouter, stop: asyncio.Event) -> None:

@@ -8,13 +8,18 @@ is never treated as granted.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Awaitable
+import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 from shellgate.common.errors import SharedStateUnavailableError
+from shellgate.router.runtime.store.monitor import StoreMonitor
+from shellgate.router.runtime.store.redis_connect import connect
 from shellgate.router.runtime.store.shared_state import PendingRecord, SessionRecord
 
 __all__ = ["DEFAULT_PREFIX", "RedisSharedState"]
@@ -22,35 +27,49 @@ __all__ = ["DEFAULT_PREFIX", "RedisSharedState"]
 DEFAULT_PREFIX = "shellgate:"
 _DATA = ("approved", "grants", "pendings", "ids", "sessions")
 
-# KEYS: none (all keys derive from ARGV[1], the thread's key base, kept in one slot).
-# ARGV: base, generation, ttl_ms, create (1/0). Returns the generation or nil.
+# KEYS: the thread's fixed keys, `_FIXED` in order, all under one hash tag (one slot); the
+# per-session and per-approval keys are built from KEYS[1]'s base and carry the same tag, so
+# the script touches one slot only (Redis Cluster routes it by KEYS[1]).
+# ARGV: generation, ttl_ms, create (1/0). Returns the generation or nil.
+_FIXED = ("meta", *_DATA)
 _TOUCH = """
-local base = ARGV[1]
-local meta = base .. 'meta'
-local g = redis.call('GET', meta)
+local base = string.sub(KEYS[1], 1, -5)
+local g = redis.call('GET', KEYS[1])
 if not g then
-  if ARGV[4] == '0' then return false end
+  if ARGV[3] == '0' then return false end
   -- A new thread: nothing of an earlier one with the same id may survive.
-  for _, sid in ipairs(redis.call('SMEMBERS', base .. 'sessions')) do
+  for _, sid in ipairs(redis.call('SMEMBERS', KEYS[6])) do
     redis.call('DEL', base .. 'sess:' .. sid)
   end
-  for _, aid in ipairs(redis.call('SMEMBERS', base .. 'pendings')) do
+  for _, aid in ipairs(redis.call('SMEMBERS', KEYS[4])) do
     redis.call('DEL', base .. 'pending:' .. aid)
   end
-  for _, k in ipairs({'approved', 'grants', 'pendings', 'ids', 'sessions'}) do
-    redis.call('DEL', base .. k)
+  for i = 2, #KEYS do
+    redis.call('DEL', KEYS[i])
   end
-  redis.call('SET', meta, ARGV[2], 'PX', ARGV[3])
-  return ARGV[2]
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return ARGV[1]
 end
-redis.call('PEXPIRE', meta, ARGV[3])
-for _, k in ipairs({'approved', 'grants', 'pendings', 'ids', 'sessions'}) do
-  redis.call('PEXPIRE', base .. k, ARGV[3])
+for i = 1, #KEYS do
+  redis.call('PEXPIRE', KEYS[i], ARGV[2])
 end
-for _, sid in ipairs(redis.call('SMEMBERS', base .. 'sessions')) do
-  redis.call('PEXPIRE', base .. 'sess:' .. sid, ARGV[3])
+for _, sid in ipairs(redis.call('SMEMBERS', KEYS[6])) do
+  redis.call('PEXPIRE', base .. 'sess:' .. sid, ARGV[2])
 end
 return g
+"""
+# KEYS: the session record, the thread's `sessions` and `ids` sets. ARGV: session id, record
+# JSON, ttl_ms. Stores the record only when absent (re-publication after a data loss must
+# not overwrite one a poll wrote since). Returns 1 when stored.
+_PUT_ABSENT = """
+if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
+  redis.call('SADD', KEYS[2], ARGV[1])
+  redis.call('SADD', KEYS[3], ARGV[1])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+  return 1
+end
+return 0
 """
 
 
@@ -64,27 +83,37 @@ class RedisSharedState:
 
     def __init__(
         self,
-        client: Redis,
+        client: Redis | RedisCluster,
         *,
         idle_ttl_ms: int,
         prefix: str = DEFAULT_PREFIX,
+        monitor: StoreMonitor | None = None,
     ) -> None:
         self._r = client
         self._ttl = int(idle_ttl_ms)
         self._prefix = prefix
         self._touch = client.register_script(_TOUCH)
+        self._put_absent = client.register_script(_PUT_ABSENT)
+        self.monitor = monitor or StoreMonitor()
+        # The epoch marker: a random value set once into an empty Redis. It vanishing (or
+        # changing) means Redis lost its data; `on_reset` then re-publishes what this
+        # replica holds (see check_reset).
+        self._epoch_key = f"{prefix}epoch"
+        self._epoch: bytes | None = None
+        self._epoch_lock = asyncio.Lock()
+        self.on_reset: Callable[[], Awaitable[None]] | None = None
+        # Connections to the Sentinels (redis+sentinel URLs), closed with the store.
+        self._sentinels: list[Redis] = []
 
     @classmethod
     def from_url(
         cls, url: str, *, idle_ttl_ms: int, prefix: str = DEFAULT_PREFIX, timeout_ms: int = 2_000
     ) -> RedisSharedState:
-        """Connect lazily to `redis://host:port/db` (or `rediss://` for TLS)."""
-        client = Redis.from_url(
-            url,
-            socket_timeout=timeout_ms / 1000,
-            socket_connect_timeout=timeout_ms / 1000,
-        )
-        return cls(client, idle_ttl_ms=idle_ttl_ms, prefix=prefix)
+        """Connect lazily to a `redis_url` (one server, Sentinel or Cluster: redis_connect)."""
+        client, sentinels = connect(url, timeout_ms=timeout_ms)
+        store = cls(client, idle_ttl_ms=idle_ttl_ms, prefix=prefix)
+        store._sentinels = sentinels
+        return store
 
     @property
     def distributed(self) -> bool:
@@ -95,17 +124,63 @@ class RedisSharedState:
         """The key prefix of one thread."""
         return f"{self._prefix}{{{thread_id}}}:"
 
-    async def _run(self, what: str, op: Awaitable[Any]) -> Any:
+    async def _run(
+        self, what: str, op: Callable[[], Awaitable[Any]], *, probing: bool = False
+    ) -> Any:
+        if not (self.monitor.up or probing):
+            # Down: fail fast (the probe finds it again) instead of a timeout per call.
+            self.monitor.refused(what)
+            raise SharedStateUnavailableError(
+                f"shared thread state unavailable ({what}): {self.monitor.last_error}"
+            )
         try:
-            return await op
+            value = await op()
         except (RedisError, OSError) as exc:
+            self.monitor.failed(what, exc)
             raise SharedStateUnavailableError(
                 f"shared thread state unavailable ({what}): {exc}"
             ) from exc
+        self.monitor.succeeded()
+        return value
+
+    async def probe(self) -> None:
+        """PING and check the epoch marker (the store monitor calls it about once a second)."""
+        await self._run("ping", lambda: _await(self._r.ping()), probing=True)
+        await self.check_reset(probing=True)
+
+    async def check_reset(self, *, probing: bool = False) -> bool:
+        """Whether Redis lost its data since this replica last looked (then re-publish).
+
+        The first look only remembers the marker (setting it when absent).
+        """
+        async with self._epoch_lock:
+            await self._run(
+                "epoch",
+                lambda: _await(self._r.set(self._epoch_key, uuid.uuid4().hex, nx=True)),
+                probing=probing,
+            )
+            current = await self._run("epoch", lambda: _await(self._r.get(self._epoch_key)), probing=probing
+            )  # fmt: skip
+            if self._epoch is None or current == self._epoch:
+                self._epoch = current
+                return False
+            self.monitor.data_lost()
+            if self.on_reset is not None:
+                await self.on_reset()
+            # Remembered only once re-published: a failure retries at the next probe.
+            self._epoch = current
+            return True
+
+    async def restore_thread(self, thread_id: str, generation: str) -> None:
+        """Re-create a thread with the generation this replica holds (after a data loss)."""
+        meta = self.base(thread_id) + "meta"
+        await self._run("restore", lambda: _await(self._r.set(meta, generation, px=self._ttl)))
 
     async def _gen(self, thread_id: str, generation: str, create: bool) -> str | None:
-        args: list[str | int] = [self.base(thread_id), generation, self._ttl, int(create)]
-        value = await self._run("touch", self._touch(keys=[], args=args))
+        b = self.base(thread_id)
+        keys = [b + k for k in _FIXED]
+        args: list[str | int] = [generation, self._ttl, int(create)]
+        value = await self._run("touch", lambda: self._touch(keys=keys, args=args))
         if value is None:
             return None
         return value.decode() if isinstance(value, bytes) else str(value)
@@ -124,14 +199,14 @@ class RedisSharedState:
         """Delete the thread's keys; its remote sessions and live pending count."""
         b = self.base(thread_id)
         sessions = await self.list_sessions(thread_id)
-        aids = await self._run("drop", _await(self._r.smembers(b + "pendings")))
+        aids = await self._run("drop", lambda: _await(self._r.smembers(b + "pendings")))
         pending_keys = [b + "pending:" + (a.decode() if isinstance(a, bytes) else a) for a in aids]
         live = 0
         if pending_keys:
-            live = int(await self._run("drop", _await(self._r.exists(*pending_keys))))
+            live = int(await self._run("drop", lambda: _await(self._r.exists(*pending_keys))))
         keys = [b + "meta", *(b + k for k in _DATA), *pending_keys]
         keys += [b + f"sess:{r.session_id}" for r in sessions]
-        await self._run("drop", _await(self._r.delete(*keys)))
+        await self._run("drop", lambda: _await(self._r.delete(*keys)))
         return sessions, live
 
     async def approve(self, thread_id: str, digest: str) -> None:
@@ -140,12 +215,14 @@ class RedisSharedState:
         pipe = self._r.pipeline(transaction=True)
         pipe.sadd(key, digest)
         pipe.pexpire(key, self._ttl)
-        await self._run("approve", pipe.execute())
+        await self._run("approve", pipe.execute)
 
     async def is_approved(self, thread_id: str, digest: str) -> bool:
         """Whether the digest was approved for the session."""
         key = self.base(thread_id) + "approved"
-        return bool(await self._run("approval lookup", _await(self._r.sismember(key, digest))))
+        return bool(
+            await self._run("approval lookup", lambda: _await(self._r.sismember(key, digest)))
+        )
 
     async def set_grant(self, thread_id: str, key: str, value: str) -> None:
         """Store a sticky grant."""
@@ -153,11 +230,13 @@ class RedisSharedState:
         pipe = self._r.pipeline(transaction=True)
         pipe.hset(hkey, key, value)
         pipe.pexpire(hkey, self._ttl)
-        await self._run("grant", pipe.execute())
+        await self._run("grant", pipe.execute)
 
     async def grants(self, thread_id: str) -> dict[str, str]:
         """All sticky grants."""
-        raw = await self._run("grants", _await(self._r.hgetall(self.base(thread_id) + "grants")))
+        raw = await self._run(
+            "grants", lambda: _await(self._r.hgetall(self.base(thread_id) + "grants"))
+        )
         return {_text(k): _text(v) for k, v in raw.items()}
 
     async def put_pending(self, thread_id: str, record: PendingRecord, ttl_ms: int) -> None:
@@ -170,12 +249,12 @@ class RedisSharedState:
         pipe.set(b + "pending:" + record.approval_id, value, px=max(1, int(ttl_ms)))
         pipe.sadd(b + "pendings", record.approval_id)
         pipe.pexpire(b + "pendings", self._ttl)
-        await self._run("pending", pipe.execute())
+        await self._run("pending", pipe.execute)
 
     async def get_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
         """A live pending approval."""
         key = self.base(thread_id) + "pending:" + approval_id
-        raw = await self._run("pending lookup", _await(self._r.get(key)))
+        raw = await self._run("pending lookup", lambda: _await(self._r.get(key)))
         if raw is None:
             return None
         data = json.loads(raw)
@@ -187,7 +266,7 @@ class RedisSharedState:
         pipe = self._r.pipeline(transaction=True)
         pipe.delete(b + "pending:" + approval_id)
         pipe.srem(b + "pendings", approval_id)
-        deleted, _ = await self._run("pending", pipe.execute())
+        deleted, _ = await self._run("pending", pipe.execute)
         return bool(deleted)
 
     async def reserve_session_id(self, thread_id: str, session_id: int) -> bool:
@@ -196,13 +275,13 @@ class RedisSharedState:
         pipe = self._r.pipeline(transaction=True)
         pipe.sadd(key, session_id)
         pipe.pexpire(key, self._ttl)
-        added, _ = await self._run("session id", pipe.execute())
+        added, _ = await self._run("session id", pipe.execute)
         return bool(added)
 
     async def release_session_id(self, thread_id: str, session_id: int) -> None:
         """Give an id back."""
         await self._run(
-            "session id", _await(self._r.srem(self.base(thread_id) + "ids", session_id))
+            "session id", lambda: _await(self._r.srem(self.base(thread_id) + "ids", session_id))
         )
 
     async def put_session(self, thread_id: str, record: SessionRecord) -> None:
@@ -215,23 +294,33 @@ class RedisSharedState:
         pipe.sadd(b + "ids", sid)
         for k in ("sessions", "ids"):
             pipe.pexpire(b + k, self._ttl)
-        await self._run("session", pipe.execute())
+        await self._run("session", pipe.execute)
+
+    async def put_session_if_absent(self, thread_id: str, record: SessionRecord) -> bool:
+        """Store a remote session unless a record of it exists; whether it was stored."""
+        b = self.base(thread_id)
+        keys = [b + f"sess:{record.session_id}", b + "sessions", b + "ids"]
+        args: list[str | int] = [record.session_id, record.to_json(), self._ttl]
+        return bool(await self._run("session", lambda: self._put_absent(keys=keys, args=args)))
 
     async def get_session(self, thread_id: str, session_id: int) -> SessionRecord | None:
         """A remote session."""
         raw = await self._run(
-            "session lookup", _await(self._r.get(self.base(thread_id) + f"sess:{session_id}"))
+            "session lookup",
+            lambda: _await(self._r.get(self.base(thread_id) + f"sess:{session_id}")),
         )
         return None if raw is None else SessionRecord.from_json(raw)
 
     async def list_sessions(self, thread_id: str) -> list[SessionRecord]:
         """Remote sessions by id."""
         b = self.base(thread_id)
-        sids = await self._run("sessions", _await(self._r.smembers(b + "sessions")))
+        sids = await self._run("sessions", lambda: _await(self._r.smembers(b + "sessions")))
         ids = sorted(int(_text(s)) for s in sids)
         if not ids:
             return []
-        raws = await self._run("sessions", _await(self._r.mget([b + f"sess:{i}" for i in ids])))
+        raws = await self._run(
+            "sessions", lambda: _await(self._r.mget([b + f"sess:{i}" for i in ids]))
+        )
         return [SessionRecord.from_json(r) for r in raws if r is not None]
 
     async def delete_session(self, thread_id: str, session_id: int) -> bool:
@@ -241,12 +330,14 @@ class RedisSharedState:
         pipe.delete(b + f"sess:{session_id}")
         pipe.srem(b + "sessions", session_id)
         pipe.srem(b + "ids", session_id)
-        deleted, _, _ = await self._run("session", pipe.execute())
+        deleted, _, _ = await self._run("session", pipe.execute)
         return bool(deleted)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._r.aclose()
+        for sentinel in self._sentinels:
+            await sentinel.aclose()
 
 
 def _text(value: bytes | str) -> str:

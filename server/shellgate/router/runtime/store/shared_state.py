@@ -85,6 +85,14 @@ class SharedState(Protocol):
         """Delete everything of the thread; its remote sessions and pending count."""
         ...
 
+    async def check_reset(self) -> bool:
+        """Whether the store lost its data since last asked (its holders then re-publish)."""
+        ...
+
+    async def restore_thread(self, thread_id: str, generation: str) -> None:
+        """Re-create a thread with a known generation (re-publication after a data loss)."""
+        ...
+
     async def approve(self, thread_id: str, digest: str) -> None:
         """Record an "approved for session" approval key digest."""
         ...
@@ -123,6 +131,10 @@ class SharedState(Protocol):
 
     async def put_session(self, thread_id: str, record: SessionRecord) -> None:
         """Store (or update) a remote session."""
+        ...
+
+    async def put_session_if_absent(self, thread_id: str, record: SessionRecord) -> bool:
+        """Store a remote session unless one with its id exists; whether it was stored."""
         ...
 
     async def get_session(self, thread_id: str, session_id: int) -> SessionRecord | None:
@@ -192,6 +204,14 @@ class InMemorySharedState:
         live = sum(1 for _, exp in t.pending.values() if exp > now)
         return sorted(t.sessions.values(), key=lambda r: r.session_id), live
 
+    async def check_reset(self) -> bool:
+        """Never: this memory lives as long as the router."""
+        return False
+
+    async def restore_thread(self, thread_id: str, generation: str) -> None:
+        """Set the generation."""
+        self._t(thread_id).generation = generation
+
     async def approve(self, thread_id: str, digest: str) -> None:
         """Record an approval."""
         self._t(thread_id).approved.add(digest)
@@ -247,6 +267,14 @@ class InMemorySharedState:
         t = self._t(thread_id)
         t.ids.add(record.session_id)
         t.sessions[record.session_id] = record
+
+    async def put_session_if_absent(self, thread_id: str, record: SessionRecord) -> bool:
+        """Store a session unless present."""
+        t = self._t(thread_id)
+        if record.session_id in t.sessions:
+            return False
+        await self.put_session(thread_id, record)
+        return True
 
     async def get_session(self, thread_id: str, session_id: int) -> SessionRecord | None:
         """A session."""

@@ -1,0 +1,133 @@
+"""Reachability of the shared store: a background probe, failure counts, rate-limited logs.
+
+The store is a real dependency of a scaled router, so its state is visible: the probe PINGs
+about once a second (backing off to `MAX_PROBE_INTERVAL_S` while it fails), every failed
+store operation is counted by operation and logged (the first one of an outage at once,
+later ones summarised at most every `LOG_EVERY_S`), and listeners hear every up/down change
+(the health service, the metrics gauge). While the store is down operations fail fast with
+SharedStateUnavailableError instead of each waiting for a connect timeout; the probe (or
+any operation that gets through) brings it back up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+
+__all__ = ["PROBE_INTERVAL_S", "StoreMonitor"]
+
+PROBE_INTERVAL_S = 1.0
+MAX_PROBE_INTERVAL_S = 4.0
+# At most one log line per this many seconds while the store keeps failing (no log storm).
+LOG_EVERY_S = 10.0
+_log = logging.getLogger("shellgate.router.shared_state")
+
+Listener = Callable[[bool], Awaitable[None]]
+
+
+class StoreMonitor:
+    """Up/down state of the shared store with counted, rate-limited failures."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.up = True
+        self.errors: Counter[str] = Counter()
+        self.resets = 0
+        self.last_error = ""
+        self._down_since = 0.0
+        self._last_log = -LOG_EVERY_S
+        self._suppressed = 0
+        self._listeners: list[Listener] = []
+        self._changed = asyncio.Event()
+
+    def listen(self, listener: Listener) -> None:
+        """Call `listener(up)` after every change (and once with the current state)."""
+        self._listeners.append(listener)
+
+    def failed(self, op: str, error: BaseException, *, keep_last: bool = False) -> None:
+        """Count and log one failed operation; the store is down from now on."""
+        op = op.replace(" ", "_")
+        self.errors[op] += 1
+        if not keep_last or not self.last_error:
+            self.last_error = f"{type(error).__name__}: {error}"
+        now = self._clock()
+        if self.up:
+            self.up = False
+            self._down_since = now
+            self._changed.set()
+            self._last_log = now
+            self._suppressed = 0
+            _log.warning(
+                "shared state unreachable (%s failed: %s); calls that need shared state "
+                "answer UNAVAILABLE until it returns, local calls keep working",
+                op, self.last_error,
+            )  # fmt: skip
+            return
+        self._suppressed += 1
+        if now - self._last_log >= LOG_EVERY_S:
+            _log.warning(
+                "shared state still unreachable after %.0f s (%d failures since the last "
+                "report; last: %s failed: %s)",
+                now - self._down_since, self._suppressed, op, self.last_error,
+            )  # fmt: skip
+            self._last_log = now
+            self._suppressed = 0
+
+    def refused(self, op: str) -> None:
+        """Count an operation refused without trying because the store is down."""
+        self.failed(op, ConnectionError("not tried: the store is down"), keep_last=True)
+
+    def succeeded(self) -> None:
+        """An operation got through: the store is up."""
+        if not self.up:
+            self.up = True
+            self._changed.set()
+            _log.warning(
+                "shared state reachable again after %.1f s", self._clock() - self._down_since
+            )
+
+    def data_lost(self) -> None:
+        """Count a detected loss of the store's data (a restart without persistence)."""
+        self.resets += 1
+        _log.warning(
+            "shared state lost its data (the epoch marker vanished: a Redis restart without "
+            "AOF, or a flush); approvals, grants, parked-call records and remote session "
+            "records are gone; this replica re-publishes its threads and the sessions it knows"
+        )
+
+    async def notify(self) -> None:
+        """Tell every listener the current state (after a change)."""
+        self._changed.clear()
+        for listener in self._listeners:
+            await listener(self.up)
+
+    async def run(self, probe: Callable[[], Awaitable[None]], stop: asyncio.Event) -> None:
+        """Probe until `stop`: every `PROBE_INTERVAL_S`, backing off while the store is down."""
+        await self.notify()
+        interval = PROBE_INTERVAL_S
+        while not stop.is_set():
+            try:
+                await probe()
+            except Exception as exc:  # the probe reports through failed(); keep probing
+                if self.up:
+                    self.failed("probe", exc)
+            if self._changed.is_set():
+                await self.notify()
+            interval = PROBE_INTERVAL_S if self.up else min(interval * 2, MAX_PROBE_INTERVAL_S)
+            waiter = asyncio.ensure_future(stop.wait())
+            changed = asyncio.ensure_future(self._changed.wait())
+            try:
+                # An operation failing between probes reports at once, not at the next probe.
+                await asyncio.wait({waiter, changed}, timeout=interval,
+                                   return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            finally:
+                for task in (waiter, changed):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            if self._changed.is_set():
+                await self.notify()
