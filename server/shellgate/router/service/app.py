@@ -30,8 +30,8 @@ from shellgate.router.runtime.registry import (
 )
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.remote.fs import RemoteFileSystem
-from shellgate.router.runtime.tally import StateLimits
 from shellgate.router.runtime.store.monitor import StoreMonitor
+from shellgate.router.runtime.tally import StateLimits
 from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
 from shellgate.router.service.admission import Admission
 from shellgate.router.service.config import ConfigError, RouterConfig
