@@ -30,7 +30,7 @@ Model-level failures (exit codes, timeouts, policy rejections) are tool outputs,
     │   ├── HostKeyMismatchError                             host_key_mismatch
     │   ├── SpawnError                                       spawn_failed (errno)
     │   ├── FileOperationError                               file_operation_failed (errno)
-    │   └── PendingElsewhereError                            pending_elsewhere
+    │   └── ParkedCallChangedError                           parked_call_changed
     ├── ResourceExhaustedError          RESOURCE_EXHAUSTED   resource_exhausted
     │   └── LimitExceededError                               limit_exceeded
     └── UnavailableError                UNAVAILABLE          unavailable
@@ -56,8 +56,8 @@ __all__ = [
     "LimitExceededError",
     "NotATtyError",
     "NotFoundError",
+    "ParkedCallChangedError",
     "PathNotAllowedError",
-    "PendingElsewhereError",
     "PermissionDeniedError",
     "ProcessExitedError",
     "ProcessNotFoundError",
@@ -261,10 +261,15 @@ class FileOperationError(FailedPreconditionError):
     reason = "file_operation_failed"
 
 
-class PendingElsewhereError(FailedPreconditionError):
-    """The approval is pending on another router instance, which holds the parked call."""
+class ParkedCallChangedError(FailedPreconditionError):
+    """A parked call no longer projects to what was approved (rules, files or config changed).
 
-    reason = "pending_elsewhere"
+    The resuming router re-projects the stored item; when the element it would run differs
+    from the one shown in approval_required (or the stored record cannot be read), nothing
+    runs and the approval is dropped: the client answers the model's call itself.
+    """
+
+    reason = "parked_call_changed"
 
 
 # --- RESOURCE_EXHAUSTED ------------------------------------------------------------------

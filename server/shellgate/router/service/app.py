@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.errors import EnvironmentNotAllowedError, LimitExceededError
@@ -37,6 +38,9 @@ from shellgate.router.service.redaction import Redactor, load_values
 from shellgate.router.service.rules_store import PolicyStore
 from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
 from shellgate.v1 import common_pb2
+
+if TYPE_CHECKING:
+    from shellgate.router.runtime.store.redis_bus import RedisBus
 
 VERSION = "0.1.0"
 # Shown for a remote environment whose daemon could not be reached (see environment_views).
@@ -132,6 +136,8 @@ class RouterApp:
         self.environments = EnvironmentRegistry(local, remotes)
         self.metrics = Metrics(self.environments.ids())
         shared = None
+        # Scaled mode (redis_url): the replica bus and the shared amendments layer.
+        self.bus: RedisBus | None = None
         if config.redis_url:
             # Imported only when configured: redis is an optional dependency.
             from shellgate.router.runtime.store.redis_state import RedisSharedState
@@ -149,6 +155,16 @@ class RouterApp:
             instance_id=self.instance_id,
             max_threads=config.limits.max_threads,
         )
+        if shared is not None:
+            from shellgate.router.runtime.store.redis_bus import RedisBus
+            from shellgate.router.service.shared_rules import SharedAmendments
+
+            self.bus = RedisBus(shared.client, prefix=shared.prefix, instance_id=self.instance_id)
+            self.threads.attach_bus(self.bus)
+            if self.policy_store is not None:
+                SharedAmendments(
+                    shared.client, prefix=shared.prefix, bus=self.bus, store=self.policy_store
+                )
         limits = config.limits
         self.execute_admission = Admission(
             "Execute", limits.max_concurrent_executes, limits.admission_wait_ms
@@ -276,7 +292,14 @@ class RouterApp:
         self._host = (policy, loop, host)
         return host
 
+    async def start(self) -> None:
+        """Start what runs in the background (the replica bus, in scaled mode)."""
+        if self.bus is not None:
+            await self.bus.start()
+
     async def aclose(self) -> None:
         """Kill every process, end every thread, close every connection."""
+        if self.bus is not None:
+            await self.bus.aclose()
         await self.threads.aclose()
         await self.environments.aclose()

@@ -91,6 +91,16 @@ class RedisSharedState:
         """Always: other routers read the same keys."""
         return True
 
+    @property
+    def client(self) -> Redis:
+        """The connection pool (the replica bus shares it)."""
+        return self._r
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix of every key."""
+        return self._prefix
+
     def base(self, thread_id: str) -> str:
         """The key prefix of one thread."""
         return f"{self._prefix}{{{thread_id}}}:"
@@ -164,31 +174,33 @@ class RedisSharedState:
         """Record a pending approval (its own TTL, bounded by the thread's)."""
         b = self.base(thread_id)
         value = json.dumps(
-            {"call_id": record.call_id, "instance_id": record.instance_id}, separators=(",", ":")
-        )
+            {"call_id": record.call_id, "instance_id": record.instance_id,
+             "payload": record.payload},
+            separators=(",", ":"),
+        )  # fmt: skip
         pipe = self._r.pipeline(transaction=True)
         pipe.set(b + "pending:" + record.approval_id, value, px=max(1, int(ttl_ms)))
         pipe.sadd(b + "pendings", record.approval_id)
         pipe.pexpire(b + "pendings", self._ttl)
         await self._run("pending", pipe.execute())
 
-    async def get_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
-        """A live pending approval."""
-        key = self.base(thread_id) + "pending:" + approval_id
-        raw = await self._run("pending lookup", _await(self._r.get(key)))
+    async def take_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
+        """Read and delete a pending approval in one MULTI (exactly one router gets it)."""
+        b = self.base(thread_id)
+        key = b + "pending:" + approval_id
+        pipe = self._r.pipeline(transaction=True)
+        pipe.get(key)
+        pipe.pttl(key)
+        pipe.delete(key)
+        pipe.srem(b + "pendings", approval_id)
+        raw, ttl, _, _ = await self._run("pending", pipe.execute())
         if raw is None:
             return None
         data = json.loads(raw)
-        return PendingRecord(approval_id, data["call_id"], data["instance_id"])
-
-    async def take_pending(self, thread_id: str, approval_id: str) -> bool:
-        """Delete a pending approval atomically; False when already gone."""
-        b = self.base(thread_id)
-        pipe = self._r.pipeline(transaction=True)
-        pipe.delete(b + "pending:" + approval_id)
-        pipe.srem(b + "pendings", approval_id)
-        deleted, _ = await self._run("pending", pipe.execute())
-        return bool(deleted)
+        return PendingRecord(
+            approval_id, str(data["call_id"]), str(data["instance_id"]),
+            str(data.get("payload", "")), max(0, int(ttl)),
+        )  # fmt: skip
 
     async def reserve_session_id(self, thread_id: str, session_id: int) -> bool:
         """Claim an id (SADD is the atomic test-and-set)."""
