@@ -262,12 +262,7 @@ class FileOperationError(FailedPreconditionError):
 
 
 class ParkedCallChangedError(FailedPreconditionError):
-    """A parked call no longer projects to what was approved (rules, files or config changed).
-
-    The resuming router re-projects the stored item; when the element it would run differs
-    from the one shown in approval_required (or the stored record cannot be read), nothing
-    runs and the approval is dropped: the client answers the model's call itself.
-    """
+    """A resumed parked call no longer projects to what was approved: nothing ran, it is gone."""
 
     reason = "parked_call_changed"
 
