@@ -17,8 +17,8 @@ from shellgate.router.handler.environments import TurnEnvironment
 from shellgate.router.handler.plan import Turn
 from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.pipeline import HostContext, RouterTurn, project
-from shellgate.router.projection import ProjectedCall
 from shellgate.router.policy import SandboxProfile
+from shellgate.router.projection import ProjectedCall
 from shellgate.router.runtime.context import RuntimeContext
 from shellgate.router.runtime.events import (
     ApprovalDecision,

@@ -132,7 +132,7 @@ class RedisBus:
                 backoff = min(backoff * 2, _BACKOFF_CAP_S)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def _after_subscribe(self) -> None:
         for op, notify in self._notify.items():
