@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -70,7 +69,7 @@ def outcome(events: list[router_pb2.ExecuteResponse]) -> tuple[object, ...]:
 
 
 def test_parked_on_one_replica_resumes_on_another_once(the_fleet: Fleet) -> None:
-    r0, r1, r2 = the_fleet.routers
+    r0, r1, r2 = the_fleet.routers[:3]
     command = "touch moved.txt && echo resumed"
     # What one router gives: park and resume on r0.
     same = parked(run(r0, "t-same", command, "s1"))
@@ -85,7 +84,7 @@ def test_parked_on_one_replica_resumes_on_another_once(the_fleet: Fleet) -> None
 
 
 def test_a_concurrent_double_resume_has_one_winner(the_fleet: Fleet) -> None:
-    r0, r1, r2 = the_fleet.routers
+    r0, r1, r2 = the_fleet.routers[:3]
     ask = parked(run(r0, "t-race", "touch race.txt", "r1"))
     results: list[object] = []
 
@@ -106,7 +105,7 @@ def test_a_concurrent_double_resume_has_one_winner(the_fleet: Fleet) -> None:
 
 
 def test_a_wrong_decision_keeps_the_call_for_any_replica(the_fleet: Fleet) -> None:
-    r0, r1, _ = the_fleet.routers
+    r0, r1, _ = the_fleet.routers[:3]
     ask = parked(run(r0, "t-wrong", "touch wrong.txt", "w1"))
     # A prompt rule proposes no amendment: that decision is not on offer.
     not_offered = router_pb2.APPROVAL_DECISION_APPROVED_WITH_AMENDMENT
@@ -119,7 +118,7 @@ def test_a_wrong_decision_keeps_the_call_for_any_replica(the_fleet: Fleet) -> No
 
 
 def test_interrupt_on_another_replica_ends_the_stream(the_fleet: Fleet) -> None:
-    r0, r1, _ = the_fleet.routers
+    r0, r1, _ = the_fleet.routers[:3]
     request = router_pb2.ExecuteRequest(
         thread_id="t-int", turn=turn(environment_id="box1"),
         item=function_item("exec_command", {"cmd": "sleep 30", "login": False,
@@ -142,7 +141,7 @@ def test_interrupt_on_another_replica_ends_the_stream(the_fleet: Fleet) -> None:
 
 
 def test_terminate_session_reaches_the_replica_holding_a_local_session(the_fleet: Fleet) -> None:
-    _, r1, r2 = the_fleet.routers
+    _, r1, r2 = the_fleet.routers[:3]
     sid = completed(run(r1, "t-term", "sleep 30", "l1", env="local", yield_time_ms=250)).session_id
     request = router_pb2.TerminateSessionRequest(thread_id="t-term", session_id=sid)
     assert r2.stub.TerminateSession(request, timeout=10).was_running
@@ -161,7 +160,7 @@ def test_terminate_session_reaches_the_replica_holding_a_local_session(the_fleet
 
 
 def test_an_amendment_approved_on_one_replica_applies_on_all(the_fleet: Fleet) -> None:
-    r0, r1, r2 = the_fleet.routers
+    r0, r1, r2 = the_fleet.routers[:3]
     command = "mkdir -p amended"
     untrusted = common_pb2.APPROVAL_POLICY_KIND_UNTRUSTED
     ask = parked(run(r0, "t-amend", command, "a1", approval=untrusted))
@@ -177,10 +176,19 @@ def test_an_amendment_approved_on_one_replica_applies_on_all(the_fleet: Fleet) -
                 break
             time.sleep(0.2)
         assert completed(events).exit_code == 0, replica.name
+    # A replica started later (with its own, empty amendments file, as in a pod) loads the
+    # shared amendments from Redis before it serves.
+    (the_fleet.folder / "rules" / "default.rules").unlink()
+    late = the_fleet.start_router("late")
+    try:
+        late_run = run(late, "t-amend-late", command, "a3", approval=untrusted)
+        assert completed(late_run).exit_code == 0
+    finally:
+        late.stop()
 
 
 def test_session_grants_hold_on_every_replica(the_fleet: Fleet) -> None:
-    r0, r1, r2 = the_fleet.routers
+    r0, r1, r2 = the_fleet.routers[:3]
     command = "touch granted.txt"
     ask = parked(run(r0, "t-grant", command, "g1"))
     session = router_pb2.APPROVAL_DECISION_APPROVED_FOR_SESSION
@@ -191,8 +199,8 @@ def test_session_grants_hold_on_every_replica(the_fleet: Fleet) -> None:
     parked(run(r2, "t-grant-other", command, "g9"))
 
 
-def test_parked_approvals_survive_their_replica_sigkill(the_fleet: Fleet, tmp_path: Path) -> None:
-    r0, r1, r2 = the_fleet.routers
+def test_parked_approvals_survive_their_replica_sigkill(the_fleet: Fleet) -> None:
+    r0, r1, r2 = the_fleet.routers[:3]
     ask = parked(run(r0, "t-killed", "touch after-kill.txt && echo survived", "k1"))
     r0.kill()
     assert outcome(resume(r2, "t-killed", ask.approval_id))[3] == "survived\n"

@@ -112,9 +112,10 @@ class RedisBus:
             pubsub = self._r.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(self.channel, self.reply_channel)
-                self._ready.set()
                 backoff = _BACKOFF_START_S
                 await self._after_subscribe()
+                # Ready once the notices ran: a new replica applies shared amendments first.
+                self._ready.set()
                 loop = asyncio.get_running_loop()
                 refreshed = loop.time()
                 while True:
