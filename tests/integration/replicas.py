@@ -111,8 +111,9 @@ class Replica:
 
     def _close(self) -> None:
         self.channel.close()
+        # The port was read from stdout: close the pipe (else a ResourceWarning at GC).
         if self.proc.stdout is not None:
-            self.proc.stdout.close()  # the pipe the port was read from
+            self.proc.stdout.close()
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 15 s."""

@@ -18,6 +18,7 @@ from shellgate.router.handler.plan import Turn
 from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.pipeline import HostContext, RouterTurn, project
 from shellgate.router.policy import SandboxProfile
+from shellgate.router.projection import ProjectedCall
 from shellgate.router.runtime.context import RuntimeContext
 from shellgate.router.runtime.events import (
     ApprovalDecision,
@@ -133,11 +134,25 @@ class Harness:
             args = {"login": False, **args}
         turn = self.turn()
         projected = project(call_item(name, args, call_id), turn, self.host())
-        return [e async for e in execute_call(projected, turn, self.ctx)]
+        # The parked call's stored request (the servicer stores the wire request instead).
+        origin = json.dumps([name, args, call_id]).encode()
+        return [e async for e in execute_call(projected, turn, self.ctx, origin)]
+
+    async def _reproject(self, origin: bytes) -> tuple[ProjectedCall, RouterTurn]:
+        stored = json.loads(origin)
+        # [name, args, call_id] from `run`, or {"item": raw JSON} from `origin_of`.
+        item = stored["item"] if isinstance(stored, dict) else call_item(*stored)
+        turn = self.turn()
+        return project(item, turn, self.host()), turn
+
+    @staticmethod
+    def origin_of(item: str) -> bytes:
+        """The stored request of a raw item executed directly with `execute_call`."""
+        return json.dumps({"item": item}).encode()
 
     async def resume(self, approval_id: str, decision: ApprovalDecision) -> list[ExecuteEvent]:
-        """Resume a parked call."""
-        return [e async for e in resume_call(approval_id, decision, self.ctx)]
+        """Resume a parked call (re-projected from its stored request, as on any router)."""
+        return [e async for e in resume_call(approval_id, decision, self.ctx, self._reproject)]
 
 
 def completed(events: Sequence[ExecuteEvent]) -> CompletedEvent:

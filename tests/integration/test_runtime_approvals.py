@@ -217,13 +217,13 @@ def test_apply_patch_tool_asks_then_aborts_or_applies(tmp_path: Path) -> None:
                                "call_id": "p1", "input": PATCH_Z})  # fmt: skip
             turn = h.turn()
             projected = project(item, turn, h.host())
-            ask = approval([e async for e in execute_call(projected, turn, h.ctx)])
+            ask = approval([e async for e in execute_call(projected, turn, h.ctx, h.origin_of(item))])
             assert ask.kind is ApprovalKind.APPLY_PATCH
             assert ask.argv == () and ask.element is None and ask.cwd == str(tmp_path)
             done = completed(await h.resume(ask.approval_id, ApprovalDecision.ABORT))
             assert re.fullmatch(r"aborted by user after \d+\.\ds", done.output_text)
             assert done.termination is Termination.CANCELLED and not (tmp_path / "z.txt").exists()
-            ask = approval([e async for e in execute_call(projected, turn, h.ctx)])
+            ask = approval([e async for e in execute_call(projected, turn, h.ctx, h.origin_of(item))])
             done = completed(await h.resume(ask.approval_id, ApprovalDecision.APPROVED))
             assert done.output_text == (
                 "Exit code: 0\nWall time: 0 seconds\nOutput:\n"

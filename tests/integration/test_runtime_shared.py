@@ -167,12 +167,12 @@ def test_session_approval_is_honoured_on_the_other_router(
     first = run(a, "exec_command", cmd, "a1")
     assert first[-1].WhichOneof("event") == "approval_required"
     approval_id = first[-1].approval_required.approval_id
-    # The parked call lives on A: B says where it is instead of losing it.
-    with pytest.raises(grpc.RpcError) as err:
-        resume(b, THREAD, approval_id, router_pb2.APPROVAL_DECISION_APPROVED_FOR_SESSION)
-    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    resumed = resume(a, THREAD, approval_id, router_pb2.APPROVAL_DECISION_APPROVED_FOR_SESSION)
+    # The parked call is stored as data: B resumes what A parked, and A no longer can.
+    resumed = resume(b, THREAD, approval_id, router_pb2.APPROVAL_DECISION_APPROVED_FOR_SESSION)
     assert completed(resumed).exit_code == 0
+    with pytest.raises(grpc.RpcError) as err:
+        resume(a, THREAD, approval_id, router_pb2.APPROVAL_DECISION_APPROVED_FOR_SESSION)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
     # Same approval key on B: no prompt.
     second = run(b, "exec_command", cmd, "b1")
     assert completed(second).exit_code == 0

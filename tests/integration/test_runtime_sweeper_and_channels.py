@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.errors import UnknownApprovalError
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
 from shellgate.router.runtime.remote.config import RemoteConfig, is_loopback_target
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
@@ -87,13 +88,14 @@ def test_thread_sweeper_ends_idle_threads_and_expires_approvals() -> None:
         store = InMemoryThreadStore(approval_ttl_ms=100, idle_ttl_ms=400)
         thread = await store.get_or_create("idle")
         busy = await store.get_or_create("busy")
-        pending = await busy.add_pending("c1", object())
+        pending = await busy.add_pending("c1", "{}")
         stop = asyncio.Event()
         sweeper = asyncio.create_task(run_thread_sweeper(store, 50, stop))
         for _ in range(6):
             await asyncio.sleep(0.1)
             await store.get_or_create("busy")
-        assert pending.approval_id not in busy.pending
+        with pytest.raises(UnknownApprovalError):
+            await busy.take_pending(pending.approval_id)
         assert len(store) == 1
         with pytest.raises(Exception, match="unknown thread"):
             await store.get("idle")

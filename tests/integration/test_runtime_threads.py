@@ -43,12 +43,15 @@ def test_pending_approval_ttl_and_idle_sweep() -> None:
         store = InMemoryThreadStore(clock=clock, approval_ttl_ms=1_000, idle_ttl_ms=60_000)
         thread = await store.get_or_create("t1")
         assert await store.get_or_create("t1") is thread
-        pending = await thread.add_pending("call-1", object())
+        pending = await thread.add_pending("call-1", '{"stored": 1}')
         assert uuid.UUID(pending.approval_id).version == 4
-        assert await thread.take_pending(pending.approval_id) is pending
+        taken = await thread.take_pending(pending.approval_id)
+        assert (taken.approval_id, taken.call_id, taken.payload) == (
+            pending.approval_id, "call-1", '{"stored": 1}'
+        )
         with pytest.raises(UnknownApprovalError):
             await thread.take_pending(pending.approval_id)
-        late = await thread.add_pending("call-2", object())
+        late = await thread.add_pending("call-2", "{}")
         clock.now += 1.0
         with pytest.raises(UnknownApprovalError):
             await thread.take_pending(late.approval_id)

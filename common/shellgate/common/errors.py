@@ -31,7 +31,7 @@ Model-level failures (exit codes, timeouts, policy rejections) are tool outputs,
     │   ├── HostKeyMismatchError                             host_key_mismatch
     │   ├── SpawnError                                       spawn_failed (errno)
     │   ├── FileOperationError                               file_operation_failed (errno)
-    │   └── PendingElsewhereError                            pending_elsewhere
+    │   └── ParkedCallChangedError                           parked_call_changed
     ├── ResourceExhaustedError          RESOURCE_EXHAUSTED   resource_exhausted
     │   └── LimitExceededError                               limit_exceeded
     └── UnavailableError                UNAVAILABLE          unavailable
@@ -57,8 +57,8 @@ __all__ = [
     "LimitExceededError",
     "NotATtyError",
     "NotFoundError",
+    "ParkedCallChangedError",
     "PathNotAllowedError",
-    "PendingElsewhereError",
     "PermissionDeniedError",
     "ProcessExitedError",
     "ProcessNotFoundError",
@@ -267,10 +267,10 @@ class FileOperationError(FailedPreconditionError):
     reason = "file_operation_failed"
 
 
-class PendingElsewhereError(FailedPreconditionError):
-    """The approval is pending on another router instance, which holds the parked call."""
+class ParkedCallChangedError(FailedPreconditionError):
+    """A resumed parked call no longer projects to what was approved: nothing ran, it is gone."""
 
-    reason = "pending_elsewhere"
+    reason = "parked_call_changed"
 
 
 # --- RESOURCE_EXHAUSTED ------------------------------------------------------------------

@@ -47,6 +47,7 @@ from shellgate.router.runtime.orchestrator import ToolRuntime, orchestrate
 from shellgate.router.runtime.runtimes.apply_patch import element_patch, tool_call_patch
 from shellgate.router.runtime.runtimes.classic import ShellRuntime
 from shellgate.router.runtime.runtimes.unified_exec import UnifiedExecRuntime, run_write_stdin
+from shellgate.router.runtime.store.parked_codec import encode_parked
 
 __all__ = ["CallRunner"]
 
@@ -127,7 +128,9 @@ class CallRunner:
 
     async def _park(self, awaiting: AwaitingApproval) -> None:
         parked, subject = awaiting.parked, awaiting.parked.subject
-        pending = await self.ctx.thread.add_pending(self.call.projected.call_id, awaiting)
+        # Stored as data, not as this object: any router of the thread may resume it.
+        stored = encode_parked(awaiting)
+        pending = await self.ctx.thread.add_pending(self.call.projected.call_id, stored)
         self.emit(
             ApprovalRequiredEvent(
                 approval_id=pending.approval_id,

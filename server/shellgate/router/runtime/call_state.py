@@ -186,6 +186,11 @@ class Call:
     turn: RouterTurn
     # Monotonic start of the call (the abort text reports the elapsed time).
     started_at: float
+    # The same start on the wall clock: a parked call resumed on another router keeps it.
+    started_wall: float = 0.0
+    # The wire request that projects to this call (item and turn): what a parked call
+    # stores so that any router can re-project it (store/parked_codec).
+    origin: bytes = b""
 
     @property
     def elements(self) -> tuple[ShellElement, ...]:

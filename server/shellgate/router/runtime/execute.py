@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from shellgate.common.errors import (
     InvalidArgumentError,
@@ -25,17 +25,24 @@ from shellgate.router.runtime.call_state import Answer, AwaitingApproval, Call, 
 from shellgate.router.runtime.call_stream import CallStream, coalesces
 from shellgate.router.runtime.context import RuntimeContext
 from shellgate.router.runtime.events import ApprovalDecision, ExecuteEvent, ProjectionEvent
+from shellgate.router.runtime.store.parked_codec import decode_parked, rebuild
 
-__all__ = ["execute_call", "resume_call"]
+__all__ = ["Reproject", "execute_call", "resume_call"]
+
+# Projects a parked call's stored wire request again (the servicer's pipeline).
+Reproject = Callable[[bytes], Awaitable[tuple[ProjectedCall, RouterTurn]]]
 
 _log = logging.getLogger(__name__)
 
 
 async def execute_call(
-    projected: ProjectedCall, turn: RouterTurn, ctx: RuntimeContext
+    projected: ProjectedCall, turn: RouterTurn, ctx: RuntimeContext, origin: bytes = b""
 ) -> AsyncIterator[ExecuteEvent]:
-    """Run a new call: `projection`, then its events, ending in completed/approval_required."""
-    record = Call(projected, turn, started_at=time.monotonic())
+    """Run a new call: `projection`, then its events, ending in completed/approval_required.
+
+    `origin` is the wire request that projected it, stored if the call parks.
+    """
+    record = Call(projected, turn, time.monotonic(), time.time(), origin)
     # The call starts before the projection is sent: sending it is a write the client must
     # acknowledge, and the spawn need not wait for that (the projection still comes first).
     async for event in _drive(record, ctx, Running(), None, first=ProjectionEvent(projected)):
@@ -43,19 +50,22 @@ async def execute_call(
 
 
 async def resume_call(
-    approval_id: str, decision: ApprovalDecision, ctx: RuntimeContext
+    approval_id: str, decision: ApprovalDecision, ctx: RuntimeContext, reproject: Reproject
 ) -> AsyncIterator[ExecuteEvent]:
-    """Continue a parked call where it stopped; unknown/expired id → NOT_FOUND."""
+    """Continue a parked call where it stopped, on any router; unknown/expired id → NOT_FOUND.
+
+    The record is taken atomically (one resumer wins), its stored request re-projected and
+    checked against what was parked (parked_codec.rebuild), then the call continues.
+    """
     pending = await ctx.thread.take_pending(approval_id)
-    parked = pending.payload
-    if not isinstance(parked, AwaitingApproval):  # pragma: no cover - only calls are parked
-        raise TypeError("pending payload is not a parked call")
-    try:
-        running, answer = resume(parked, decision)
-    except InvalidArgumentError:
+    stored = decode_parked(pending.payload)
+    if decision not in stored.parked.offered:
         # Put it back: a wrong answer must not lose the call.
         await ctx.thread.put_back(pending)
-        raise
+        raise InvalidArgumentError(f"decision: {decision} is not on offer")
+    projected, turn = await reproject(stored.origin)
+    parked: AwaitingApproval = rebuild(stored, projected, turn)
+    running, answer = resume(parked, decision)
     async for event in _drive(parked.call, ctx, running, answer):
         yield event
 

@@ -226,6 +226,9 @@ async def orchestrate(
             if amendment and store is not None:
                 # Blocking file lock + atomic rename: keep it off the event loop.
                 await asyncio.to_thread(store.append_prefix_rule, amendment)
+                if store.share is not None:
+                    # Scaled mode: every replica applies it (service/shared_rules).
+                    await store.share(amendment)
 
     # 2) First attempt under the selected sandbox.
     match runtime.sandbox_preference():

@@ -2,33 +2,32 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import re
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from shellgate.common.errors import (
     InvalidArgumentError,
     LimitExceededError,
-    PendingElsewhereError,
     SharedStateUnavailableError,
-    UnknownApprovalError,
     UnknownCallError,
+    UnknownSessionError,
     UnknownThreadError,
 )
 from shellgate.router.runtime.sessions import SessionManager
 from shellgate.router.runtime.store.shared_sessions import SessionEnvironments, terminate_records
-from shellgate.router.runtime.store.shared_state import (
-    InMemorySharedState,
-    PendingRecord,
-    SharedState,
+from shellgate.router.runtime.store.shared_state import InMemorySharedState, SharedState
+from shellgate.router.runtime.tally import StateLimits, least_recently_used
+from shellgate.router.runtime.thread_state import (
+    EndedThread,
+    InFlightCall,
+    PendingApproval,
+    ThreadState,
 )
-from shellgate.router.runtime.tally import CountedDict, StateLimits, Tally, least_recently_used
 
 __all__ = [
     "DEFAULT_APPROVAL_TTL_MS",
@@ -37,6 +36,7 @@ __all__ = [
     "InFlightCall",
     "InMemoryThreadStore",
     "PendingApproval",
+    "ReplicaBus",
     "ThreadRegistry",
     "ThreadState",
     "ThreadStore",
@@ -82,178 +82,18 @@ def _check_key(key: str) -> str:
     return key
 
 
-@dataclass
-class PendingApproval:
-    """A call stopped at `approval_required`; `payload` is the orchestrator's continuation."""
+class ReplicaBus(Protocol):
+    """How a registry reaches the other replicas (store.redis_bus.RedisBus)."""
 
-    approval_id: str
-    call_id: str
-    payload: object
-    created_at: float
-    expires_at: float
-
-
-@dataclass
-class InFlightCall:
-    """An Execute that is running now; `interrupt` is set by Interrupt."""
-
-    call_id: str
-    started_at: float
-    interrupt: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-@dataclass(frozen=True)
-class EndedThread:
-    """What ending a thread cleaned up."""
-
-    terminated_sessions: int
-    dropped_pending_approvals: int
-
-
-class ThreadState:
-    """What one router holds of a thread; shared parts live in `shared` (spec 06 §2)."""
-
-    def __init__(
-        self,
-        thread_id: str,
-        *,
-        clock: Clock,
-        approval_ttl_ms: int,
-        sessions: SessionManager,
-        shared: SharedState | None = None,
-        instance_id: str = "",
-        generation: str = "",
-        max_pending: int = 32,
-        pending_tally: Tally | None = None,
+    def on_request(
+        self, op: str, handler: Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
     ) -> None:
-        self.thread_id = thread_id
-        self._clock = clock
-        self._approval_ttl_ms = approval_ttl_ms
-        self.shared: SharedState = shared or InMemorySharedState(clock)
-        self.instance_id = instance_id
-        self.generation = generation
-        # Created while the store was down: it joins the store's thread (its generation).
-        self.provisional = False
-        # Parked calls' continuations (live objects: they stay with this router).
-        self._max_pending = max_pending
-        self._pending_tally = pending_tally or StateLimits(max_pending=max_pending).tallies()[0]
-        self.pending: dict[str, PendingApproval] = CountedDict(self._pending_tally)
-        self.inflight: dict[str, InFlightCall] = {}
-        self.sessions = sessions
-        self.last_used = clock()
+        """Answer broadcast requests of kind `op`."""
+        ...
 
-    def touch(self) -> None:
-        """Mark the thread as used now (resets its idle TTL)."""
-        self.last_used = self._clock()
-
-    # --- approvals and grants (shared) ---------------------------------------------------
-
-    async def is_approved_for_session(self, digest: str) -> bool:
-        """Whether this approval key was approved for the session (any router)."""
-        return await self.shared.is_approved(self.thread_id, digest)
-
-    async def approve_for_session(self, digest: str) -> None:
-        """Cache an approval key for the rest of the thread."""
-        await self.shared.approve(self.thread_id, digest)
-
-    async def set_grant(self, key: str, value: str) -> None:
-        """Store a session-scope permission grant (opaque JSON text)."""
-        await self.shared.set_grant(self.thread_id, key, value)
-
-    async def grants(self) -> dict[str, str]:
-        """The thread's sticky grants."""
-        return await self.shared.grants(self.thread_id)
-
-    # --- pending approvals ---------------------------------------------------------------
-
-    def check_pending_room(self) -> None:
-        """RESOURCE_EXHAUSTED when one more parked call would cross a pending-approval limit."""
-        self.expire_pending()
-        if len(self.pending) >= self._max_pending:
-            raise StateLimits.thread_pending_full(self._max_pending)
-        self._pending_tally.check()
-
-    async def add_pending(self, call_id: str, payload: object) -> PendingApproval:
-        """Park a call under a fresh UUIDv4 approval id for `approval_ttl`."""
-        self.check_pending_room()
-        now = self._clock()
-        pending = PendingApproval(
-            approval_id=str(uuid.uuid4()),
-            call_id=call_id,
-            payload=payload,
-            created_at=now,
-            expires_at=now + self._approval_ttl_ms / 1000,
-        )
-        record = PendingRecord(pending.approval_id, call_id, self.instance_id)
-        await self.shared.put_pending(self.thread_id, record, self._approval_ttl_ms)
-        self.pending[pending.approval_id] = pending
-        return pending
-
-    async def take_pending(self, approval_id: str) -> PendingApproval:
-        """Remove and return a pending call; unknown, expired or ended → NOT_FOUND."""
-        self.expire_pending()
-        record = await self.shared.get_pending(self.thread_id, approval_id)
-        local = self.pending.get(approval_id)
-        if record is None:
-            # Expired, answered, or its thread was ended through another router.
-            self.pending.pop(approval_id, None)
-            raise UnknownApprovalError(f"unknown or expired approval_id {approval_id}")
-        if local is None:
-            raise PendingElsewhereError(
-                f"approval_id {approval_id} is pending on router instance "
-                f"{record.instance_id}; resume it there"
-            )
-        if not await self.shared.take_pending(self.thread_id, approval_id):
-            self.pending.pop(approval_id, None)
-            raise UnknownApprovalError(f"unknown or expired approval_id {approval_id}")
-        del self.pending[approval_id]
-        return local
-
-    async def put_back(self, pending: PendingApproval) -> None:
-        """Re-park a call taken by mistake (a decision not on offer), keeping its expiry."""
-        remaining_ms = int((pending.expires_at - self._clock()) * 1000)
-        if remaining_ms <= 0:
-            return
-        record = PendingRecord(pending.approval_id, pending.call_id, self.instance_id)
-        await self.shared.put_pending(self.thread_id, record, remaining_ms)
-        self.pending[pending.approval_id] = pending
-
-    def expire_pending(self) -> int:
-        """Drop local parked calls past their TTL; returns how many."""
-        now = self._clock()
-        expired = [k for k, p in self.pending.items() if p.expires_at <= now]
-        for key in expired:
-            del self.pending[key]
-        return len(expired)
-
-    # --- in-flight calls -----------------------------------------------------------------
-
-    def begin_call(self, call_id: str) -> InFlightCall:
-        """Register an in-flight call so Interrupt can reach it."""
-        call = InFlightCall(call_id, self._clock())
-        self.inflight[call_id] = call
-        return call
-
-    def end_call(self, call: InFlightCall) -> None:
-        """Forget an in-flight call (only if it is still the registered one)."""
-        if self.inflight.get(call.call_id) is call:
-            del self.inflight[call.call_id]
-
-    def interrupt(self, call_id: str) -> None:
-        """Interrupt an in-flight call; none → NOT_FOUND."""
-        call = self.inflight.get(call_id)
-        if call is None:
-            raise UnknownCallError(f"no in-flight call {call_id}")
-        call.interrupt.set()
-
-    async def close_local(self) -> EndedThread:
-        """Kill this router's sessions of the thread, drop its parked calls."""
-        dropped = len(self.pending)
-        self.pending.clear()
-        for call in self.inflight.values():
-            call.interrupt.set()
-        terminated = await self.sessions.terminate_all()
-        return EndedThread(terminated, dropped)
+    async def ask(self, op: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """Broadcast a request; the answers of the replicas that held the object."""
+        ...
 
 
 class ThreadStore(Protocol):
@@ -322,6 +162,50 @@ class ThreadRegistry:
         self.shared: SharedState = shared or InMemorySharedState(clock)
         self._environments = environments
         self._instance_id = instance_id or uuid.uuid4().hex
+        self._bus: ReplicaBus | None = None
+
+    def attach_bus(self, bus: ReplicaBus) -> None:
+        """Route Interrupt and TerminateSession through `bus` to the replica holding them."""
+        self._bus = bus
+        bus.on_request("interrupt", self._bus_interrupt)
+        bus.on_request("terminate_session", self._bus_terminate)
+
+    async def interrupt(self, thread_id: str, call_id: str) -> None:
+        """Interrupt an in-flight call on whichever replica runs it; none → NOT_FOUND."""
+        state = await self.get(thread_id)
+        if state.interrupt_local(call_id):
+            return
+        body = {"thread": thread_id, "call_id": call_id}
+        if self._bus is not None and await self._bus.ask("interrupt", body):
+            return
+        raise UnknownCallError(f"no in-flight call {call_id}")
+
+    async def terminate_session(self, thread_id: str, session_id: int) -> bool:
+        """Kill a session (a local one on whichever replica holds it); whether it ran."""
+        state = await self.get(thread_id)
+        try:
+            return await state.sessions.terminate(session_id)
+        except UnknownSessionError:
+            if self._bus is None:
+                raise
+            body = {"thread": thread_id, "session_id": session_id}
+            held = await self._bus.ask("terminate_session", body)
+            if not held:
+                raise
+            return bool(held[0].get("was_running"))
+
+    async def _bus_interrupt(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        state = self._threads.get(str(message.get("thread")))
+        if state is None or not state.interrupt_local(str(message.get("call_id"))):
+            return None
+        return {}
+
+    async def _bus_terminate(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        state = self._threads.get(str(message.get("thread")))
+        session_id = message.get("session_id")
+        if state is None or not isinstance(session_id, int) or state.sessions.get(session_id) is None:
+            return None
+        return {"was_running": await state.sessions.terminate(session_id)}
 
     def _check_room(self) -> None:
         # `max_threads` bounds the threads held here; when no idle one could be evicted
@@ -337,7 +221,7 @@ class ThreadRegistry:
         """At max_threads, end the least recently used thread with nothing live here."""
         if len(self._threads) < self._max_threads:
             return
-        idle = (t for t in self._threads.values() if not (t.inflight or t.pending or t.sessions))
+        idle = (t for t in self._threads.values() if not (t.inflight or t.parked or t.sessions))
         victim = least_recently_used(idle)
         if victim is not None:
             await self._close_here(victim)
@@ -467,16 +351,10 @@ class ThreadRegistry:
         return idle
 
     async def expire_pending(self) -> int:
-        """Drop parked calls past their approval TTL in every local thread."""
-        return sum(state.expire_pending() for state in self._threads.values())
-
-    def environments_in_use(self) -> set[str]:
-        """Environments that a session held by this router runs on (discovery keeps them)."""
-        return {
-            info.environment_id
-            for state in self._threads.values()
-            for info in state.sessions.sessions()
-        }
+        """Drop parked calls past their approval TTL (a Redis store expires them itself)."""
+        if isinstance(self.shared, InMemorySharedState):
+            return self.shared.purge_expired_pending()
+        return 0
 
     async def aclose(self) -> None:
         """Close this router's part of every thread, then the shared store's connections."""
@@ -486,6 +364,14 @@ class ThreadRegistry:
             if not self.shared.distributed:
                 await self.shared.drop_thread(state.thread_id)
         await self.shared.aclose()
+
+    def environments_in_use(self) -> set[str]:
+        """Environments that a session held by this router runs on (discovery keeps them)."""
+        return {
+            info.environment_id
+            for state in self._threads.values()
+            for info in state.sessions.sessions()
+        }
 
     def __len__(self) -> int:
         return len(self._threads)

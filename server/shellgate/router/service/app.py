@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.errors import EnvironmentNotAllowedError
@@ -40,6 +41,9 @@ from shellgate.router.service.redaction import Redactor, load_values
 from shellgate.router.service.rules_store import PolicyStore
 from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
 from shellgate.v1 import common_pb2
+
+if TYPE_CHECKING:
+    from shellgate.router.runtime.store.redis_bus import RedisBus
 
 VERSION = "0.1.0"
 # Shown for a remote environment whose daemon could not be reached (see environment_views).
@@ -115,6 +119,8 @@ class RouterApp:
         # metrics report it, and RunningRouter runs its probe.
         self.store_monitor: StoreMonitor | None = None
         self.store_probe: Callable[[], Awaitable[None]] | None = None
+        # Scaled mode (redis_url): the replica bus and the shared amendments layer.
+        self.bus: RedisBus | None = None
         redis_url = config.shared_store_url()
         if redis_url:
             # Imported only when configured: redis is an optional dependency.
@@ -147,6 +153,18 @@ class RouterApp:
         if shared is not None:
             # Redis lost its data (restart without AOF): re-publish what this replica holds.
             shared.on_reset = self.threads.republish
+            from shellgate.router.runtime.store.redis_bus import RedisBus
+            from shellgate.router.service.shared_rules import SharedAmendments
+
+            assert shared.bus_client is not None
+            self.bus = RedisBus(
+                shared.bus_client, prefix=shared.prefix, instance_id=self.instance_id
+            )
+            self.threads.attach_bus(self.bus)
+            if self.policy_store is not None:
+                SharedAmendments(
+                    shared.client, prefix=shared.prefix, bus=self.bus, store=self.policy_store
+                )
         limits = config.limits
         self.execute_admission = Admission(
             "Execute",
@@ -297,7 +315,14 @@ class RouterApp:
         self._host = (policy, loop, host)
         return host
 
+    async def start(self) -> None:
+        """Start what runs in the background (the replica bus, in scaled mode)."""
+        if self.bus is not None:
+            await self.bus.start()
+
     async def aclose(self) -> None:
         """Kill every process, end every thread, close every connection."""
+        if self.bus is not None:
+            await self.bus.aclose()
         await self.threads.aclose()
         await self.environments.aclose()

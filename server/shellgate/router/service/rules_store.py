@@ -7,7 +7,7 @@ import fcntl
 import os
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,6 +107,37 @@ class PolicyStore:
         self._files: list[Path] = []
         self.last_error: str | None = None
         self.reload_errors = 0
+        # The shared amendments layer (scaled mode): prefix rules approved on any replica,
+        # applied on top of the files after every load. `share` publishes a new one.
+        self._shared_rules: tuple[tuple[str, ...], ...] = ()
+        self.share: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
+
+    def _layered(self, policy: Policy) -> Policy:
+        for prefix in self._shared_rules:
+            policy = policy.with_prefix_rule(prefix, Decision.ALLOW)
+        return policy
+
+    def set_shared_prefix_rules(self, rules: Sequence[tuple[str, ...]]) -> None:
+        """Replace the shared amendments layer (from Redis) and apply it to the live policy."""
+        rules = tuple(r for r in rules if r)
+        with self._lock:
+            if rules == self._shared_rules:
+                return
+            added = rules[len(self._shared_rules) :]
+            appended = rules[: len(self._shared_rules)] == self._shared_rules
+            self._shared_rules = rules
+            if appended:
+                policy = self._policy
+                for prefix in added:
+                    policy = policy.with_prefix_rule(prefix, Decision.ALLOW)
+                self._policy = policy
+                return
+        self.reload()
+
+    @property
+    def shared_prefix_rules(self) -> tuple[tuple[str, ...], ...]:
+        """The shared amendments layer currently applied."""
+        return self._shared_rules
 
     @property
     def policy(self) -> Policy:
@@ -127,8 +158,8 @@ class PolicyStore:
         """First load; a broken file raises RulesLoadError (the router refuses to start)."""
         policy, files = read_policy(self.rules_dirs, home=self._home)
         with self._lock:
-            self._policy, self._files = policy, files
-        return policy
+            self._policy, self._files = self._layered(policy), files
+            return self._policy
 
     def reload(self) -> ReloadResult:
         """Reload from disk; on a load error keep the last good policy and record the error."""
@@ -141,7 +172,7 @@ class PolicyStore:
                 self.reload_errors += 1
             return ReloadResult(False, rendered)
         with self._lock:
-            self._policy, self._files = policy, files
+            self._policy, self._files = self._layered(policy), files
             self.last_error = None
         return ReloadResult(True)
 

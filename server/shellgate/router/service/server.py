@@ -137,6 +137,8 @@ async def start_router(
     async def start() -> None:
         nonlocal metrics_server
         try:
+            # The replica bus first: shared amendments are applied before the first call.
+            await app.start()
             await server.start()
             if config.metrics_listen:
                 metrics_server = await start_metrics_server(
@@ -147,6 +149,7 @@ async def start_router(
                     log.info("metrics listening on port %d", port_bound)
         except BaseException:
             await server.stop(0)
+            await app.aclose()
             raise
 
     health_server, health_port = await start_with_health(

@@ -88,18 +88,28 @@ def _common(timeout_ms: int) -> dict[str, Any]:
     }
 
 
-def connect(url: str, *, timeout_ms: int = 2_000) -> tuple[Redis | RedisCluster, list[Redis]]:
-    """A lazily connecting client for `url` and the Sentinel clients it uses (close them
-    too); ValueError when the URL cannot be understood."""
+def connect(
+    url: str, *, timeout_ms: int = 2_000
+) -> tuple[Redis | RedisCluster, list[Redis], Redis]:
+    """A lazily connecting client for `url`, the extra clients it uses (close them too) and
+    the client for the replica bus's pub/sub; ValueError when the URL cannot be understood.
+
+    In a Cluster the bus talks to the first listed node: PUBLISH reaches subscribers of every
+    node, but counts only those of the node it ran on, and the bus waits for that count —
+    so every replica must publish and subscribe on the same node.
+    """
     scheme, creds, hosts, path = _split(url)
     common = _common(timeout_ms)
     if scheme in _PLAIN_SCHEMES:
-        return Redis.from_url(url, **common), []
+        plain = Redis.from_url(url, **common)
+        return plain, [], plain
     tls = scheme.startswith("rediss")
     auth = _credentials(creds)
     if scheme in CLUSTER_SCHEMES:
-        nodes = [ClusterNode(h, p) for h, p in _nodes(hosts, 6379, url)]
-        return RedisCluster(startup_nodes=nodes, ssl=tls, **auth, **common), []
+        found = _nodes(hosts, 6379, url)
+        nodes = [ClusterNode(h, p) for h, p in found]
+        bus = Redis(host=found[0][0], port=found[0][1], ssl=tls, **auth, **common)
+        return RedisCluster(startup_nodes=nodes, ssl=tls, **auth, **common), [bus], bus
     if scheme in SENTINEL_SCHEMES:
         service, _, db = path.partition("/")
         if not service:
@@ -114,7 +124,7 @@ def connect(url: str, *, timeout_ms: int = 2_000) -> tuple[Redis | RedisCluster,
         master: Redis = sentinel.master_for(
             unquote(service), redis_class=Redis, db=int(db or 0), **auth, **extra
         )
-        return master, list(sentinel.sentinels)
+        return master, list(sentinel.sentinels), master
     raise ValueError(
         f"redis_url {url!r}: unknown scheme {scheme!r} (redis, rediss, unix, "
         "redis+sentinel, rediss+sentinel, redis+cluster, rediss+cluster)"

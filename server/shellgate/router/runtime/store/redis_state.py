@@ -102,23 +102,37 @@ class RedisSharedState:
         self._epoch: bytes | None = None
         self._epoch_lock = asyncio.Lock()
         self.on_reset: Callable[[], Awaitable[None]] | None = None
-        # Connections to the Sentinels (redis+sentinel URLs), closed with the store.
+        # Connections to the Sentinels (redis+sentinel URLs) or the Cluster bus node,
+        # closed with the store.
         self._sentinels: list[Redis] = []
+        # Pub/sub of the replica bus (a Cluster's is one node: redis_connect.connect).
+        self.bus_client: Redis | None = client if isinstance(client, Redis) else None
 
     @classmethod
     def from_url(
         cls, url: str, *, idle_ttl_ms: int, prefix: str = DEFAULT_PREFIX, timeout_ms: int = 2_000
     ) -> RedisSharedState:
         """Connect lazily to a `redis_url` (one server, Sentinel or Cluster: redis_connect)."""
-        client, sentinels = connect(url, timeout_ms=timeout_ms)
+        client, extra, bus = connect(url, timeout_ms=timeout_ms)
         store = cls(client, idle_ttl_ms=idle_ttl_ms, prefix=prefix)
-        store._sentinels = sentinels
+        store._sentinels = extra
+        store.bus_client = bus
         return store
 
     @property
     def distributed(self) -> bool:
         """Always: other routers read the same keys."""
         return True
+
+    @property
+    def client(self) -> Redis | RedisCluster:
+        """The connection pool (shared amendments use it)."""
+        return self._r
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix of every key."""
+        return self._prefix
 
     def base(self, thread_id: str) -> str:
         """The key prefix of one thread."""
@@ -243,31 +257,49 @@ class RedisSharedState:
         """Record a pending approval (its own TTL, bounded by the thread's)."""
         b = self.base(thread_id)
         value = json.dumps(
-            {"call_id": record.call_id, "instance_id": record.instance_id}, separators=(",", ":")
-        )
+            {"call_id": record.call_id, "instance_id": record.instance_id,
+             "payload": record.payload},
+            separators=(",", ":"),
+        )  # fmt: skip
         pipe = self._r.pipeline(transaction=True)
         pipe.set(b + "pending:" + record.approval_id, value, px=max(1, int(ttl_ms)))
         pipe.sadd(b + "pendings", record.approval_id)
         pipe.pexpire(b + "pendings", self._ttl)
         await self._run("pending", pipe.execute)
 
-    async def get_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
-        """A live pending approval."""
-        key = self.base(thread_id) + "pending:" + approval_id
-        raw = await self._run("pending lookup", lambda: _await(self._r.get(key)))
+    async def take_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
+        """Read and delete a pending approval in one MULTI (exactly one router gets it)."""
+        b = self.base(thread_id)
+        key = b + "pending:" + approval_id
+        pipe = self._r.pipeline(transaction=True)
+        pipe.get(key)
+        pipe.pttl(key)
+        pipe.delete(key)
+        pipe.srem(b + "pendings", approval_id)
+        raw, ttl, _, _ = await self._run("pending", pipe.execute)
         if raw is None:
             return None
         data = json.loads(raw)
-        return PendingRecord(approval_id, data["call_id"], data["instance_id"])
+        return PendingRecord(
+            approval_id, str(data["call_id"]), str(data["instance_id"]),
+            str(data.get("payload", "")), max(0, int(ttl)),
+        )  # fmt: skip
 
-    async def take_pending(self, thread_id: str, approval_id: str) -> bool:
-        """Delete a pending approval atomically; False when already gone."""
+    async def live_pending_ids(self, thread_id: str) -> set[str]:
+        """The live pending ids (records expire by themselves; their index entries are pruned)."""
         b = self.base(thread_id)
-        pipe = self._r.pipeline(transaction=True)
-        pipe.delete(b + "pending:" + approval_id)
-        pipe.srem(b + "pendings", approval_id)
-        deleted, _ = await self._run("pending", pipe.execute)
-        return bool(deleted)
+        members = await self._run("pending", lambda: _await(self._r.smembers(b + "pendings")))
+        ids = sorted(m.decode() if isinstance(m, bytes) else str(m) for m in members)
+        if not ids:
+            return set()
+        pipe = self._r.pipeline(transaction=False)
+        for approval_id in ids:
+            pipe.exists(b + "pending:" + approval_id)
+        found = await self._run("pending", pipe.execute)
+        gone = [a for a, alive in zip(ids, found, strict=True) if not alive]
+        if gone:
+            await self._run("pending", lambda: _await(self._r.srem(b + "pendings", *gone)))
+        return {a for a, alive in zip(ids, found, strict=True) if alive}
 
     async def reserve_session_id(self, thread_id: str, session_id: int) -> bool:
         """Claim an id (SADD is the atomic test-and-set)."""

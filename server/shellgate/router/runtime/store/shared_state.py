@@ -4,10 +4,11 @@ What lives here: the approval cache ("approved for session" digests), sticky gra
 pending-approval records and the unified-exec session table of *remote* sessions. The
 in-memory implementation is the default (one router); `redis_state.RedisSharedState`
 lets routers behind a load balancer serve the same thread. Live objects (local processes,
-the parked call's continuation, in-flight calls) stay in the router that owns them: a
-session on the embedded `local` environment can only be polled through its own router (any
-other answers `write_stdin failed: Unknown process id {id}`), and a parked approval can only
-be resumed there (elsewhere: FAILED_PRECONDITION naming the instance), so route by thread.
+in-flight calls) stay in the router that owns them: a session on the embedded `local`
+environment can only be polled through its own router (any other answers `write_stdin
+failed: Unknown process id {id}`); Interrupt and TerminateSession reach the owner through
+`redis_bus`. A parked call is stored as data (`parked_codec`) in its pending record, so any
+router resumes it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 __all__ = [
@@ -58,11 +59,15 @@ class SessionRecord:
 
 @dataclass(frozen=True)
 class PendingRecord:
-    """A pending approval: which router holds the parked call."""
+    """A pending approval: the parked call's stored form (`payload`, parked_codec JSON)."""
 
     approval_id: str
     call_id: str
+    # The router that parked it (informational: any router resumes it).
     instance_id: str
+    payload: str = ""
+    # What was left of its TTL when it was taken (kept when a wrong answer puts it back).
+    ttl_ms: int = 0
 
 
 class SharedState(Protocol):
@@ -113,12 +118,12 @@ class SharedState(Protocol):
         """Record a pending approval for `ttl_ms`."""
         ...
 
-    async def get_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
-        """A live pending approval."""
+    async def take_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
+        """Delete and return a pending approval atomically; None when gone (expired, taken)."""
         ...
 
-    async def take_pending(self, thread_id: str, approval_id: str) -> bool:
-        """Delete a pending approval; False when it was already gone (expired or taken)."""
+    async def live_pending_ids(self, thread_id: str) -> set[str]:
+        """The ids of the thread's live pending approvals (any router's)."""
         ...
 
     async def reserve_session_id(self, thread_id: str, session_id: int) -> bool:
@@ -234,19 +239,30 @@ class InMemorySharedState:
         """Record a pending approval."""
         self._t(thread_id).pending[record.approval_id] = (record, self._clock() + ttl_ms / 1000)
 
-    async def get_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
-        """A live pending approval."""
-        t = self._threads.get(thread_id)
-        entry = t.pending.get(approval_id) if t is not None else None
-        if entry is None or entry[1] <= self._clock():
-            return None
-        return entry[0]
-
-    async def take_pending(self, thread_id: str, approval_id: str) -> bool:
-        """Delete a pending approval."""
+    async def take_pending(self, thread_id: str, approval_id: str) -> PendingRecord | None:
+        """Delete and return a live pending approval."""
         t = self._threads.get(thread_id)
         entry = t.pending.pop(approval_id, None) if t is not None else None
-        return entry is not None and entry[1] > self._clock()
+        now = self._clock()
+        if entry is None or entry[1] <= now:
+            return None
+        return replace(entry[0], ttl_ms=int((entry[1] - now) * 1000))
+
+    async def live_pending_ids(self, thread_id: str) -> set[str]:
+        """Live pending approval ids."""
+        t = self._threads.get(thread_id)
+        now = self._clock()
+        return set() if t is None else {a for a, (_, exp) in t.pending.items() if exp > now}
+
+    def purge_expired_pending(self) -> int:
+        """Forget parked calls past their TTL (the sweeper's job here; Redis expires its own)."""
+        now = self._clock()
+        dropped = 0
+        for t in self._threads.values():
+            for aid in [a for a, (_, exp) in t.pending.items() if exp <= now]:
+                del t.pending[aid]
+                dropped += 1
+        return dropped
 
     async def reserve_session_id(self, thread_id: str, session_id: int) -> bool:
         """Claim an id."""

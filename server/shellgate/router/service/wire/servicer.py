@@ -41,11 +41,11 @@ MAX_NAME_CHARS = 256
 INLINE_PROJECT_MAX_CHARS = 8 * 1024
 ITEM_LIMIT = "limits.max_item_bytes"
 
-def _check_state_room(projected: ProjectedCall, thread: ThreadState) -> None:
+async def _check_state_room(projected: ProjectedCall, thread: ThreadState) -> None:
     """RESOURCE_EXHAUSTED naming the limit before a new call starts when the state it may
     create (a parked approval, a unified-exec session) has no room; the runtime checks again
     at the point of creation, where a refusal is the call's tool output."""
-    thread.check_pending_room()
+    await thread.check_pending_room()
     outcome = projected.outcome
     if isinstance(outcome, ShellCall) and outcome.tool == "exec_command":
         thread.sessions.check_room()
@@ -196,12 +196,23 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 decision = DECISIONS.get(request.resume.decision)
                 if decision is None:
                     raise InvalidArgumentError("resume.decision: unspecified")
-                events = resume_call(request.resume.approval_id, decision, ctx)
+
+                async def reproject(origin: bytes) -> tuple[ProjectedCall, RouterTurn]:
+                    # The parked call's stored request, through the same pipeline and checks.
+                    stored = router_pb2.ExecuteRequest.FromString(origin)
+                    stored.thread_id = request.thread_id
+                    again, turn = await self._project(stored, caller, turn_thread)
+                    self._check_environments(caller, again, turn_thread)
+                    return again, turn
+
+                events = resume_call(request.resume.approval_id, decision, ctx, reproject)
             else:
                 projected, turn = await self._project(request, caller, turn_thread)
                 self._check_environments(caller, projected, turn_thread)
-                _check_state_room(projected, turn_thread)
-                events = execute_call(projected, turn, ctx)
+                await _check_state_room(projected, turn_thread)
+                # What a parked call stores to be re-projected on any router (item and turn).
+                origin = router_pb2.ExecuteRequest(item=request.item, turn=request.turn)
+                events = execute_call(projected, turn, ctx, origin.SerializeToString())
             if self._app.redactor is not None:
                 events = self._app.redactor.events(events)
             tool, environment = _labels(projected if which == "item" else None)
@@ -273,9 +284,10 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.TerminateSessionRequest, context: Ctx
     ) -> router_pb2.TerminateSessionResponse:
         """Kill one unified-exec session (unknown → NOT_FOUND)."""
-        thread = await self._thread(context, request.thread_id)
-        # An unknown session id is NOT_FOUND (UnknownSessionError) at the boundary.
-        was_running = await thread.sessions.terminate(request.session_id)
+        key = owned_thread_key(self._caller(context).subject, request.thread_id)
+        # An unknown session id is NOT_FOUND (UnknownSessionError) at the boundary; a local
+        # session held by another replica is terminated there (redis_bus).
+        was_running = await self._app.threads.terminate_session(key, request.session_id)
         return router_pb2.TerminateSessionResponse(was_running=was_running)
 
     @unary
@@ -283,8 +295,9 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.InterruptRequest, context: Ctx
     ) -> router_pb2.InterruptResponse:
         """Interrupt an in-flight Execute of a call."""
-        thread = await self._thread(context, request.thread_id)
-        thread.interrupt(request.call_id)
+        key = owned_thread_key(self._caller(context).subject, request.thread_id)
+        # Reaches the replica that runs the call (redis_bus); none runs it → NOT_FOUND.
+        await self._app.threads.interrupt(key, request.call_id)
         return router_pb2.InterruptResponse()
 
     @unary

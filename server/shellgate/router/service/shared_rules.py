@@ -1,0 +1,74 @@
+"""The shared amendments layer (scaled mode): prefix rules approved on any replica, in Redis.
+
+An `approved_with_amendment` decision appends its prefix rule to the approving replica's
+`default.rules` (as on one router) and to the Redis list `{prefix}amendments`; a notice on
+the replica bus makes every replica re-read the list, and each replica also re-reads it
+when its subscription (re)starts and every `redis_bus.REFRESH_S` seconds. The list is
+applied on top of the rules files (`PolicyStore.set_shared_prefix_rules`), so a replica
+started later, or restarted, loads every amendment from Redis at start.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable
+from typing import Any, cast
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisError
+from shellgate.router.runtime.store.redis_bus import RedisBus
+from shellgate.router.service.rules_store import PolicyStore
+
+__all__ = ["AMENDMENTS_NOTICE", "SharedAmendments"]
+
+_log = logging.getLogger(__name__)
+AMENDMENTS_NOTICE = "amendments"
+# An amendment list longer than this is refused on read (a store filled by someone else).
+MAX_SHARED_AMENDMENTS = 10_000
+
+
+class SharedAmendments:
+    """Publishes approved prefix rules to Redis and applies the list to a PolicyStore."""
+
+    def __init__(
+        self, client: Redis | RedisCluster, *, prefix: str, bus: RedisBus, store: PolicyStore
+    ) -> None:
+        self._r = client
+        self.key = f"{prefix}amendments"
+        self._bus = bus
+        self._store = store
+        store.share = self.add
+        bus.on_notice(AMENDMENTS_NOTICE, self.refresh)
+
+    async def add(self, prefix: tuple[str, ...]) -> None:
+        """Store an approved prefix rule for every replica and tell them (best effort:
+        the approving replica already applied it and wrote it to its rules file)."""
+        try:
+            await cast(Awaitable[Any], self._r.rpush(self.key, json.dumps(list(prefix))))
+        except (RedisError, OSError) as exc:
+            _log.warning("amendment %s not shared (Redis): %s", list(prefix), exc)
+            return
+        await self._bus.notice(AMENDMENTS_NOTICE)
+
+    async def refresh(self) -> None:
+        """Re-read the list and apply it (a Redis error keeps the current layer)."""
+        try:
+            raw = await cast(
+                Awaitable[list[bytes]], self._r.lrange(self.key, 0, MAX_SHARED_AMENDMENTS - 1)
+            )
+        except (RedisError, OSError) as exc:
+            _log.warning("shared amendments not refreshed (Redis): %s", exc)
+            return
+        rules: list[tuple[str, ...]] = []
+        for item in raw:
+            try:
+                value = json.loads(item)
+            except ValueError:
+                value = None
+            if isinstance(value, list) and value and all(isinstance(t, str) for t in value):
+                rules.append(tuple(value))
+            else:
+                _log.warning("ignored a malformed shared amendment: %r", item[:200])
+        self._store.set_shared_prefix_rules(rules)
