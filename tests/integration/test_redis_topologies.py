@@ -15,8 +15,10 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from shellgate.router.runtime.store.redis_bus import RedisBus
 from shellgate.router.runtime.store.redis_state import RedisSharedState
 from shellgate.router.runtime.store.shared_state import PendingRecord, SessionRecord
 
@@ -88,9 +90,13 @@ async def exercise(store: RedisSharedState) -> None:
     assert await store.is_approved(tid, "d1")
     await store.set_grant(tid, "k", "v")
     assert await store.grants(tid) == {"k": "v"}
-    await store.put_pending(tid, PendingRecord("a1", "c1", "i"), 60_000)
-    assert await store.get_pending(tid, "a1") == PendingRecord("a1", "c1", "i")
-    assert await store.take_pending(tid, "a1")
+    await store.put_pending(tid, PendingRecord("a1", "c1", "i", "{}"), 60_000)
+    assert await store.live_pending_ids(tid) == {"a1"}
+    taken = await store.take_pending(tid, "a1")
+    assert taken is not None and (taken.call_id, taken.payload) == ("c1", "{}")
+    assert 0 < taken.ttl_ms <= 60_000
+    assert await store.take_pending(tid, "a1") is None  # one taker wins
+    assert await store.live_pending_ids(tid) == set()
     assert await store.reserve_session_id(tid, 1001)
     assert not await store.reserve_session_id(tid, 1001)
     await store.release_session_id(tid, 1001)
@@ -132,10 +138,36 @@ def test_cluster(tmp_path: Path) -> None:
             store = RedisSharedState.from_url(url, idle_ttl_ms=60_000)
             try:
                 await exercise(store)
+                await bus_round_trip(store)
             finally:
                 await store.aclose()
 
         asyncio.run(main())
+
+
+async def bus_round_trip(store: RedisSharedState) -> None:
+    """Two replicas' buses on the store's bus client: a request reaches the holder only."""
+    assert store.bus_client is not None
+    buses = [
+        RedisBus(store.bus_client, prefix="t:", instance_id=name) for name in ("one", "two")
+    ]
+
+    async def holds(message: dict[str, Any]) -> dict[str, Any] | None:
+        return {"who": "two"} if message.get("call_id") == "x" else None
+
+    async def never(message: dict[str, Any]) -> dict[str, Any] | None:
+        return None
+
+    buses[0].on_request("interrupt", never)
+    buses[1].on_request("interrupt", holds)
+    try:
+        for bus in buses:
+            await bus.start()
+        assert [a.get("who") for a in await buses[0].ask("interrupt", {"call_id": "x"})] == ["two"]
+        assert await buses[0].ask("interrupt", {"call_id": "y"}) == []
+    finally:
+        for bus in buses:
+            await bus.aclose()
 
 
 def test_sentinel(tmp_path: Path) -> None:
@@ -151,6 +183,7 @@ def test_sentinel(tmp_path: Path) -> None:
                 url = f"redis+sentinel://127.0.0.1:{sentinel}/shellgate/0"
                 store = RedisSharedState.from_url(url, idle_ttl_ms=60_000)
                 try:
+                    await bus_round_trip(store)
                     await exercise(store)
                 finally:
                     await store.aclose()

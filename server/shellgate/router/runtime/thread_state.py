@@ -11,7 +11,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from shellgate.common.errors import UnknownApprovalError, UnknownCallError
+from shellgate.common.errors import (
+    SharedStateUnavailableError,
+    UnknownApprovalError,
+    UnknownCallError,
+)
 from shellgate.router.runtime.sessions import SessionManager
 from shellgate.router.runtime.store.shared_state import (
     InMemorySharedState,
@@ -117,7 +121,11 @@ class ThreadState:
 
     async def check_pending_room(self) -> None:
         """RESOURCE_EXHAUSTED when one more parked call would cross a pending-approval limit."""
-        live = await self.shared.live_pending_ids(self.thread_id)
+        try:
+            live = await self.shared.live_pending_ids(self.thread_id)
+        except SharedStateUnavailableError:
+            # The store is down: a call that parks fails there anyway; others must run.
+            live = set(self.parked)
         for approval_id in [a for a in self.parked if a not in live]:
             del self.parked[approval_id]
         if len(live) >= self._max_pending:
