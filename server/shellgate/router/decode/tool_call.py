@@ -131,7 +131,23 @@ def parse_response_item(text: str) -> Mapping[str, Any] | NoToolCall:
         return NoToolCall("item is not valid JSON")
     if not isinstance(value, dict):
         return NoToolCall("item is not a JSON object")
+    if any(_lone_surrogate(k) or (k != "arguments" and _lone_surrogate(v)) for k, v in value.items()):
+        # serde_json refuses a lone `\ud800` escape, so Codex drops such an item whole.
+        # `arguments` is the exception: its own serde_json parse reports the escape as the
+        # tool error the model sees (reader.Reader._reject_raw_surrogate).
+        return NoToolCall("item is not valid JSON")
     return value
+
+
+def _lone_surrogate(value: object) -> bool:
+    """Whether a string holds a lone surrogate (only a `\\uD8xx` escape can put one there)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _as_json_number(value: Any) -> Any:
