@@ -7,12 +7,15 @@ them in order (`aclose`), so a shutdown kills every process the router started.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.errors import EnvironmentNotAllowedError, LimitExceededError
@@ -34,7 +37,7 @@ from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
 from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.metrics import Metrics
 from shellgate.router.service.redaction import Redactor, load_values
-from shellgate.router.service.rules_store import PolicyStore
+from shellgate.router.service.rules_store import PolicyStore, ReloadResult
 from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
 from shellgate.v1 import common_pb2
 
@@ -55,6 +58,9 @@ class Caller:
 
     subject: str
     environments: frozenset[str] | None
+
+
+T = TypeVar("T")
 
 
 class Admission:
@@ -155,6 +161,12 @@ class RouterApp:
         )
         self.project_admission = Admission(
             "Project", limits.max_concurrent_projects, limits.admission_wait_ms
+        )
+        # CPU-heavy work (projecting large items, rules reloads) runs here, off the event
+        # loop, at most `projection_workers` at a time; tree-sitter holds the GIL while it
+        # parses, so more workers would not run faster, only delay the loop more.
+        self.cpu = ThreadPoolExecutor(
+            max_workers=limits.projection_workers, thread_name_prefix="shellgate-cpu"
         )
         self._turns: OrderedDict[tuple[object, ...], RouterTurn] = OrderedDict()
         # What projections reuse (environments, wire sub-messages): one per router, shared
@@ -276,7 +288,21 @@ class RouterApp:
         self._host = (policy, loop, host)
         return host
 
+    async def run_cpu(self, fn: Callable[..., T], *args: object) -> T:
+        """`fn(*args)` on the bounded CPU pool (never on the event loop)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.cpu, functools.partial(fn, *args))
+
+    async def reload_rules(self) -> ReloadResult | None:
+        """Re-read the rules files on the CPU pool (a MiB rules file parses for seconds);
+        the last good policy stays live until the new one is complete."""
+        store = self.policy_store
+        if store is None:
+            return None
+        return await self.run_cpu(store.reload)
+
     async def aclose(self) -> None:
         """Kill every process, end every thread, close every connection."""
         await self.threads.aclose()
         await self.environments.aclose()
+        self.cpu.shutdown(wait=False, cancel_futures=True)
