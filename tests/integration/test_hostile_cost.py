@@ -75,7 +75,8 @@ def _assert_health_during(
 def _nul_arguments(key: str) -> str:
     # 3.4 MiB of request text, every character an escaped NUL (~580 000 NULs).
     count = (34 * MIB // 10) // 6
-    return '{"%s":"%s"}' % (key, "\\u0000" * count)
+    nuls = "\\u0000" * count
+    return f'{{"{key}":"{nuls}"}}'
 
 
 @pytest.mark.parametrize(
@@ -133,10 +134,8 @@ def test_a_lone_surrogate_is_a_tool_error_in_both_tools(
 ) -> None:
     # The item verbatim: the outer JSON's `\ud800` escape puts a lone surrogate in
     # the arguments, which serde_json (a Rust `&str`) can never hold.
-    raw = (
-        '{"type":"function_call","name":"%s","call_id":"c","arguments":"{\\"%s\\":\\"\\ud800\\"}"}'
-        % (name, key)
-    )
+    arguments = f'{{\\"{key}\\":\\"\\ud800\\"}}'
+    raw = f'{{"type":"function_call","name":"{name}","call_id":"c","arguments":"{arguments}"}}'
     request = _project(common_pb2.ToolCallItem(raw_json=raw), tool)
     reply = router.stub.Project(request, timeout=30)
     assert reply.projection.tool_error.text == (

@@ -15,7 +15,6 @@ Domain API (pure, no I/O):
   - `write_stdin`: `decode_session_id` (pass 1), `decode_write_stdin` (pass 2, live session).
 * `exec_post_decode_check(params, unified_exec_tty)` and `resolve_sandbox_permissions` — the
   exec_command rules of spec 01 §5.3 (TTY disabled, `justification` without override).
-
 The handler stage (`handler.py`) composes these with environments and shells.
 """
 
@@ -40,6 +39,7 @@ from shellgate.router.decode.params import (
     exec_command_spec,
     shell_command_spec,
 )
+from shellgate.router.decode.rust_text import refuse_lone_surrogates
 from shellgate.router.decode.serde_json.typed import (
     Arguments,
     JsonError,
@@ -127,27 +127,12 @@ def parse_response_item(text: str) -> Mapping[str, Any] | NoToolCall:
     """The raw output-item JSON text as a mapping (non-objects are not tool calls)."""
     try:
         value = json.loads(text)
+        refuse_lone_surrogates(value)  # serde_json would: Codex drops such an item whole
     except (ValueError, RecursionError):
         return NoToolCall("item is not valid JSON")
     if not isinstance(value, dict):
         return NoToolCall("item is not a JSON object")
-    if any(_lone_surrogate(k) or (k != "arguments" and _lone_surrogate(v)) for k, v in value.items()):
-        # serde_json refuses a lone `\ud800` escape, so Codex drops such an item whole.
-        # `arguments` is the exception: its own serde_json parse reports the escape as the
-        # tool error the model sees (reader.Reader._reject_raw_surrogate).
-        return NoToolCall("item is not valid JSON")
     return value
-
-
-def _lone_surrogate(value: object) -> bool:
-    """Whether a string holds a lone surrogate (only a `\\uD8xx` escape can put one there)."""
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _as_json_number(value: Any) -> Any:
