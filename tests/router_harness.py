@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import resource
 import select
 import subprocess
 import sys
@@ -128,6 +129,7 @@ def router_subprocess(
     *,
     local_token: bool = False,
     wrapper: Sequence[str] = (),
+    nofile: int | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """`shellgate serve --listen 127.0.0.1:0 --print-port` as a child; SIGTERM on exit.
 
@@ -139,9 +141,14 @@ def router_subprocess(
             "--print-port", *extra_args]  # fmt: skip
     if not local_token:
         args.append("--no-local-token")
+    def limit_nofile() -> None:
+        if nofile is not None:  # soft and hard: the child cannot raise it past this
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)
-    )
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ),
+        preexec_fn=limit_nofile,
+    )  # fmt: skip
     try:
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], timeout_s)

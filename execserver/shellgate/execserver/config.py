@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shellgate.common.grpc.connections import ConnectionLimits
 from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.common.process.limits import MIB, ProcessLimits
 
@@ -59,6 +60,8 @@ class ServerConfig:
     # Unprivileged user the local backend's commands run as (empty: the daemon's own).
     run_as: str = ""
     ssh: SshConfig = field(default_factory=SshConfig)
+    # Idle/half-open connection reaping and the connection cap (docs/configuration.md).
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     # Root for relative cwds and GetInfo's cwd; empty = the daemon's own cwd.
     root: str = ""
     process: ProcessLimits = field(default_factory=ProcessLimits)

@@ -12,6 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
+from shellgate.common.grpc.connections import raise_nofile_limit, server_options
 from shellgate.common.grpc.health_listener import (
     check_health_listen,
     set_serving,
@@ -135,12 +136,16 @@ async def start_server(config: ServerConfig) -> RunningServer:
     )
     table = ProcessTable(backend, limits)
     servicer = ExecServicer(config, table, host_info, auth)
+    config.connections.validate()
+    # Descriptors bound the connections: take the hard limit, keep a reserve (connections.py).
+    nofile = raise_nofile_limit()
     server = grpc.aio.server(
         interceptors=[DecodeGuardInterceptor()],
         options=[
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),
             *EXCLUSIVE_PORT_OPTIONS,
+            *server_options(config.connections, nofile),
         ]
     )
     add_exec_service(servicer, server)

@@ -13,7 +13,7 @@ from shellgate.router.apply_patch.parser import (
     parse_patch,
 )
 from shellgate.router.apply_patch.paths import cwd_path, file_stem, is_windows_path
-from shellgate.router.bash.parse import MAX_SCRIPT_BYTES, Node, node_text
+from shellgate.router.bash.parse import Node, node_text, within_parse_bounds
 from shellgate.router.bash.script_cache import parsed
 
 APPLY_PATCH_COMMANDS = frozenset({"apply_patch", "applypatch"})
@@ -123,8 +123,8 @@ def extract_heredoc(script: str) -> tuple[str, str | None] | NotRecognised:
     if "<<" not in script:
         # No heredoc operator, no heredoc statement: spare the parse (an unparsable script
         # is still reported as such, exactly when parse_bash would refuse it).
-        too_large = len(script.encode("utf-8", "surrogatepass")) > MAX_SCRIPT_BYTES
-        return NotRecognised(shell_parse_error=too_large)
+        unparsable = not within_parse_bounds(script.encode("utf-8", "surrogatepass"))
+        return NotRecognised(shell_parse_error=unparsable)
     # The same script is parsed for projection B; share that tree (read-only).
     tree = parsed(script)
     if tree is None:

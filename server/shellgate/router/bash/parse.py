@@ -8,9 +8,22 @@ from collections.abc import Iterator
 import tree_sitter
 import tree_sitter_bash
 
-# Scripts larger than this are not parsed at all; callers treat that like an unparsable
-# script (fallback), which keeps the work on adversarial input bounded.
-MAX_SCRIPT_BYTES = 4 * 1024 * 1024
+# Bounds on one parse (docs/limits.md). Codex parses any script whole (codex-rs
+# shell-command bash.rs `try_parse_shell` has no limit); shellgate refuses to parse past
+# these and callers treat the script exactly like an unparsable one (Codex's fallback), so
+# the work and memory one request can cause stay bounded. tree-sitter's parse holds the GIL,
+# so these also bound how long one parse can keep the event loop's thread from running.
+#
+# Script bytes: parsing costs ~0.5-2 µs per byte with the GIL held (~1 s here at most).
+MAX_SCRIPT_BYTES = 512 * 1024
+# Nodes in the tree (`descendant_count`, read in O(1)): every command and every word is at
+# least one node, so this caps commands per script and words per command as well; a tree
+# larger than this is dropped before any Python walk touches it.
+MAX_SCRIPT_NODES = 200_000
+# tree-sitter-bash's error recovery re-scans the rest of the script once per NUL byte, so a
+# script's cost grows with (NUL bytes x script bytes): 100 000 NULs took 57 s. Past this
+# product the script is not parsed (a NUL can never reach execve inside one argument anyway).
+MAX_NUL_WORK = 4 * 1024 * 1024
 
 _LANGUAGE = tree_sitter.Language(tree_sitter_bash.language())
 _local = threading.local()
@@ -28,12 +41,22 @@ def _parser() -> tree_sitter.Parser:
     return parser
 
 
-def parse_bash(script: str) -> Tree | None:
-    """Parse a bash script; None when it is too large to parse within the bound."""
-    data = script.encode("utf-8", "surrogatepass")
+def within_parse_bounds(data: bytes) -> bool:
+    """Whether a script's bytes may be parsed at all (size and NUL bounds)."""
     if len(data) > MAX_SCRIPT_BYTES:
+        return False
+    return data.count(0) * len(data) <= MAX_NUL_WORK
+
+
+def parse_bash(script: str) -> Tree | None:
+    """Parse a bash script; None when it is past the parse bounds (treated as unparsable)."""
+    data = script.encode("utf-8", "surrogatepass")
+    if not within_parse_bounds(data):
         return None
-    return _parser().parse(data)
+    tree = _parser().parse(data)
+    if tree.root_node.descendant_count > MAX_SCRIPT_NODES:
+        return None
+    return tree
 
 
 def walk(node: Node) -> Iterator[Node]:

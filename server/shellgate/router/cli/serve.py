@@ -12,7 +12,9 @@ import sys
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
+from shellgate.common.tasks import TaskSet
 from shellgate.router.policy import RulesLoadError
+from shellgate.router.service.app import RouterApp
 from shellgate.router.service.config import ConfigError, load_config
 from shellgate.router.service.redaction import install_log_filter
 from shellgate.router.service.server import serve_forever, start_router
@@ -72,7 +74,8 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     # Handlers first: a supervisor may send SIGTERM as soon as it sees the port.
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    loop.add_signal_handler(signal.SIGHUP, lambda: _reload(router.app))
+    reloads = TaskSet()
+    loop.add_signal_handler(signal.SIGHUP, lambda: _reload(router.app, reloads))
     if args.print_port:
         print(router.port, flush=True)
     else:
@@ -86,12 +89,15 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     return 0
 
 
-def _reload(app: object) -> None:
-    store = getattr(app, "policy_store", None)
-    if store is not None:
-        result = store.reload()
-        if not result.ok:
+def _reload(app: RouterApp, tasks: TaskSet) -> None:
+    """SIGHUP: reload the rules on the CPU pool; the loop keeps answering meanwhile."""
+
+    async def reload() -> None:
+        result = await app.reload_rules()
+        if result is not None and not result.ok:
             logging.getLogger(__name__).error("rules reload failed; keeping the last good policy")
+
+    tasks.spawn(reload(), name="rules-reload")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -42,3 +42,29 @@ def debug_str(text: str) -> str:
             out.append(ch)
     out.append('"')
     return "".join(out)
+
+
+def has_lone_surrogate(value: object) -> bool:
+    """Whether a string holds a lone surrogate (a Rust string never does; only a JSON
+    `\\uD8xx` escape read by a lenient decoder puts one there)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def refuse_lone_surrogates(item: object) -> None:
+    """ValueError when an output item holds a lone surrogate outside `arguments`.
+
+    serde_json refuses a lone `\\ud800` escape, so Codex drops such an item whole.
+    `arguments` is the exception: its own serde_json parse reports the escape as the tool
+    error the model sees (`serde_json.reader.Reader._reject_raw_surrogate`).
+    """
+    if isinstance(item, dict) and any(
+        has_lone_surrogate(k) or (k != "arguments" and has_lone_surrogate(v))
+        for k, v in item.items()
+    ):
+        raise ValueError("lone surrogate")

@@ -15,7 +15,6 @@ Domain API (pure, no I/O):
   - `write_stdin`: `decode_session_id` (pass 1), `decode_write_stdin` (pass 2, live session).
 * `exec_post_decode_check(params, unified_exec_tty)` and `resolve_sandbox_permissions` — the
   exec_command rules of spec 01 §5.3 (TTY disabled, `justification` without override).
-
 The handler stage (`handler.py`) composes these with environments and shells.
 """
 
@@ -40,6 +39,7 @@ from shellgate.router.decode.params import (
     exec_command_spec,
     shell_command_spec,
 )
+from shellgate.router.decode.rust_text import refuse_lone_surrogates
 from shellgate.router.decode.serde_json.typed import (
     Arguments,
     JsonError,
@@ -127,6 +127,7 @@ def parse_response_item(text: str) -> Mapping[str, Any] | NoToolCall:
     """The raw output-item JSON text as a mapping (non-objects are not tool calls)."""
     try:
         value = json.loads(text)
+        refuse_lone_surrogates(value)  # serde_json would: Codex drops such an item whole
     except (ValueError, RecursionError):
         return NoToolCall("item is not valid JSON")
     if not isinstance(value, dict):

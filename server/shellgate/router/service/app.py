@@ -7,13 +7,15 @@ them in order (`aclose`), so a shutdown kills every process the router started.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.errors import EnvironmentNotAllowedError
@@ -38,7 +40,7 @@ from shellgate.router.service.admission import Admission
 from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.metrics import Metrics
 from shellgate.router.service.redaction import Redactor, load_values
-from shellgate.router.service.rules_store import PolicyStore
+from shellgate.router.service.rules_store import PolicyStore, ReloadResult
 from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
 from shellgate.v1 import common_pb2
 
@@ -62,6 +64,9 @@ class Caller:
 
     subject: str
     environments: frozenset[str] | None
+
+
+T = TypeVar("T")
 
 
 def _run_as(user: str) -> RunAs | None:
@@ -179,6 +184,12 @@ class RouterApp:
             limits.max_concurrent_projects,
             limits.admission_wait_ms,
             limit_key="limits.max_concurrent_projects",
+        )
+        # CPU-heavy work (projecting large items, rules reloads) runs here, off the event
+        # loop, at most `projection_workers` at a time; tree-sitter holds the GIL while it
+        # parses, so more workers would not run faster, only delay the loop more.
+        self.cpu = ThreadPoolExecutor(
+            max_workers=limits.projection_workers, thread_name_prefix="shellgate-cpu"
         )
         self._turns: OrderedDict[tuple[object, ...], RouterTurn] = OrderedDict()
         # What projections reuse (environments, wire sub-messages): one per router, shared
@@ -320,9 +331,23 @@ class RouterApp:
         if self.bus is not None:
             await self.bus.start()
 
+    async def run_cpu(self, fn: Callable[..., T], *args: object) -> T:
+        """`fn(*args)` on the bounded CPU pool (never on the event loop)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.cpu, functools.partial(fn, *args))
+
+    async def reload_rules(self) -> ReloadResult | None:
+        """Re-read the rules files on the CPU pool (a MiB rules file parses for seconds);
+        the last good policy stays live until the new one is complete."""
+        store = self.policy_store
+        if store is None:
+            return None
+        return await self.run_cpu(store.reload)
+
     async def aclose(self) -> None:
         """Kill every process, end every thread, close every connection."""
         if self.bus is not None:
             await self.bus.aclose()
         await self.threads.aclose()
         await self.environments.aclose()
+        self.cpu.shutdown(wait=False, cancel_futures=True)

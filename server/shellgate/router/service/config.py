@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shellgate.common.grpc.connections import ConnectionLimits
 from shellgate.common.grpc.health_listener import check_health_listen
 from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.router.runtime.remote.discovery import DnsDiscoveryConfig
@@ -50,6 +51,8 @@ class Limits:
     # by the subjects active now (alone, a subject may use every slot).
     max_concurrent_executes_per_subject: int = 0
     max_concurrent_projects: int = 2_048
+    # Worker threads that project large items and reload rules (off the event loop).
+    projection_workers: int = 2
     max_item_bytes: int = 4 * MIB
     max_message_bytes: int = 8 * MIB
     # Replies echo the script several times (argv, envelope, canonical command, display), so
@@ -111,6 +114,8 @@ class RouterConfig:
     rules_dirs: tuple[str, ...] = ()
     defaults: TurnDefaults = field(default_factory=TurnDefaults)
     limits: Limits = field(default_factory=Limits)
+    # Idle/half-open connection reaping and the connection cap (docs/configuration.md).
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     metrics_listen: str = ""
     # Shared thread state across router replicas; empty = in this process's memory.
     redis_url: str = ""
@@ -182,6 +187,12 @@ class RouterConfig:
                 raise ConfigError(f"limits.{limit.name} must be an integer >= {floor}")
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
             raise ConfigError("tls_cert_file and tls_key_file must be set together")
+        if self.limits.projection_workers < 1:
+            raise ConfigError("limits.projection_workers must be at least 1")
+        try:
+            self.connections.validate()
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
         ids = [env.environment_id for env in self.environments]
         if self.local_environment:
             ids.insert(0, "local")
@@ -233,6 +244,7 @@ def parse_config(data: dict[str, Any]) -> RouterConfig:
         defaults_table["env_set"] = tuple(sorted(env_policy["set"].items()))
     defaults = _build(TurnDefaults, defaults_table, "defaults.")
     limits = _build(Limits, data.pop("limits", {}), "limits.")
+    connections = _build(ConnectionLimits, data.pop("connections", {}), "connections.")
     client_envs = tuple(
         (subject, tuple(envs))
         for subject, envs in sorted(data.pop("client_environments", {}).items())
@@ -251,6 +263,7 @@ def parse_config(data: dict[str, Any]) -> RouterConfig:
         config,
         defaults=defaults,
         limits=limits,
+        connections=connections,
         client_environments=client_envs,
         environments=tuple(envs),
         discovery=discovery,

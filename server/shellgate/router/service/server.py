@@ -12,6 +12,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
+from shellgate.common.grpc.connections import raise_nofile_limit, server_options
 from shellgate.common.grpc.health_listener import set_serving, start_with_health
 from shellgate.common.grpc.listen import EXCLUSIVE_PORT_OPTIONS, bind
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
@@ -104,12 +105,16 @@ async def start_router(
         config, parent_env=parent_env, local_token=local.token if local is not None else None
     )
     limits = config.limits
+    config.connections.validate()
+    # Descriptors bound the connections: take the hard limit, keep a reserve (connections.py).
+    nofile = raise_nofile_limit()
     server = grpc.aio.server(
         interceptors=[DecodeGuardInterceptor()],
         options=[
             ("grpc.max_receive_message_length", limits.max_message_bytes),
             ("grpc.max_send_message_length", limits.max_send_message_bytes),
             *EXCLUSIVE_PORT_OPTIONS,
+            *server_options(config.connections, nofile),
         ],
     )
     # Execute yields its output chunks already serialized (see servicer.output_event_bytes).

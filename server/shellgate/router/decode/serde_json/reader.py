@@ -8,6 +8,7 @@ input cannot hang or overflow the stack.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from shellgate.router.decode.serde_json.cursor import (
@@ -28,6 +29,12 @@ from shellgate.router.decode.serde_json.cursor import (
 )
 from shellgate.router.decode.serde_json.numbers import NumberReader
 
+# A lone surrogate as `Cursor` encodes it (UTF-8 with surrogatepass): a lead D800-DBFF is
+# ED A0-AF xx, a trail DC00-DFFF is ED B0-BF xx. A Rust `&str` cannot hold one, so the
+# text reached shellgate only because a JSON decoder in front (the item's own) let a
+# `\ud800` escape through; serde_json would have stopped at that escape.
+_RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]")
+
 
 class Reader(NumberReader):
     """A serde_json SliceRead deserializer state over one document."""
@@ -40,6 +47,8 @@ class Reader(NumberReader):
         while True:
             match = STR_PLAIN.match(data, self.index)
             assert match is not None
+            if 0xED in data[self.index : match.end()]:
+                self._reject_raw_surrogate(match.end())
             out += data[self.index : match.end()]
             self.index = match.end()
             if self.index >= len(data):
@@ -51,6 +60,19 @@ class Reader(NumberReader):
             if byte != 0x5C:  # a raw control character
                 raise self.error(CONTROL_CHAR)
             self._parse_escape(out)
+
+    def _reject_raw_surrogate(self, end: int) -> None:
+        """serde_json's error for the escape a raw lone surrogate in `[index, end)` came from.
+
+        The surrogate is judged as the `\\uXXXX` escape it was: a lead one is
+        "unexpected end of hex escape", a trailing one "lone leading surrogate in hex
+        escape" (serde_json's own texts), positioned just after the surrogate.
+        """
+        found = _RAW_SURROGATE.search(self.data, self.index, end)
+        if found is None:
+            return
+        self.index = found.end()
+        raise self.error(HEX_END if found.group()[1] < 0xB0 else LONE_SURROGATE)
 
     def ignore_str(self) -> None:
         """serde_json's ignore_str: skip a string body without decoding it.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import random
@@ -124,8 +123,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         if _inline(item, turn):
             projected = project(item, turn, host)
         else:
-            # Decode and tree-sitter work is CPU-bound; keep the event loop responsive.
-            projected = await asyncio.to_thread(project, item, turn, host)
+            # Decode and tree-sitter work is CPU-bound: the bounded CPU pool, not the loop.
+            projected = await self._app.run_cpu(project, item, turn, host)
         return self._with_reachability(projected), turn
 
     def _with_reachability(self, projected: ProjectedCall) -> ProjectedCall:
