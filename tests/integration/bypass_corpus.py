@@ -80,7 +80,7 @@ BYPASS_SCRIPTS: tuple[str, ...] = (
     "printf 'git push' | sh",
     "bash < /tmp/script.sh; rm -rf /tmp/x",
     # unparseable or odd scripts
-    "rm -rf /tmp/x; (",
+    "rm -rf /tmp/x\n(",
     "if true; then rm -rf /tmp/x; fi",
     "{ git push; }",
     "true && rm -rf /tmp/x",

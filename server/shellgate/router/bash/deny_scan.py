@@ -39,8 +39,15 @@ _ARG_KINDS = frozenset(
 class DenyScan:
     """The normalised commands of a script and the scripts it feeds to a shell on stdin."""
 
+    # The part of the script bash runs: up to the complete command holding a syntax error
+    # (bash parses a whole command before running it, so that one and the rest never run).
+    runnable: str
     commands: tuple[tuple[str, ...], ...]
     stdin_scripts: tuple[str, ...]
+    # Per command: its byte span when every word is known and its output feeds nothing
+    # (not inside `$(…)`, `<(…)` or a pipeline), else None. The caller blanks the spans of
+    # such commands that run nothing else before looking for literal names.
+    plain_spans: tuple[tuple[int, int] | None, ...]
 
 
 def script_tokens(script: str) -> frozenset[str]:
@@ -124,19 +131,37 @@ class _Values:
             self.env[node_text(name)] = known
 
 
-def _words(values: _Values, command: Node) -> tuple[str, ...] | None:
+_FEEDING = frozenset({"command_substitution", "process_substitution", "pipeline"})
+
+
+def _words(values: _Values, command: Node) -> tuple[tuple[str, ...] | None, bool]:
+    """(the known words of a command, whether every word is known)."""
     words: list[str] = []
+    complete = True
     for child in command.named_children:
         if child.type == "command_name":
             name = values.value(child)
             if name is None:
-                return None
+                return None, False
             words.append(name)
         elif words and child.type in _ARG_KINDS:
             value = values.value(child)
-            if value is not None:
+            if value is None:
+                complete = False
+            else:
                 words.append(value)
-    return tuple(words) or None
+        elif child.type not in ("file_redirect", "variable_assignment"):
+            complete = False
+    return (tuple(words) or None), complete
+
+
+def _feeds_something(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in _FEEDING:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _reads_stdin_script(words: tuple[str, ...]) -> bool:
@@ -185,21 +210,54 @@ def deny_scan(script: str) -> DenyScan | None:
     tree = parsed(script)
     if tree is None:
         return None
+    if tree.root_node.has_error:
+        runnable = _before_error(script, tree.root_node)
+        tree = parsed(runnable)
+        if tree is None or tree.root_node.has_error:
+            return DenyScan("", (), (), ())
+        script = runnable
     values = _Values()
     found: dict[int, tuple[str, ...]] = {}
     stdin_scripts: list[str] = []
+    spans: list[tuple[int, int] | None] = []
     for node in walk(tree.root_node):
         if node.type == "variable_assignment":
             values.assign(node)
             continue
         if node.type != "command":
             continue
-        words = _words(values, node)
+        words, complete = _words(values, node)
         if words is None:
             continue
         found[node.id] = words
+        plain = complete and not _feeds_something(node)
+        spans.append((node.start_byte, node.end_byte) if plain else None)
         if _reads_stdin_script(words):
             stdin_scripts += _stdin_texts(values, node) + _piped_texts(found, node)
         if len(found) >= MAX_SCAN_COMMANDS:
             break
-    return DenyScan(tuple(found.values()), tuple(stdin_scripts))
+    return DenyScan(script, tuple(found.values()), tuple(stdin_scripts), tuple(spans))
+
+
+def _cut_before_line_of(script: str, byte: int) -> str:
+    data = script.encode("utf-8", "surrogatepass")[:byte]
+    cut = data.rfind(b"\n")
+    return data[: cut + 1].decode("utf-8", "surrogatepass") if cut != -1 else ""
+
+
+def _before_error(script: str, root: Node) -> str:
+    """The script before the line of its first syntax error, when that part parses cleanly.
+
+    Otherwise the script before the top-level command holding the error (tree-sitter may
+    lump several lines into one ERROR node; one re-parse at most keeps this linear).
+    """
+    first = next((n for n in walk(root) if n.type == "ERROR" or n.is_missing), None)
+    if first is not None:
+        candidate = _cut_before_line_of(script, first.start_byte)
+        tree = parsed(candidate)
+        if tree is not None and not tree.root_node.has_error:
+            return candidate
+    for child in root.children:
+        if child.has_error or child.is_missing or child.type == "ERROR":
+            return _cut_before_line_of(script, child.start_byte)
+    return script

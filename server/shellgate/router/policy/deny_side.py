@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shellgate.router.bash.deny_scan import script_tokens
 from shellgate.router.policy.evaluate import matches_for_command
 from shellgate.router.policy.model import Decision, Policy, PrefixRule, PrefixRuleMatch
 from shellgate.router.policy.normalize import normalise
@@ -45,10 +44,11 @@ def deny_side(policy: Policy, argv: Sequence[str]) -> DenySide:
                 out.append(m)
     named: PrefixRule | None = None
     if view.opaque:
-        tokens = script_tokens("\n".join(argv))
+        tokens = set(view.opaque_tokens)
         tokens |= {command_basename(t) for t in tokens if "/" in t}
+        frozen = frozenset(tokens)
         named = next(
-            (r for r in policy.rules if r.decision is not Decision.ALLOW and _names(r, tokens)),
+            (r for r in policy.rules if r.decision is not Decision.ALLOW and _names(r, frozen)),
             None,
         )
     return DenySide(tuple(out), view.opaque, named)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from shellgate.router.bash.deny_scan import SCRIPT_SHELLS, deny_scan
+from shellgate.router.bash.deny_scan import SCRIPT_SHELLS, blank_spans, deny_scan, script_tokens
 from shellgate.router.bash.word_lowering import lower_script
 from shellgate.router.policy.paths import command_basename
 from shellgate.router.policy.unwrap import PREFIX_PROGRAMS, strip_prefix
@@ -162,11 +162,14 @@ class Normalised:
     # A script (top-level or nested) that word-only lowering rejects: what it runs is not
     # fully known, so the literal-name check of docs/rules.md applies.
     opaque: bool
+    # The literal words of the opaque scripts, less commands that certainly run nothing else.
+    opaque_tokens: frozenset[str]
 
 
 def normalise(argv: Sequence[str]) -> Normalised:
     """Every command `argv` may run, normalised (argv itself first), within the bounds."""
     opaque = False
+    tokens: set[str] = set()
     out: list[Command] = []
     stack: list[Command] = [tuple(argv)] if argv else []
     scripts_left = MAX_NESTED_SCRIPTS
@@ -182,9 +185,20 @@ def normalise(argv: Sequence[str]) -> Normalised:
             scanned = deny_scan(script)
             if scanned is None:
                 opaque = True
+                tokens |= script_tokens(script)
                 continue
-            opaque = opaque or lower_script(script) is None
+            if lower_script(scanned.runnable) is None:
+                opaque = True
+                inert = [
+                    span
+                    for words, span in zip(scanned.commands, scanned.plain_spans, strict=True)
+                    if span is not None and _children(words) == ([], [])
+                ]
+                tokens |= script_tokens(blank_spans(scanned.runnable, inert))
             found += scanned.commands
             scripts += [s for s in scanned.stdin_scripts if s not in scripts]
         stack.extend(reversed(found))
-    return Normalised(tuple(out), opaque or bool(stack))
+    if stack:  # bound reached: what is left unseen counts as opaque
+        opaque = True
+        tokens |= script_tokens("\n".join(argv))
+    return Normalised(tuple(out), opaque, frozenset(tokens))

