@@ -261,3 +261,11 @@ def _before_error(script: str, root: Node) -> str:
         if child.has_error or child.is_missing or child.type == "ERROR":
             return _cut_before_line_of(script, child.start_byte)
     return script
+
+
+def blank_spans(script: str, spans: list[tuple[int, int]]) -> str:
+    """The script with the given byte spans replaced by spaces."""
+    data = bytearray(script.encode("utf-8", "surrogatepass"))
+    for start, end in spans:
+        data[start:end] = b" " * (end - start)
+    return data.decode("utf-8", "replace")
