@@ -253,7 +253,9 @@ def _before_error(script: str, root: Node) -> str:
     """
     first = next((n for n in walk(root) if n.type == "ERROR" or n.is_missing), None)
     if first is not None:
-        candidate = _cut_before_line_of(script, first.start_byte)
+        # An ERROR node may wrap good commands: the error is its first token that is not one.
+        bad = next((c for c in first.children if not c.is_named or c.has_error), first)
+        candidate = _cut_before_line_of(script, bad.start_byte)
         tree = parsed(candidate)
         if tree is not None and not tree.root_node.has_error:
             return candidate
