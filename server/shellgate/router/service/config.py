@@ -38,6 +38,15 @@ class TurnDefaults:
 
 
 @dataclass(frozen=True)
+class PolicyOptions:
+    """`[policy]`: shellgate's options beyond Codex's exec policy (docs/rules.md)."""
+
+    # Any script the rules cannot see through (it does not lower to plain words) needs
+    # approval while some rule forbids; off: only such scripts that name a denied program.
+    strict_unlowerable: bool = False
+
+
+@dataclass(frozen=True)
 class Limits:
     """Bounds on requests and concurrency; past them the answer is RESOURCE_EXHAUSTED."""
 
@@ -93,6 +102,7 @@ class RouterConfig:
     rules_dirs: tuple[str, ...] = ()
     defaults: TurnDefaults = field(default_factory=TurnDefaults)
     limits: Limits = field(default_factory=Limits)
+    policy: PolicyOptions = field(default_factory=PolicyOptions)
     metrics_listen: str = ""
     # Shared thread state across router replicas; empty = in this process's memory.
     redis_url: str = ""
@@ -178,6 +188,7 @@ def parse_config(data: dict[str, Any]) -> RouterConfig:
         defaults_table["env_set"] = tuple(sorted(env_policy["set"].items()))
     defaults = _build(TurnDefaults, defaults_table, "defaults.")
     limits = _build(Limits, data.pop("limits", {}), "limits.")
+    policy = _build(PolicyOptions, data.pop("policy", {}), "policy.")
     client_envs = tuple(
         (subject, tuple(envs))
         for subject, envs in sorted(data.pop("client_environments", {}).items())
@@ -196,6 +207,7 @@ def parse_config(data: dict[str, Any]) -> RouterConfig:
         config,
         defaults=defaults,
         limits=limits,
+        policy=policy,
         client_environments=client_envs,
         environments=tuple(envs),
         discovery=discovery,
