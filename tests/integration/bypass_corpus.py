@@ -30,7 +30,7 @@ BYPASS_SCRIPTS: tuple[str, ...] = (
     "git --exec-path=/usr/lib/git-core push",
     "git --no-replace-objects --literal-pathspecs push",
     # nested shells
-    "sh -c 'sh -c \"sh -c \\\"sh -c \\\\\\\"sh -c \\\\\\\\\\\\\\\"rm -rf /tmp/x\\\\\\\\\\\\\\\"\\\\\\\"\\\"\"'",
+    'sh -c \'sh -c "sh -c \\"sh -c \\\\\\"sh -c \\\\\\\\\\\\\\"rm -rf /tmp/x\\\\\\\\\\\\\\"\\\\\\"\\""\'',
     "bash -c 'bash -c \"rm -rf /tmp/x\"'",
     "zsh -c 'git push'",
     "dash -c 'rm -rf /tmp/x'",

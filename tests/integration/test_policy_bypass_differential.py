@@ -61,9 +61,7 @@ def test_bypasses_recorded_against_codex(tmp_path: Path) -> None:
     rules = tmp_path / "bypass.rules"
     rules.write_text(BYPASS_RULES, encoding="utf-8")
     policy = parse_policy(BYPASS_RULES)
-    segments = {
-        s: commands_for_exec_policy(["bash", "-lc", s]).commands for s in BYPASS_SCRIPTS
-    }
+    segments = {s: commands_for_exec_policy(["bash", "-lc", s]).commands for s in BYPASS_SCRIPTS}
     jobs = sorted({seg for segs in segments.values() for seg in segs})
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         decided = dict(zip(jobs, pool.map(lambda seg: _codex_decision(rules, seg), jobs),

@@ -11,8 +11,8 @@ from shellgate.router.policy import (
     ApprovalPolicy,
     Forbidden,
     NeedsApproval,
-    Skip,
     SandboxProfile,
+    Skip,
     UnmatchedContext,
     create_exec_approval_requirement_for_argv,
     derive_requested_execpolicy_amendment,
@@ -88,7 +88,7 @@ def test_harmless_scripts_still_run(script: str) -> None:
 
 @pytest.mark.parametrize(
     "script",
-    ["eval \"$(echo Y2F0IC9ldGMvcGFzc3dkCg== | base64 -d)\"", "cargo test $X", "echo $(date)"],
+    ['eval "$(echo Y2F0IC9ldGMvcGFzc3dkCg== | base64 -d)"', "cargo test $X", "echo $(date)"],
 )
 def test_strict_mode_makes_every_unlowerable_script_ask(script: str) -> None:
     assert isinstance(_projected(script, HostContext(policy=POLICY)), Skip)

@@ -6,6 +6,7 @@ from shellgate.router.policy.amendments import (
     network_rule_line,
     prefix_rule_line,
 )
+from shellgate.router.policy.banned import BANNED_PREFIX_SUGGESTIONS, is_banned_prefix
 from shellgate.router.policy.context import (
     ApprovalMode,
     ApprovalPolicy,
@@ -35,7 +36,6 @@ from shellgate.router.policy.model import (
     PrefixRuleMatch,
     RuleMatch,
 )
-from shellgate.router.policy.banned import BANNED_PREFIX_SUGGESTIONS, is_banned_prefix
 from shellgate.router.policy.requirement import (
     ApprovalOutcome,
     ExecApprovalRequirement,

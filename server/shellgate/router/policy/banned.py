@@ -87,4 +87,5 @@ def is_banned_prefix(prefix: Sequence[str]) -> bool:
     """Whether a prefix is one Codex never offers as a permanent allow rule (too broad)."""
     return tuple(prefix) in BANNED_PREFIX_SUGGESTIONS
 
+
 __all__ = ["BANNED_PREFIX_SUGGESTIONS", "is_banned_prefix"]

@@ -36,8 +36,10 @@ _GIT_VALUE_OPTIONS = frozenset(
 _LAUNCHERS: dict[str, tuple[frozenset[str], int]] = {
     "setsid": (frozenset(), 0),
     "ionice": (frozenset({"-c", "-n", "--class", "--classdata"}), 0),
-    "chrt": (frozenset({"-T", "-P", "-D", "--sched-runtime", "--sched-period",
-                        "--sched-deadline"}), 1),  # fmt: skip
+    "chrt": (
+        frozenset({"-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline"}),
+        1,
+    ),
     "taskset": (frozenset(), 1),
     "flock": (frozenset({"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}), 1),
     "busybox": (frozenset(), 0),
