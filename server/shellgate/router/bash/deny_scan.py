@@ -21,6 +21,10 @@ from shellgate.router.bash.script_cache import RESULT_CACHE_SIZE, parsed
 # Shells that run a script given with `-c`, or read one from standard input without it.
 SCRIPT_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "yash", "ash", "fish"})
 
+# Scripts larger than this are not walked (the walk is Python-level work per node): the caller
+# treats them as opaque, so only the linear literal-name check applies to them.
+MAX_DENY_SCAN_BYTES = 64 * 1024
+
 # Commands found per scan: each costs one rule lookup, so a huge script stays linear.
 MAX_SCAN_COMMANDS = 20_000
 
@@ -207,6 +211,8 @@ def _piped_texts(commands: dict[int, tuple[str, ...]], command: Node) -> list[st
 @functools.lru_cache(maxsize=RESULT_CACHE_SIZE)
 def deny_scan(script: str) -> DenyScan | None:
     """The normalised commands of a script (parse errors tolerated); None when too large."""
+    if len(script) > MAX_DENY_SCAN_BYTES:
+        return None
     tree = parsed(script)
     if tree is None:
         return None
