@@ -120,6 +120,8 @@ class HostContext:
     filesystem: Callable[[str], PatchFileSystem] | None = None
     session_exists: Callable[[int], bool] = lambda _id: False
     platform: str = "unix"
+    # `[policy] strict_unlowerable`: every opaque script asks while a rule forbids.
+    strict_unlowerable: bool = False
     # Environments (and the wire projection's messages) kept between projections; the
     # router application passes its own so every context of one router shares it.
     memo: ProjectionMemo = field(default_factory=ProjectionMemo, compare=False, repr=False)
@@ -261,6 +263,7 @@ def _element(
         None if literal is None else [c.words for c in literal],
         ctx,
         prefix_rule,
+        strict_unlowerable=host.strict_unlowerable,
     )
     return CommandElement(
         handler=cmd,

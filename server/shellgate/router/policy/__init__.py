@@ -6,6 +6,7 @@ from shellgate.router.policy.amendments import (
     network_rule_line,
     prefix_rule_line,
 )
+from shellgate.router.policy.banned import BANNED_PREFIX_SUGGESTIONS, is_banned_prefix
 from shellgate.router.policy.context import (
     ApprovalMode,
     ApprovalPolicy,
@@ -36,7 +37,6 @@ from shellgate.router.policy.model import (
     RuleMatch,
 )
 from shellgate.router.policy.requirement import (
-    BANNED_PREFIX_SUGGESTIONS,
     ApprovalOutcome,
     ExecApprovalRequirement,
     Forbidden,
@@ -88,6 +88,7 @@ __all__ = [
     "engine_mode",
     "evaluation_to_json",
     "forced_rm",
+    "is_banned_prefix",
     "is_known_safe_command",
     "is_safe_to_call_with_exec",
     "load_rules",

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from shellgate.router.bash.shlex_rs import join_for_display
+from shellgate.router.policy.banned import is_banned_prefix
 from shellgate.router.policy.context import (
     ApprovalMode,
     ApprovalPolicy,
@@ -13,12 +14,14 @@ from shellgate.router.policy.context import (
     engine_mode,
 )
 from shellgate.router.policy.dangerous import command_might_be_dangerous
+from shellgate.router.policy.deny_side import deny_side, has_forbidden_rules
 from shellgate.router.policy.evaluate import check_multiple, matches_for_command
 from shellgate.router.policy.model import (
     Decision,
     Evaluation,
     HeuristicsRuleMatch,
     Policy,
+    PrefixRule,
     PrefixRuleMatch,
     RuleMatch,
     strictest,
@@ -31,59 +34,6 @@ from shellgate.router.policy_projection import (
     commands_for_exec_policy,
     extract_bash_command,
     parse_shell_lc_literal_commands,
-)
-
-# Exact-match only: a longer prefix such as ["python", "-c", "print(1)"] is not banned.
-BANNED_PREFIX_SUGGESTIONS: frozenset[tuple[str, ...]] = frozenset(
-    tuple(entry.split(" "))
-    for entry in (
-        "python3",
-        "python3 -",
-        "python3 -c",
-        "python",
-        "python -",
-        "python -c",
-        "py",
-        "py -3",
-        "pythonw",
-        "pyw",
-        "pypy",
-        "pypy3",
-        "git",
-        "bash",
-        "bash -lc",
-        "sh",
-        "sh -c",
-        "sh -lc",
-        "zsh",
-        "zsh -lc",
-        "/bin/zsh",
-        "/bin/zsh -lc",
-        "/bin/bash",
-        "/bin/bash -lc",
-        "pwsh",
-        "pwsh -Command",
-        "pwsh -c",
-        "powershell",
-        "powershell -Command",
-        "powershell -c",
-        "powershell.exe",
-        "powershell.exe -Command",
-        "powershell.exe -c",
-        "env",
-        "sudo",
-        "node",
-        "node -e",
-        "perl",
-        "perl -e",
-        "ruby",
-        "ruby -e",
-        "php",
-        "php -r",
-        "lua",
-        "lua -e",
-        "osascript",
-    )
 )
 
 NEVER_REASON = "approval required by policy, but AskForApproval is set to Never"
@@ -171,7 +121,7 @@ def derive_requested_execpolicy_amendment(
     if not prefix_rule:
         return None
     hint = tuple(prefix_rule)
-    if hint in BANNED_PREFIX_SUGGESTIONS:
+    if is_banned_prefix(hint):
         return None
     if any(isinstance(m, PrefixRuleMatch) for m in matched_rules):
         return None
@@ -225,11 +175,16 @@ def create_exec_approval_requirement(
     literal_commands: Sequence[Sequence[str]] | None,
     ctx: UnmatchedContext,
     prefix_rule: Sequence[str] | None = None,
+    *,
+    strict_unlowerable: bool = False,
 ) -> ApprovalOutcome:
     """Derive the ExecApprovalRequirement of one handler argv (spec 04 §5.1).
 
     `projection` is `commands_for_exec_policy(argv)` and `literal_commands` the literal-command
-    scan of `argv` (None when it is not a bash/zsh/sh wrapper or does not parse).
+    scan of `argv` (None when it is not a bash/zsh/sh wrapper or does not parse). Beyond Codex,
+    normalised commands meet prompt/forbidden rules and an opaque script naming a denied
+    program needs approval; `strict_unlowerable` makes every opaque script ask while any rule
+    forbids (docs/rules.md).
     """
     if (
         ctx.used_complex_parsing != projection.used_complex_parsing
@@ -258,6 +213,9 @@ def create_exec_approval_requirement(
     ]
     segment = Evaluation.from_matches(tuple(m for found in per_command for m in found))
     scanned = scan_matches(policy, argv, literal_commands)
+    deny = deny_side(policy, argv)
+    # dict.fromkeys: one entry per match, in order (a normalised command often repeats one).
+    scanned = tuple(dict.fromkeys(scanned + deny.matches))
     matches: tuple[RuleMatch, ...] = segment.matched_rules + scanned
     evaluation = Evaluation(strictest([m.decision for m in matches]), matches)
 
@@ -331,7 +289,27 @@ def create_exec_approval_requirement(
                 None,
             )
         requirement = Skip(bypass and not scanned, allow_amendment)
+        asks = deny.named_rule is not None or (
+            strict_unlowerable and deny.opaque and has_forbidden_rules(policy)
+        )
+        if asks:
+            requirement = _opaque_requirement(ctx, cmd_text(), deny.named_rule)
     return ApprovalOutcome(requirement, segment.matched_rules, scanned)
+
+
+def _opaque_requirement(
+    ctx: UnmatchedContext, command: str, named: PrefixRule | None
+) -> ExecApprovalRequirement:
+    """NeedsApproval for a script the rules cannot see through (Forbidden where none may ask)."""
+    rejection = _prompt_rejection(ctx.approval_policy, prompt_is_rule=True)
+    if rejection is not None:
+        return Forbidden(rejection)
+    if named is None:
+        return NeedsApproval(f"`{command}` requires approval: the script cannot be checked "
+                             "against the rules (strict_unlowerable)")  # fmt: skip
+    program = " ".join([named.first, *(alternatives[0] for alternatives in named.rest)])
+    return NeedsApproval(f"`{command}` requires approval: the script cannot be checked and "
+                         f"names `{program}`, which a rule does not allow")  # fmt: skip
 
 
 def create_exec_approval_requirement_for_argv(
@@ -339,9 +317,12 @@ def create_exec_approval_requirement_for_argv(
     argv: Sequence[str],
     ctx: UnmatchedContext,
     prefix_rule: Sequence[str] | None = None,
+    *,
+    strict_unlowerable: bool = False,
 ) -> ApprovalOutcome:
     """create_exec_approval_requirement with the projection and scan computed from argv."""
     literal = parse_shell_lc_literal_commands(argv) if extract_bash_command(argv) else None
     return create_exec_approval_requirement(
-        policy, argv, commands_for_exec_policy(argv), literal, ctx, prefix_rule
-    )
+        policy, argv, commands_for_exec_policy(argv), literal, ctx, prefix_rule,
+        strict_unlowerable=strict_unlowerable,
+    )  # fmt: skip

@@ -321,8 +321,9 @@ class RouterApp:
             return env.filesystem()
 
         host = HostContext(
-            policy=policy, parent_env=self.parent_env, filesystem=filesystem, memo=self.memo
-        )
+            policy=policy, parent_env=self.parent_env, filesystem=filesystem, memo=self.memo,
+            strict_unlowerable=self.config.policy.strict_unlowerable,
+        )  # fmt: skip
         self._host = (policy, loop, host)
         return host
 

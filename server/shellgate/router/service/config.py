@@ -39,6 +39,15 @@ class TurnDefaults:
 
 
 @dataclass(frozen=True)
+class PolicyOptions:
+    """`[policy]`: shellgate's options beyond Codex's exec policy (docs/rules.md)."""
+
+    # Any script the rules cannot see through (it does not lower to plain words) needs
+    # approval while some rule forbids; off: only such scripts that name a denied program.
+    strict_unlowerable: bool = False
+
+
+@dataclass(frozen=True)
 class Limits:
     """Bounds on requests, state and concurrency (docs/limits.md: what crossing each answers).
 
@@ -116,6 +125,7 @@ class RouterConfig:
     limits: Limits = field(default_factory=Limits)
     # Idle/half-open connection reaping and the connection cap (docs/configuration.md).
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
+    policy: PolicyOptions = field(default_factory=PolicyOptions)
     metrics_listen: str = ""
     # Shared thread state across router replicas; empty = in this process's memory.
     redis_url: str = ""
@@ -245,6 +255,7 @@ def parse_config(data: dict[str, Any]) -> RouterConfig:
     defaults = _build(TurnDefaults, defaults_table, "defaults.")
     limits = _build(Limits, data.pop("limits", {}), "limits.")
     connections = _build(ConnectionLimits, data.pop("connections", {}), "connections.")
+    policy = _build(PolicyOptions, data.pop("policy", {}), "policy.")
     client_envs = tuple(
         (subject, tuple(envs))
         for subject, envs in sorted(data.pop("client_environments", {}).items())
@@ -264,6 +275,7 @@ def parse_config(data: dict[str, Any]) -> RouterConfig:
         defaults=defaults,
         limits=limits,
         connections=connections,
+        policy=policy,
         client_environments=client_envs,
         environments=tuple(envs),
         discovery=discovery,

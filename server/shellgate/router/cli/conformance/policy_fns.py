@@ -48,7 +48,12 @@ def _load(text: str | None, path: str = "policy.rules") -> Policy:
     try:
         return parse_policy(text, path, home=_HOME)
     except RulesLoadError as exc:
-        raise EvalFailure(exc.text(), exc.render()) from None
+        # Codex's error names its place (`broken.rules:1: …`); an example-validation error's
+        # text is bare, so its location goes in front, as Codex's structured location does.
+        text = exc.text()
+        if exc.line is not None and f"{exc.path}:{exc.line}" not in text:
+            text = f"{exc.path}:{exc.line}: {text}"
+        raise EvalFailure(text, exc.render()) from None
 
 
 def _flat(evaluation: Evaluation) -> dict[str, Any]:
@@ -103,7 +108,7 @@ def _append_prefix(inp: dict[str, Any]) -> Any:
     try:
         line = prefix_rule_line(inp["prefix"])
     except AmendError as exc:
-        return {"error": exc.kind}
+        return {"error": exc.kind, "message": exc.message}
     for _ in range(int(inp.get("times") or 1)):
         text = append_line(text, line) or text
     return text

@@ -111,6 +111,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             # A session whose environment was lost still "exists": the runtime answers with
             # the environment-lost text instead of the unknown-process one (spec 06 §5).
             session_exists=sessions.exists,
+            strict_unlowerable=host.strict_unlowerable,
             memo=host.memo,
         )
 
