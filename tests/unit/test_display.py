@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from shellgate.router.bash.shlex_rs import shlex_split
 from shellgate.router.display.formatting import short_display_path
@@ -170,8 +168,10 @@ def test_join_paths(base: str, rel: str, expected: str) -> None:
     assert join_paths(base, rel) == expected
 
 
-def test_many_commands_simplify_in_linear_time() -> None:
-    script = "echo a && " * 60_000 + "cd x && true && nl -ba && cat f"
-    started = time.monotonic()
-    assert parse_command(lc(script)) == [Read("cat f", "f", "x/f")]
-    assert time.monotonic() - started < 20
+def test_many_commands_simplify_up_to_the_parse_limits() -> None:
+    tail = "cd x && true && nl -ba && cat f"
+    assert parse_command(lc("echo a && " * 20_000 + tail)) == [Read("cat f", "f", "x/f")]
+    # Past the parse limits (bash/parse.py: 512 KiB, 200 000 nodes) the script is not
+    # parsed, as Codex treats a script it cannot parse: one Unknown for the whole command.
+    big = "echo a && " * 60_000 + tail
+    assert [type(c).__name__ for c in parse_command(lc(big))] == ["Unknown"]
