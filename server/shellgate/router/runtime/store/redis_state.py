@@ -54,6 +54,25 @@ return g
 """
 
 
+# ARGV: lease key, session key, token, expected consumed_seq, record JSON, ttl_ms.
+# 1 = stored; 0 = the lease is not ours; -1 = the record is gone or was advanced by another.
+_UPDATE_SESSION = """
+if redis.call('GET', ARGV[1]) ~= ARGV[3] then return 0 end
+local current = redis.call('GET', ARGV[2])
+if not current then return -1 end
+if tonumber(cjson.decode(current)['consumed_seq']) ~= tonumber(ARGV[4]) then return -1 end
+redis.call('SET', ARGV[2], ARGV[5], 'PX', ARGV[6])
+return 1
+"""
+
+# ARGV: lease key, token, ttl_ms (0 = release). Acts only on a lease the token holds.
+_LEASE_OWNED = """
+if redis.call('GET', ARGV[1]) ~= ARGV[2] then return 0 end
+if ARGV[3] == '0' then return redis.call('DEL', ARGV[1]) end
+return redis.call('PEXPIRE', ARGV[1], ARGV[3])
+"""
+
+
 async def _await(value: Awaitable[Any] | Any) -> Any:
     # redis-py types many commands as `Awaitable[T] | T` for its sync/async twins.
     return await cast(Awaitable[Any], value)
@@ -73,6 +92,8 @@ class RedisSharedState:
         self._ttl = int(idle_ttl_ms)
         self._prefix = prefix
         self._touch = client.register_script(_TOUCH)
+        self._update_session = client.register_script(_UPDATE_SESSION)
+        self._lease_owned = client.register_script(_LEASE_OWNED)
 
     @classmethod
     def from_url(
@@ -243,6 +264,43 @@ class RedisSharedState:
         pipe.srem(b + "ids", session_id)
         deleted, _, _ = await self._run("session", pipe.execute())
         return bool(deleted)
+
+    async def update_session(
+        self, thread_id: str, record: SessionRecord, lease_token: str, expected_seq: int
+    ) -> bool:
+        """Compare-and-set the record under the lease (one Lua script: atomic)."""
+        b = self.base(thread_id)
+        sid = record.session_id
+        args: list[str | int] = [
+            b + f"lease:{sid}", b + f"sess:{sid}", lease_token, expected_seq,
+            record.to_json(), self._ttl,
+        ]  # fmt: skip
+        stored = await self._run("session", self._update_session(keys=[], args=args))
+        return int(stored) == 1
+
+    async def acquire_lease(
+        self, thread_id: str, session_id: int, token: str, ttl_ms: int
+    ) -> bool:
+        """SET NX PX: the lease is ours until it expires or is released."""
+        key = self.base(thread_id) + f"lease:{session_id}"
+        taken = await self._run("lease", _await(self._r.set(key, token, nx=True, px=ttl_ms)))
+        return bool(taken)
+
+    async def renew_lease(self, thread_id: str, session_id: int, token: str, ttl_ms: int) -> bool:
+        """PEXPIRE, only while the token holds the lease."""
+        key = self.base(thread_id) + f"lease:{session_id}"
+        args: list[str | int] = [key, token, max(1, int(ttl_ms))]
+        return bool(await self._run("lease", self._lease_owned(keys=[], args=args)))
+
+    async def release_lease(self, thread_id: str, session_id: int, token: str) -> None:
+        """Compare-and-delete."""
+        key = self.base(thread_id) + f"lease:{session_id}"
+        await self._run("lease", self._lease_owned(keys=[], args=[key, token, 0]))
+
+    async def thread_alive(self, thread_id: str) -> bool:
+        """EXISTS on the thread's meta key (its TTL untouched)."""
+        found = await self._run("thread", _await(self._r.exists(self.base(thread_id) + "meta")))
+        return bool(found)
 
     async def aclose(self) -> None:
         """Close the connection pool."""

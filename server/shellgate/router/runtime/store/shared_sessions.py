@@ -15,12 +15,20 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from shellgate.common.errors import EnvironmentNotFoundError
+from shellgate.common.process.base import ExitStatus
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.spawn import EnvironmentUnavailableError
 from shellgate.router.runtime.store.shared_state import SessionRecord
 from shellgate.router.runtime.unified_process import ProcessMeta, UnifiedProcess
 
-__all__ = ["SessionEnvironments", "reattach", "record_of", "remote_env", "terminate_records"]
+__all__ = [
+    "SessionEnvironments",
+    "reattach",
+    "record_of",
+    "remote_env",
+    "session_status",
+    "terminate_records",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -61,6 +69,7 @@ def record_of(proc: UnifiedProcess, instance_id: str) -> SessionRecord:
         last_used_at_ms=proc.last_used_at_ms,
         consumed_seq=proc.drained_seq,
         instance_id=instance_id,
+        consumed_offset=proc.drained_offset,
     )
 
 
@@ -76,7 +85,9 @@ async def reattach(
     env = remote_env(environments, record.environment_id)
     if env is None:
         return None
-    handle = await env.attach(record.backend_process_id, record.consumed_seq)
+    handle = await env.attach(
+        record.backend_process_id, record.consumed_seq, record.consumed_offset
+    )
     meta = ProcessMeta(
         process_id=record.session_id,
         environment_id=record.environment_id,
@@ -87,9 +98,35 @@ async def reattach(
         sandboxed=record.sandboxed,
         started_at_ms=record.started_at_ms,
     )
-    proc = UnifiedProcess(meta, handle, clock, initial_seq=record.consumed_seq)
+    proc = UnifiedProcess(
+        meta, handle, clock, initial_seq=record.consumed_seq,
+        initial_offset=record.consumed_offset,
+    )  # fmt: skip
     proc.last_used_at_ms = record.last_used_at_ms
     return proc
+
+
+async def session_status(
+    record: SessionRecord, environments: SessionEnvironments | None
+) -> tuple[bool, ExitStatus | None]:
+    """(running, exit status) of a shared session as its daemon reports it now.
+
+    Asking counts as use on the daemon (it renews the process's owner TTL). A daemon that
+    cannot be reached, or an unknown environment, reports it running (its state is
+    unknown, and it may well be); a process the daemon forgot reports not running.
+    """
+    env = remote_env(environments, record.environment_id)
+    if env is None:
+        return True, None
+    try:
+        state = await env.process_status(record.backend_process_id)
+    except Exception as exc:
+        _log.warning("status of shared session %d unavailable: %s", record.session_id, exc)
+        return True, None
+    if state is None:
+        return False, None
+    exited, status = state
+    return not exited, status
 
 
 async def terminate_records(
