@@ -107,7 +107,13 @@ class Replica:
         """SIGKILL: the replica dies with whatever it held in memory."""
         self.proc.kill()
         self.proc.wait()
+        self._close()
+
+    def _close(self) -> None:
         self.channel.close()
+        # The port-announcing pipe: left open it is an unclosed-file warning (an error here).
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 15 s."""
@@ -118,7 +124,7 @@ class Replica:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.channel.close()
+        self._close()
 
     def log(self) -> str:
         """What the replica logged so far."""

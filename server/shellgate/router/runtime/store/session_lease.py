@@ -26,6 +26,8 @@ __all__ = ["LEASE_TTL_MS", "SessionBusyError", "SessionLease"]
 LEASE_TTL_MS = 6_000
 # How often a waiting poll retries the lease (it is short-lived: a poll's yield).
 _RETRY_S = 0.05
+# How often a waiting poll renews its thread's idle TTL.
+_TOUCH_S = 1.0
 _log = logging.getLogger(__name__)
 
 
@@ -58,10 +60,17 @@ class SessionLease:
     ) -> SessionLease:
         """Take the lease, waiting up to `wait_s` for its holder; SessionBusyError after."""
         token = secrets.token_hex(16)
-        deadline = time.monotonic() + max(0.0, wait_s)
+        start = time.monotonic()
+        deadline = start + max(0.0, wait_s)
+        touched = start
         while not await shared.acquire_lease(thread_id, session_id, token, LEASE_TTL_MS):
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= deadline:
                 raise SessionBusyError(session_id)
+            if now - touched >= _TOUCH_S:
+                # Waiting is use of the thread: it must not expire under a queued poll.
+                touched = now
+                await shared.thread_generation(thread_id)
             await asyncio.sleep(_RETRY_S)
         return cls(shared, thread_id, session_id, token)
 
