@@ -17,7 +17,6 @@ import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 import grpc
 import pytest
@@ -57,7 +56,11 @@ def request(
 
 
 def run(
-    replica: Replica, thread: str, name: str, args: Mapping[str, object], call_id: str,
+    replica: Replica,
+    thread: str,
+    name: str,
+    args: Mapping[str, object],
+    call_id: str,
     env: str = "box1",
 ) -> router_pb2.ExecutionCompleted:
     """The completed event of one call."""
@@ -104,9 +107,16 @@ def numbers(text: str) -> list[int]:
 def test_concurrent_polls_from_two_replicas_neither_duplicate_nor_lose(the_fleet: Fleet) -> None:
     r0, r1, r2 = the_fleet.routers[:3]
     thread, n = "conc-1", 600
-    program = f"import time\nfor i in range(1, {n + 1}):\n    print(i, flush=True)\n    time.sleep(0.004)"
-    started = run(r0, thread, "exec_command",
-                  {"cmd": f"python3 -c '{program}'", "tty": True, "yield_time_ms": 250}, "c0")
+    program = (
+        f"import time\nfor i in range(1, {n + 1}):\n    print(i, flush=True)\n    time.sleep(0.004)"
+    )
+    started = run(
+        r0,
+        thread,
+        "exec_command",
+        {"cmd": f"python3 -c '{program}'", "tty": True, "yield_time_ms": 250},
+        "c0",
+    )
     sid = started.session_id
     seen = collections.Counter(numbers(body(started)))
     exits: list[int] = []
@@ -149,14 +159,24 @@ def test_more_than_the_retention_between_polls_counts_like_one_router(
     thread = "big-1"
     lines = 3 * 1024 * 1024 // 8  # "%07d\n" lines: exactly 3 MiB
     total = lines * 8
-    program = (f"import sys\nsys.stdout.write(\"\".join(\"%07d\\n\" % i for i in range({lines})))")
+    program = f'import sys\nsys.stdout.write("".join("%07d\\n" % i for i in range({lines})))'
     # One router's accounting: the whole output inside a first yield (one Start stream).
-    single = run(r0, thread, "exec_command",
-                 {"cmd": f"python3 -c '{program}'", "yield_time_ms": 10_000}, "s1")
+    single = run(
+        r0,
+        thread,
+        "exec_command",
+        {"cmd": f"python3 -c '{program}'", "yield_time_ms": 10_000},
+        "s1",
+    )
     assert single.exit_code == 0
     # The same output while no router follows the session: the daemon keeps 1 MiB of it.
-    started = run(r0, thread, "exec_command",
-                  {"cmd": f"sleep 1; python3 -c '{program}'", "yield_time_ms": 250}, "b1")
+    started = run(
+        r0,
+        thread,
+        "exec_command",
+        {"cmd": f"sleep 1; python3 -c '{program}'", "yield_time_ms": 250},
+        "b1",
+    )
     sid = started.session_id
     time.sleep(2.5)
     polled = run(r1, thread, "write_stdin", {"session_id": sid, "yield_time_ms": 5_000}, "b2")
@@ -174,8 +194,13 @@ def test_more_than_the_retention_between_polls_counts_like_one_router(
 def test_exit_is_reported_by_every_replica(the_fleet: Fleet) -> None:
     r0, r1, r2 = the_fleet.routers[:3]
     thread = "exit-1"
-    sid = run(r0, thread, "exec_command",
-              {"cmd": "sleep 0.5; echo done; exit 3", "yield_time_ms": 250}, "x1").session_id
+    sid = run(
+        r0,
+        thread,
+        "exec_command",
+        {"cmd": "sleep 0.5; echo done; exit 3", "yield_time_ms": 250},
+        "x1",
+    ).session_id
 
     def all_exited() -> bool:
         return all([(s.session_id, s.running, s.exit_code) for s in sessions(r, thread)]
@@ -209,9 +234,13 @@ def test_replica_killed_mid_first_yield_leaves_a_pollable_session(the_fleet: Fle
     polled = run(r1, thread, "write_stdin", {"session_id": sid, "chars": "\u0003",
                                              "yield_time_ms": 1_000}, "k2")  # fmt: skip
     assert body(polled).startswith("begin\n")
-    reply = r2.stub.TerminateSession(
-        router_pb2.TerminateSessionRequest(thread_id=thread, session_id=sid), timeout=10
-    ) if polled.HasField("session_id") else None
+    reply = (
+        r2.stub.TerminateSession(
+            router_pb2.TerminateSessionRequest(thread_id=thread, session_id=sid), timeout=10
+        )
+        if polled.HasField("session_id")
+        else None
+    )
     assert reply is None or reply.was_running
     assert wait_until(lambda: not live_on_daemon(the_fleet, 1, "sleep 32.5"), 10)
 
@@ -238,7 +267,9 @@ def test_owner_ttl_is_renewed_while_the_thread_lives_and_expiry_kills(the_fleet:
     k = 0
     while time.monotonic() < until:
         k += 1
-        assert run(r1, thread, "exec_command", {"cmd": "true"}, f"t-{k}", env="local").exit_code == 0
+        assert (
+            run(r1, thread, "exec_command", {"cmd": "true"}, f"t-{k}", env="local").exit_code == 0
+        )
         time.sleep(0.5)
     assert len(live_on_daemon(the_fleet, 0, "sleep 34.5")) == 1
     # Left idle, the thread expires and its process dies with it.

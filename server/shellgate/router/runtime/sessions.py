@@ -401,7 +401,11 @@ class SessionManager:
         procs, self._procs = list(self._procs.values()), {}
         for proc in procs:
             self.release_id(proc.process_id)
+        # First yields' leases die with their processes (a re-attached poll owns its own).
+        leases = [self._leases.pop(p.process_id) for p in procs if p.process_id in self._leases]
+        self._published.clear()
         await asyncio.gather(*(p.terminate() for p in procs), return_exceptions=True)
+        await asyncio.gather(*(lease.release() for lease in leases))
         await self._reaping.join()
         return len(procs)
 

@@ -1,8 +1,10 @@
 """Remote unified-exec sessions shared between routers: publish, re-attach, terminate.
 
 A remote session lives on its daemon as a detached process; the shared store keeps its
-daemon process id and the seq of the last output returned to the model. Any router can
-then poll it by re-attaching (ExecService.Attach from that seq), write to it and kill it.
+daemon process id and the seq (and output offset) of the last output returned to the model.
+Any router can then poll it by re-attaching (ExecService.Attach from that seq) under the
+session's lease (`session_lease.py`), write to it and kill it; output the daemon evicted
+meanwhile is counted as omitted from the offsets.
 Both routers must authenticate to the daemon as the same subject (same token), since a
 daemon shows a process only to the caller that started it (spec 06 §9).
 """
