@@ -218,9 +218,8 @@ def test_replica_killed_mid_first_yield_leaves_a_pollable_session(the_fleet: Fle
     r1, r2 = the_fleet.routers[1:3]
     doomed = the_fleet.start_router("r-doomed")
     thread = "kill-1"
-    events = doomed.stub.Execute(request(thread, "exec_command",
-                                         {"cmd": "echo begin; sleep 32.5", "yield_time_ms": 20_000},
-                                         "k1", env="box2"), timeout=60)  # fmt: skip
+    args = {"cmd": "echo begin; sleep 32.5", "tty": True, "yield_time_ms": 20_000}
+    events = doomed.stub.Execute(request(thread, "exec_command", args, "k1", env="box2"), timeout=60)
     sid = None
     for event in events:
         if event.WhichOneof("event") == "started":
@@ -229,20 +228,17 @@ def test_replica_killed_mid_first_yield_leaves_a_pollable_session(the_fleet: Fle
     assert sid is not None
     time.sleep(0.3)  # "begin" reached the doomed replica's first yield
     doomed.kill()
-    assert [s.session_id for s in sessions(r1, thread)] == [sid]
-    # The lease of the dead poll expires; the session replays from where nobody consumed.
-    polled = run(r1, thread, "write_stdin", {"session_id": sid, "chars": "\u0003",
-                                             "yield_time_ms": 1_000}, "k2")  # fmt: skip
-    assert body(polled).startswith("begin\n")
-    reply = (
-        r2.stub.TerminateSession(
-            router_pb2.TerminateSessionRequest(thread_id=thread, session_id=sid), timeout=10
-        )
-        if polled.HasField("session_id")
-        else None
+    assert [(s.session_id, s.running) for s in sessions(r1, thread)] == [(sid, True)]
+    # The dead poll's lease expires; the session replays what no response returned.
+    polled = run(r1, thread, "write_stdin",
+                 {"session_id": sid, "chars": "\n", "yield_time_ms": 1_000}, "k2")  # fmt: skip
+    assert body(polled).startswith("begin\r\n") and polled.session_id == sid
+    reply = r2.stub.TerminateSession(
+        router_pb2.TerminateSessionRequest(thread_id=thread, session_id=sid), timeout=10
     )
-    assert reply is None or reply.was_running
+    assert reply.was_running
     assert wait_until(lambda: not live_on_daemon(the_fleet, 1, "sleep 32.5"), 10)
+    assert sessions(r1, thread) == []
 
 
 def test_end_thread_on_one_replica_kills_sessions_started_on_another(the_fleet: Fleet) -> None:
