@@ -7,7 +7,6 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from shellgate.common.errors import UnknownSessionError
 from shellgate.common.tasks import TaskSet
@@ -21,10 +20,12 @@ from shellgate.router.output.unified_rules import (
 from shellgate.router.runtime.store.session_lease import LEASE_TTL_MS, SessionLease
 from shellgate.router.runtime.store.shared_sessions import (
     SessionEnvironments,
+    SessionInfo,
     reattach,
     record_of,
     remote_env,
     session_status,
+    shared_session_info,
     terminate_records,
 )
 from shellgate.router.runtime.store.shared_state import SessionRecord, SharedState
@@ -33,21 +34,6 @@ from shellgate.router.runtime.unified_process import UnifiedProcess
 __all__ = ["SessionInfo", "SessionManager"]
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """One stored session as ListSessions shows it."""
-
-    session_id: int
-    environment_id: str
-    call_id: str
-    argv: tuple[str, ...]
-    tty: bool
-    running: bool
-    exit_code: int | None
-    started_at_ms: int
-    last_used_at_ms: int
 
 
 class SessionManager:
@@ -207,19 +193,18 @@ class SessionManager:
         if remote_env(self._environments, proc.meta.environment_id) is None:
             return
         pid = proc.process_id
+        lease: SessionLease | None = None
         try:
             # A fresh id's lease is free (an old one's expires within the lease TTL).
             lease = await SessionLease.acquire(
                 self._shared, self._thread_id, pid, LEASE_TTL_MS / 1000
             )
-        except Exception:
-            _log.warning("session %d not published before its first yield", pid, exc_info=True)
-            return
-        try:
             await self._shared.put_session(self._thread_id, record_of(proc, self._instance_id))
         except Exception:
+            # Published at the end of the yield instead (as before the first yield existed).
             _log.warning("session %d not published before its first yield", pid, exc_info=True)
-            await lease.release()
+            if lease is not None:
+                await lease.release()
             return
         self._leases[pid] = lease
         self._published.add(pid)
@@ -279,20 +264,6 @@ class SessionManager:
         self._reserved.discard(pid)
         await proc.release()
 
-    async def _shared_info(self, record: SessionRecord) -> SessionInfo:
-        running, status = await session_status(record, self._environments)
-        return SessionInfo(
-            session_id=record.session_id,
-            environment_id=record.environment_id,
-            call_id=record.call_id,
-            argv=record.argv,
-            tty=record.tty,
-            running=running,
-            exit_code=None if status is None else status.shell_code,
-            started_at_ms=record.started_at_ms,
-            last_used_at_ms=record.last_used_at_ms,
-        )
-
     async def list_sessions(self) -> list[SessionInfo]:
         """Local sessions plus the thread's shared remote ones (state asked of the daemon)."""
         out = {info.session_id: info for info in self.sessions()}
@@ -301,7 +272,9 @@ class SessionManager:
                 r for r in await self._shared.list_sessions(self._thread_id)
                 if r.session_id not in out
             ]  # fmt: skip
-            for info in await asyncio.gather(*(self._shared_info(r) for r in records)):
+            for info in await asyncio.gather(
+                *(shared_session_info(r, self._environments) for r in records)
+            ):
                 out[info.session_id] = info
         return [out[k] for k in sorted(out)]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from shellgate.common.errors import EnvironmentNotFoundError
@@ -25,14 +26,31 @@ from shellgate.router.runtime.unified_process import ProcessMeta, UnifiedProcess
 
 __all__ = [
     "SessionEnvironments",
+    "SessionInfo",
     "reattach",
     "record_of",
     "remote_env",
     "session_status",
+    "shared_session_info",
     "terminate_records",
 ]
 
 _log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One stored session as ListSessions shows it."""
+
+    session_id: int
+    environment_id: str
+    call_id: str
+    argv: tuple[str, ...]
+    tty: bool
+    running: bool
+    exit_code: int | None
+    started_at_ms: int
+    last_used_at_ms: int
 
 
 class SessionEnvironments(Protocol):
@@ -129,6 +147,24 @@ async def session_status(
         return False, None
     exited, status = state
     return not exited, status
+
+
+async def shared_session_info(
+    record: SessionRecord, environments: SessionEnvironments | None
+) -> SessionInfo:
+    """A shared session as ListSessions shows it, its state asked of its daemon."""
+    running, status = await session_status(record, environments)
+    return SessionInfo(
+        session_id=record.session_id,
+        environment_id=record.environment_id,
+        call_id=record.call_id,
+        argv=record.argv,
+        tty=record.tty,
+        running=running,
+        exit_code=None if status is None else status.shell_code,
+        started_at_ms=record.started_at_ms,
+        last_used_at_ms=record.last_used_at_ms,
+    )
 
 
 async def terminate_records(
