@@ -1,7 +1,8 @@
 """The poll lease and the consumed-seq compare-and-set on a real redis-server.
 
-A lease is held by one token at a time; only its holder renews or releases it; a record is
-updated only by the lease holder and only from the consumed seq it started from.
+A lease is held by one token at a time; only its holder renews or releases it; waiters are
+served in order (a lapsed waiter loses its place); a record is updated only by the lease
+holder and only from the consumed seq it started from.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from shellgate.router.runtime.store.redis_state import RedisSharedState
+from shellgate.router.runtime.store.redis_state import WAITER_TTL_MS, RedisSharedState
 from shellgate.router.runtime.store.session_lease import SessionBusyError, SessionLease
 from shellgate.router.runtime.store.shared_state import SessionRecord
 
@@ -66,8 +67,20 @@ def test_lease_and_compare_and_set(redis_url: str) -> None:
             await asyncio.sleep(0.2)
             assert not waiter.done()
             await held.release()
-            second = await asyncio.wait_for(waiter, 5)
+            # The poll that gave up left the queue: the waiter is served at once.
+            second = await asyncio.wait_for(waiter, 0.5)
             await second.release()
+            # First come, first served: a waiter is not overtaken by a fresh poll.
+            assert await store.acquire_lease(THREAD, 1234, "holder", 5_000)
+            assert not await store.acquire_lease(THREAD, 1234, "waiter", 5_000)
+            await store.release_lease(THREAD, 1234, "holder")
+            assert not await store.acquire_lease(THREAD, 1234, "fresh", 5_000)
+            assert await store.acquire_lease(THREAD, 1234, "waiter", 5_000)
+            await store.release_lease(THREAD, 1234, "waiter")
+            # "fresh" queued behind it; once it stops retrying its place lapses.
+            await asyncio.sleep(WAITER_TTL_MS / 1000 + 0.2)
+            assert await store.acquire_lease(THREAD, 1234, "late", 5_000)
+            await store.release_lease(THREAD, 1234, "late")
             assert await store.thread_alive(THREAD)
             assert not await store.thread_alive("never-used")
         finally:

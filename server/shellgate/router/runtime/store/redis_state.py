@@ -17,9 +17,11 @@ from redis.exceptions import RedisError
 from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.router.runtime.store.shared_state import PendingRecord, SessionRecord
 
-__all__ = ["DEFAULT_PREFIX", "RedisSharedState"]
+__all__ = ["DEFAULT_PREFIX", "WAITER_TTL_MS", "RedisSharedState"]
 
 DEFAULT_PREFIX = "shellgate:"
+# A queued lease waiter that has not retried for this long no longer holds its place.
+WAITER_TTL_MS = 1_000
 _DATA = ("approved", "grants", "pendings", "ids", "sessions")
 
 # KEYS: none (all keys derive from ARGV[1], the thread's key base, kept in one slot).
@@ -65,8 +67,47 @@ redis.call('SET', ARGV[2], ARGV[5], 'PX', ARGV[6])
 return 1
 """
 
+# ARGV: lease key, token, ttl_ms, waiter_ttl_ms. Takes a free lease unless an earlier
+# waiter is still waiting (first come, first served: a poll that just released cannot
+# starve another that waits); otherwise queues the token. A waiter that stops retrying
+# (gone, or gave up) drops out after waiter_ttl_ms. 1 = taken, 0 = queued.
+_ACQUIRE_LEASE = """
+local lease, token = ARGV[1], ARGV[2]
+local queue = lease .. ':queue'
+local blocked = redis.call('EXISTS', lease) == 1
+if not blocked then
+  while true do
+    local first = redis.call('ZRANGE', queue, 0, 0)[1]
+    if (not first) or first == token then break end
+    if redis.call('EXISTS', queue .. ':' .. first) == 1 then
+      blocked = true
+      break
+    end
+    redis.call('ZREM', queue, first)
+  end
+end
+if blocked then
+  if not redis.call('ZSCORE', queue, token) then
+    redis.call('ZADD', queue, redis.call('INCR', queue .. ':n'), token)
+  end
+  redis.call('SET', queue .. ':' .. token, '1', 'PX', ARGV[4])
+  redis.call('PEXPIRE', queue, ARGV[3])
+  redis.call('PEXPIRE', queue .. ':n', ARGV[3])
+  return 0
+end
+redis.call('ZREM', queue, token)
+redis.call('DEL', queue .. ':' .. token)
+redis.call('SET', lease, token, 'PX', ARGV[3])
+return 1
+"""
+
 # ARGV: lease key, token, ttl_ms (0 = release). Acts only on a lease the token holds.
 _LEASE_OWNED = """
+if ARGV[3] == '0' then
+  -- Releasing also leaves the queue (a waiter that gives up).
+  redis.call('ZREM', ARGV[1] .. ':queue', ARGV[2])
+  redis.call('DEL', ARGV[1] .. ':queue:' .. ARGV[2])
+end
 if redis.call('GET', ARGV[1]) ~= ARGV[2] then return 0 end
 if ARGV[3] == '0' then return redis.call('DEL', ARGV[1]) end
 return redis.call('PEXPIRE', ARGV[1], ARGV[3])
@@ -94,6 +135,7 @@ class RedisSharedState:
         self._touch = client.register_script(_TOUCH)
         self._update_session = client.register_script(_UPDATE_SESSION)
         self._lease_owned = client.register_script(_LEASE_OWNED)
+        self._acquire_lease = client.register_script(_ACQUIRE_LEASE)
 
     @classmethod
     def from_url(
@@ -281,10 +323,11 @@ class RedisSharedState:
     async def acquire_lease(
         self, thread_id: str, session_id: int, token: str, ttl_ms: int
     ) -> bool:
-        """SET NX PX: the lease is ours until it expires or is released."""
+        """SET PX when free and no earlier waiter is queued: the lease is ours until it
+        expires or is released. A refused token is queued (retry within WAITER_TTL_MS)."""
         key = self.base(thread_id) + f"lease:{session_id}"
-        taken = await self._run("lease", _await(self._r.set(key, token, nx=True, px=ttl_ms)))
-        return bool(taken)
+        args: list[str | int] = [key, token, max(1, int(ttl_ms)), WAITER_TTL_MS]
+        return bool(await self._run("lease", self._acquire_lease(keys=[], args=args)))
 
     async def renew_lease(self, thread_id: str, session_id: int, token: str, ttl_ms: int) -> bool:
         """PEXPIRE, only while the token holds the lease."""
@@ -293,7 +336,7 @@ class RedisSharedState:
         return bool(await self._run("lease", self._lease_owned(keys=[], args=args)))
 
     async def release_lease(self, thread_id: str, session_id: int, token: str) -> None:
-        """Compare-and-delete."""
+        """Compare-and-delete (a queued, still waiting token leaves the queue instead)."""
         key = self.base(thread_id) + f"lease:{session_id}"
         await self._run("lease", self._lease_owned(keys=[], args=[key, token, 0]))
 

@@ -66,6 +66,8 @@ class SessionLease:
         while not await shared.acquire_lease(thread_id, session_id, token, LEASE_TTL_MS):
             now = time.monotonic()
             if now >= deadline:
+                with contextlib.suppress(Exception):
+                    await shared.release_lease(thread_id, session_id, token)  # leave the queue
                 raise SessionBusyError(session_id)
             if now - touched >= _TOUCH_S:
                 # Waiting is use of the thread: it must not expire under a queued poll.

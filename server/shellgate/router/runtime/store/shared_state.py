@@ -150,7 +150,8 @@ class SharedState(Protocol):
     async def acquire_lease(
         self, thread_id: str, session_id: int, token: str, ttl_ms: int
     ) -> bool:
-        """Take the session's poll lease for `ttl_ms` unless another holder has it."""
+        """Take the session's poll lease for `ttl_ms` unless another holder has it (or, in a
+        shared store, an earlier waiter still retries: waiters are served in order)."""
         ...
 
     async def renew_lease(self, thread_id: str, session_id: int, token: str, ttl_ms: int) -> bool:
@@ -158,7 +159,8 @@ class SharedState(Protocol):
         ...
 
     async def release_lease(self, thread_id: str, session_id: int, token: str) -> None:
-        """Give a held lease back (a lease taken over by another holder is left alone)."""
+        """Give a held lease back (a lease taken over by another holder is left alone); a
+        waiting token leaves the waiters' queue."""
         ...
 
     async def thread_alive(self, thread_id: str) -> bool:
