@@ -201,7 +201,7 @@ class SessionManager:
             )
             await self._shared.put_session(self._thread_id, record_of(proc, self._instance_id))
         except Exception:
-            # Published at the end of the yield instead (as before the first yield existed).
+            # Best effort: then it is published when the first yield ends, as before.
             _log.warning("session %d not published before its first yield", pid, exc_info=True)
             if lease is not None:
                 await lease.release()
