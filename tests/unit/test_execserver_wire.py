@@ -16,11 +16,12 @@ from shellgate.v1 import exec_pb2 as pb
 RESPONSES = (pb.StartResponse, pb.AttachResponse)
 
 
-def _protobuf(cls: type, seq: int, stream: int, data: bytes) -> bytes:
+def _protobuf(cls: type, seq: int, stream: int, data: bytes, end_offset: int = 0) -> bytes:
     response = cls()
     response.event.output.seq = seq
     response.event.output.stream = stream
     response.event.output.data = data
+    response.event.output.end_offset = end_offset
     out: bytes = response.SerializeToString()
     return out
 
@@ -34,9 +35,13 @@ BOUNDARY_SIZES = [0, 1, 126, 127, 128, 129, 16_370, 16_383, 16_384, 16_400, 2**2
 @pytest.mark.parametrize("size", BOUNDARY_SIZES)
 @pytest.mark.parametrize("seq", [0, 1, 127, 128, 300, 2**32, 2**64 - 1])
 @pytest.mark.parametrize("stream", [0, *STREAMS.to_wire.values()])
-def test_output_event_matches_protobuf(cls: type, size: int, seq: int, stream: int) -> None:
+@pytest.mark.parametrize("end_offset", [0, 2**40])
+def test_output_event_matches_protobuf(
+    cls: type, size: int, seq: int, stream: int, end_offset: int
+) -> None:
     data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
-    assert wire.output_event(seq, stream, data) == _protobuf(cls, seq, stream, data)
+    expected = _protobuf(cls, seq, stream, data, end_offset)
+    assert wire.output_event(seq, stream, data, end_offset) == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -44,15 +49,17 @@ def test_output_event_matches_protobuf(cls: type, size: int, seq: int, stream: i
     seq=st.integers(min_value=0, max_value=2**64 - 1),
     stream=st.sampled_from([0, *STREAMS.to_wire.values()]),
     data=st.binary(max_size=600),
+    end_offset=st.integers(min_value=0, max_value=2**64 - 1),
 )
-def test_output_event_matches_protobuf_property(seq: int, stream: int, data: bytes) -> None:
-    encoded = wire.output_event(seq, stream, data)
+def test_output_event_matches_protobuf_property(
+    seq: int, stream: int, data: bytes, end_offset: int
+) -> None:
+    encoded = wire.output_event(seq, stream, data, end_offset)
     for cls in RESPONSES:
-        assert encoded == _protobuf(cls, seq, stream, data)
+        assert encoded == _protobuf(cls, seq, stream, data, end_offset)
     # And it decodes to the same fields.
-    event = pb.StartResponse.FromString(encoded).event
-    assert event.WhichOneof("event") == "output"
-    assert (event.output.seq, event.output.stream, event.output.data) == (seq, stream, data)
+    out = pb.StartResponse.FromString(encoded).event.output
+    assert (out.seq, out.stream, out.data, out.end_offset) == (seq, stream, data, end_offset)
 
 
 def test_field_order_is_seq_stream_data() -> None:
@@ -77,7 +84,7 @@ def test_serializer_passes_bytes_and_serializes_messages() -> None:
 @pytest.mark.parametrize("stream", list(Stream))
 def test_servicer_output_event_is_the_protobuf_encoding(stream: Stream) -> None:
     chunk = SeqChunk(42, stream, b"hello" * 1000, 5000)
-    expected = _protobuf(pb.AttachResponse, 42, STREAMS[stream], chunk.data)
+    expected = _protobuf(pb.AttachResponse, 42, STREAMS[stream], chunk.data, 5000)
     assert _wire_event(chunk) == expected
 
 

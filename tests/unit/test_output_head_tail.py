@@ -90,3 +90,35 @@ def test_aggregate_output_thirds() -> None:
     # Budget stderr leaves unused goes back to stdout.
     out = aggregate_output(b"o" * cap, b"e" * 10)
     assert out == b"o" * (cap - 10) + b"e" * 10
+
+
+def test_skipped_bytes_are_omitted_and_close_the_head() -> None:
+    buf = HeadTailBuffer(8)
+    buf.push(b"ab")
+    buf.push(b"cdef")  # head "abcd", tail "ef"
+    buf.skip(100)  # lost after "ef": the tail is middle now, the head takes no more
+    buf.push(b"XYZ")
+    snap = buf.drain()
+    assert (snap.head, snap.tail, snap.omitted_bytes) == (b"abcd", b"XYZ", 102)
+    assert snap.raw_byte_count == 2 + 4 + 100 + 3
+    # A drain starts over: the next head fills again.
+    buf.push(b"123456")
+    assert buf.drain().head == b"1234"
+
+
+@SETTINGS
+@given(st.integers(min_value=0, max_value=64), CHUNKS, st.integers(min_value=0, max_value=50))
+def test_skip_keeps_every_byte_counted(max_bytes: int, chunks: list[bytes], lost: int) -> None:
+    buf = HeadTailBuffer(max_bytes)
+    half = len(chunks) // 2
+    for chunk in chunks[:half]:
+        buf.push(chunk)
+    buf.skip(lost)
+    after = b"".join(chunks[half:])
+    for chunk in chunks[half:]:
+        buf.push(chunk)
+    snap = buf.drain()
+    assert snap.raw_byte_count == sum(map(len, chunks)) + lost
+    if lost:
+        # What is shown after the gap is a suffix of what arrived after it.
+        assert after.endswith(snap.tail)

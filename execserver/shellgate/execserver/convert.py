@@ -94,6 +94,7 @@ def fill_chunk_pb(target: pb.OutputChunk, chunk: SeqChunk) -> None:
     target.seq = chunk.seq
     target.stream = STREAMS[chunk.stream]
     target.data = chunk.data
+    target.end_offset = chunk.end
 
 
 def host_info_pb(info: HostInfo, config: ServerConfig, caller: str) -> pb.GetInfoResponse:

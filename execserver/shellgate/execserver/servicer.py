@@ -42,7 +42,7 @@ def _wire_event(event: Event) -> bytes:
     data (shellgate.common.grpc.output_encoding); the rare other events go through protobuf.
     """
     if type(event) is SeqChunk:
-        return wire.output_event(event.seq, STREAMS[event.stream], event.data)
+        return wire.output_event(event.seq, STREAMS[event.stream], event.data, event.end)
     return pb.StartResponse(event=_event_pb(event)).SerializeToString()
 
 

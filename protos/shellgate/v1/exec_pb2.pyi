@@ -210,14 +210,16 @@ class SpawnFailed(_message.Message):
     def __init__(self, errno: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class OutputChunk(_message.Message):
-    __slots__ = ("seq", "stream", "data")
+    __slots__ = ("seq", "stream", "data", "end_offset")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
     seq: int
     stream: OutputStream
     data: bytes
-    def __init__(self, seq: _Optional[int] = ..., stream: _Optional[_Union[OutputStream, str]] = ..., data: _Optional[bytes] = ...) -> None: ...
+    end_offset: int
+    def __init__(self, seq: _Optional[int] = ..., stream: _Optional[_Union[OutputStream, str]] = ..., data: _Optional[bytes] = ..., end_offset: _Optional[int] = ...) -> None: ...
 
 class ExitStatus(_message.Message):
     __slots__ = ("code", "signal", "timed_out")

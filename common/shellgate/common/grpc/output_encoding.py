@@ -20,6 +20,7 @@ _TAG_OUTPUT = b"\x1a"  # ProcessEvent.output = 3
 _TAG_SEQ = b"\x08"  # OutputChunk.seq = 1
 _TAG_STREAM = b"\x10"  # OutputChunk.stream = 2
 _TAG_DATA = b"\x1a"  # OutputChunk.data = 3
+_TAG_END_OFFSET = b"\x20"  # OutputChunk.end_offset = 4
 
 
 def _varint(value: int) -> bytes:
@@ -34,39 +35,52 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def chunk_message(
-    path: tuple[bytes, ...], fields: tuple[tuple[bytes, int], ...], data_tag: bytes, data: bytes
-) -> bytes:
-    """A message nested along `path` (length-delimited tags, outermost first) whose innermost
-    message holds varint `fields` (tag, non-negative value, in field-number order) followed
-    by the bytes field `data_tag` — protobuf's exact encoding, with one copy of the data.
-    """
+def _varint_fields(fields: tuple[tuple[bytes, int], ...]) -> bytes:
     # proto3: fields at their default (0, empty) are not written.
-    body = b""
+    out = b""
     for tag, value in fields:
         if value < 0:
             raise ValueError("varint fields must be non-negative")
         if value:
-            body += tag + _varint(value)
+            out += tag + _varint(value)
+    return out
+
+
+def chunk_message(
+    path: tuple[bytes, ...],
+    fields: tuple[tuple[bytes, int], ...],
+    data_tag: bytes,
+    data: bytes,
+    trailing: tuple[tuple[bytes, int], ...] = (),
+) -> bytes:
+    """A message nested along `path` (length-delimited tags, outermost first) whose innermost
+    message holds varint `fields` (tag, non-negative value, in field-number order), the
+    bytes field `data_tag`, then varint `trailing` fields (numbered after it) — protobuf's
+    exact encoding, with one copy of the data.
+    """
+    body = _varint_fields(fields)
     size = len(data)
     if size:
         body += data_tag + _varint(size)
-    length = len(body) + size
+    tail = _varint_fields(trailing)
+    length = len(body) + size + len(tail)
     head = body
     for tag in reversed(path):
         head = tag + _varint(length) + head
-        length = len(head) + size
-    if not size:
+        length = len(head) + size + len(tail)
+    if not size and not tail:
         return head
     # The one copy of the payload.
-    return b"".join((head, data))
+    return b"".join((head, data, tail))
 
 
-def output_event(seq: int, stream: int, data: bytes) -> bytes:
-    """The serialized Start/Attach response carrying one output chunk (seq, stream, data)."""
+def output_event(seq: int, stream: int, data: bytes, end_offset: int = 0) -> bytes:
+    """The serialized Start/Attach response carrying one output chunk (seq, stream, data,
+    end_offset)."""
     return chunk_message(
-        (_TAG_EVENT, _TAG_OUTPUT), ((_TAG_SEQ, seq), (_TAG_STREAM, stream)), _TAG_DATA, data
-    )
+        (_TAG_EVENT, _TAG_OUTPUT), ((_TAG_SEQ, seq), (_TAG_STREAM, stream)), _TAG_DATA, data,
+        ((_TAG_END_OFFSET, end_offset),),
+    )  # fmt: skip
 
 
 def serialize_response(response: Any) -> bytes:

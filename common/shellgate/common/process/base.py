@@ -48,6 +48,9 @@ class OutputChunk:
 
     stream: Stream
     data: bytes
+    # Output bytes that were lost just before this chunk (a remote daemon evicted them
+    # before this follower read them); they count as omitted, never as shown.
+    omitted_before: int = 0
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ class HeadTailBuffer:
     __slots__ = (
         "_head",
         "_head_budget",
+        "_head_closed",
         "_max_bytes",
         "_omitted",
         "_tail",
@@ -62,6 +63,8 @@ class HeadTailBuffer:
         self._head_budget = max_bytes // 2
         self._tail_budget = max_bytes - self._head_budget
         self._head = bytearray()
+        # Set once bytes were lost after the head: the head must stay a prefix of the output.
+        self._head_closed = False
         # Tail chunks are kept whole except the oldest, which may be trimmed at its front.
         self._tail: deque[bytes] = deque()
         self._tail_len = 0
@@ -94,12 +97,28 @@ class HeadTailBuffer:
         if self._max_bytes == 0:
             self._omitted += len(chunk)
             return
-        room = self._head_budget - len(self._head)
+        room = 0 if self._head_closed else self._head_budget - len(self._head)
         if room > 0:
             self._head += chunk[:room]
             chunk = chunk[room:]
         if chunk:
             self._push_tail(bytes(chunk))
+
+    def skip(self, byte_count: int) -> None:
+        """Count `byte_count` bytes that were lost upstream (e.g. evicted by a remote daemon
+        before they were read) as omitted at this point of the stream.
+
+        They would have been head or middle bytes: the head (a prefix of the output) takes
+        nothing more, so the shown text is exactly what survived and `omitted_bytes` the rest.
+        """
+        if byte_count <= 0:
+            return
+        self._omitted += byte_count
+        self._head_closed = True
+        # Whatever the tail held precedes the lost bytes: it is middle now.
+        self._omitted += self._tail_len
+        self._tail.clear()
+        self._tail_len = 0
 
     def _push_tail(self, chunk: bytes) -> None:
         if self._tail_budget == 0:
@@ -135,6 +154,7 @@ class HeadTailBuffer:
         """The retained output; the buffer starts over empty."""
         snap = self.snapshot()
         self._head = bytearray()
+        self._head_closed = False
         self._tail.clear()
         self._tail_len = 0
         self._omitted = 0

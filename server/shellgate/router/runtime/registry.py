@@ -182,6 +182,14 @@ class EnvironmentRegistry:
                 raise ValueError(f"duplicate environment id {env.environment_id}")
             self._envs[env.environment_id] = env
         self._unknown_refreshers: list[UnknownRefresh] = []
+        self._session_owner_ttl_ms: int | None = None
+
+    def set_session_owner_ttl(self, ttl_ms: int) -> None:
+        """The daemon owner TTL of unified-exec processes on every remote environment,
+        discovered ones included (routers sharing sessions tie it to the thread TTL)."""
+        self._session_owner_ttl_ms = ttl_ms
+        for env in self.remotes():
+            env.owner_ttl_ms = ttl_ms
 
     @property
     def local(self) -> LocalEnvironment | None:
@@ -220,6 +228,8 @@ class EnvironmentRegistry:
         """Add a discovered environment (ids are unique; an existing one is kept)."""
         if env.environment_id in self._envs:
             raise ValueError(f"duplicate environment id {env.environment_id}")
+        if self._session_owner_ttl_ms is not None:
+            env.owner_ttl_ms = self._session_owner_ttl_ms
         self._envs[env.environment_id] = env
 
     def remove(self, environment_id: str) -> None:

@@ -7,7 +7,6 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from shellgate.common.errors import SharedStateUnavailableError, UnknownSessionError
 from shellgate.common.tasks import TaskSet
@@ -19,11 +18,16 @@ from shellgate.router.output.unified_rules import (
     process_id_to_prune,
     process_limit_warning,
 )
+from shellgate.router.runtime.store.session_lease import LEASE_TTL_MS, SessionLease
 from shellgate.router.runtime.store.shared_sessions import (
     SessionEnvironments,
+    SessionInfo,
     reattach,
     record_of,
     remote_env,
+    session_status,
+    shared_session_info,
+    terminate_records,
 )
 from shellgate.router.runtime.store.shared_state import SessionRecord, SharedState
 from shellgate.router.runtime.tally import CountedSet, Tally
@@ -32,21 +36,6 @@ from shellgate.router.runtime.unified_process import UnifiedProcess
 __all__ = ["SessionInfo", "SessionManager"]
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """One stored session as ListSessions shows it."""
-
-    session_id: int
-    environment_id: str
-    call_id: str
-    argv: tuple[str, ...]
-    tty: bool
-    running: bool
-    exit_code: int | None
-    started_at_ms: int
-    last_used_at_ms: int
 
 
 class SessionManager:
@@ -81,10 +70,15 @@ class SessionManager:
         self._environments: SessionEnvironments | None = None
         self._instance_id = ""
         self._shared_ids: set[int] = set()
-        # The shared records as this replica last wrote or read them: re-published when the
-        # store lost its data (a Redis restart without AOF), so their processes stay owned.
+        # The thread's shared records as this replica last read or wrote them: re-published
+        # when the store lost its data (a Redis restart without AOF), so their processes stay
+        # owned, and killed when the thread expires.
         self._known: dict[int, SessionRecord] = {}
         self._attached: dict[int, UnifiedProcess] = {}
+        # Poll leases this router holds (re-attached sessions and first yields).
+        self._leases: dict[int, SessionLease] = {}
+        # Local processes already published before their first yield ended.
+        self._published: set[int] = set()
 
     def bind(
         self,
@@ -167,77 +161,153 @@ class SessionManager:
             for record in list(self._known.values()):
                 await self._shared.put_session_if_absent(self._thread_id, record)
 
+    async def keep_alive(self) -> int:
+        """Renew the daemon owner TTL of the thread's shared sessions; how many there are.
+
+        Called while the thread lives (the sweeper), so a session idle on its daemon dies
+        only with its thread, never at the daemon's owner TTL alone.
+        """
+        if not self.distributed or self._shared is None:
+            return 0
+        records = await self._shared.list_sessions(self._thread_id)
+        self._known = {r.session_id: r for r in records}
+        await asyncio.gather(*(session_status(r, self._environments) for r in records))
+        return len(records)
+
+    async def kill_known(self) -> int:
+        """Kill the shared sessions last seen (the thread expired); how many."""
+        records, self._known = list(self._known.values()), {}
+        return await terminate_records(records, self._environments)
+
     def exists(self, process_id: int) -> bool:
         """Known here, lost with its environment, or shared (as of the last refresh)."""
         return (
             process_id in self._procs or process_id in self._lost or process_id in self._shared_ids
         )
 
-    async def open(self, process_id: int) -> UnifiedProcess | None:
+    async def open(self, process_id: int, wait_s: float = 0.0) -> UnifiedProcess | None:
         """A stored process, or a shared remote session re-attached for this request.
 
-        An unreachable daemon raises EnvironmentUnavailableError. The caller ends with
-        `settle` (or `finish` once the exit was reported).
+        A shared session is polled under its lease: a concurrent poll (any router) is
+        waited for up to `wait_s`, then SessionBusyError. An unreachable daemon raises
+        EnvironmentUnavailableError. The caller ends with `settle` (or `finish` once the
+        exit was reported), which stores the consumed seq and releases the lease.
         """
         proc = self._procs.get(process_id)
         if proc is not None or not self.distributed or self._shared is None:
             return proc
-        record = await self._shared.get_session(self._thread_id, process_id)
-        if record is None:
-            self._shared_ids.discard(process_id)
-            self._known.pop(process_id, None)
+        lease = await SessionLease.acquire(self._shared, self._thread_id, process_id, wait_s)
+        try:
+            record = await self._shared.get_session(self._thread_id, process_id)
+            if record is None:
+                self._shared_ids.discard(process_id)
+                self._known.pop(process_id, None)
+            else:
+                self._known[process_id] = record
+                proc = await reattach(record, self._environments, self.clock)
+        except BaseException:
+            await lease.release()
+            raise
+        if proc is None or record is None:
+            await lease.release()
             return None
-        self._known[process_id] = record
-        proc = await reattach(record, self._environments, self.clock)
-        if proc is not None:
-            self._attached[process_id] = proc
+        lease.expected_seq = record.consumed_seq
+        self._leases[process_id] = lease
+        self._attached[process_id] = proc
         return proc
+
+    async def publish_started(self, proc: UnifiedProcess) -> None:
+        """Register a new remote session in the shared store before its first yield, under
+        its lease, so a router dying mid-yield leaves a session others can poll and kill."""
+        if not self.distributed or self._shared is None:
+            return
+        if remote_env(self._environments, proc.meta.environment_id) is None:
+            return
+        pid = proc.process_id
+        lease: SessionLease | None = None
+        try:
+            # A fresh id's lease is free (an old one's expires within the lease TTL).
+            lease = await SessionLease.acquire(
+                self._shared, self._thread_id, pid, LEASE_TTL_MS / 1000
+            )
+            await self._shared.put_session(self._thread_id, record_of(proc, self._instance_id))
+        except Exception:
+            # Best effort: then it is published when the first yield ends, as before.
+            _log.warning("session %d not published before its first yield", pid, exc_info=True)
+            if lease is not None:
+                await lease.release()
+            return
+        self._leases[pid] = lease
+        self._published.add(pid)
+        self._shared_ids.add(pid)
+
+    def hand_over(self, proc: UnifiedProcess) -> None:
+        """A published first yield is going away (cancelled): settle it in the background."""
+        if proc.process_id in self._published:
+            self._reaping.spawn(self.settle(proc), name=f"unified-settle-{proc.process_id}")
 
     async def settle(self, proc: UnifiedProcess) -> None:
         """After a response: publish a live remote session (distributed), or update it."""
+        pid = proc.process_id
+        attached = self._attached.get(pid) is proc
+        stored = self._procs.get(pid) is proc
+        lease = self._leases.pop(pid, None) if attached or stored else None
+        try:
+            await self._settle(proc, attached, stored, lease)
+        finally:
+            if lease is not None:
+                await lease.release()
+
+    async def _settle(
+        self, proc: UnifiedProcess, attached: bool, stored: bool, lease: SessionLease | None
+    ) -> None:
+        pid = proc.process_id
+        published = stored and pid in self._published
         if not self.distributed or self._shared is None or proc.exited:
-            if self._attached.get(proc.process_id) is proc:
+            if attached or published:
                 # Exit seen but not reported (interrupted): the record stays for a re-poll.
-                del self._attached[proc.process_id]
+                if attached:
+                    del self._attached[pid]
+                else:
+                    del self._procs[pid]
+                self._published.discard(pid)
                 await proc.release()
             return
-        attached = self._attached.get(proc.process_id) is proc
-        stored = self._procs.get(proc.process_id) is proc
-        if not attached and not (
-            stored and remote_env(self._environments, proc.meta.environment_id)
-        ):
+        remote = remote_env(self._environments, proc.meta.environment_id) is not None
+        if not attached and not (stored and remote):
             return
         record = record_of(proc, self._instance_id)
-        await self._shared.put_session(self._thread_id, record)
-        self._shared_ids.add(proc.process_id)
-        self._known[proc.process_id] = record
+        if lease is None:
+            await self._shared.put_session(self._thread_id, record)
+        elif not await self._shared.update_session(
+            self._thread_id, record, lease.token, lease.expected_seq
+        ):
+            # The lease expired and another poll went on, or the thread ended: this poll's
+            # position is stale, and storing it would replay or skip output.
+            _log.warning("session %d: consumed seq not stored (lease lost or ended)", pid)
+        self._shared_ids.add(pid)
+        self._known[pid] = record
         if attached:
-            del self._attached[proc.process_id]
+            del self._attached[pid]
         else:
-            del self._procs[proc.process_id]
+            del self._procs[pid]
+            self._published.discard(pid)
         # The daemon keeps the detached process; the next poll (any router) re-attaches.
-        self._reserved.discard(proc.process_id)
+        self._reserved.discard(pid)
         await proc.release()
 
-    def _shared_info(self, record: SessionRecord) -> SessionInfo:
-        return SessionInfo(
-            session_id=record.session_id,
-            environment_id=record.environment_id,
-            call_id=record.call_id,
-            argv=record.argv,
-            tty=record.tty,
-            running=True,
-            exit_code=None,
-            started_at_ms=record.started_at_ms,
-            last_used_at_ms=record.last_used_at_ms,
-        )
-
     async def list_sessions(self) -> list[SessionInfo]:
-        """Local sessions plus the thread's shared remote ones, by id."""
+        """Local sessions plus the thread's shared remote ones (state asked of the daemon)."""
         out = {info.session_id: info for info in self.sessions()}
         if self.distributed and self._shared is not None:
-            for record in await self._shared.list_sessions(self._thread_id):
-                out.setdefault(record.session_id, self._shared_info(record))
+            records = [
+                r for r in await self._shared.list_sessions(self._thread_id)
+                if r.session_id not in out
+            ]  # fmt: skip
+            for info in await asyncio.gather(
+                *(shared_session_info(r, self._environments) for r in records)
+            ):
+                out[info.session_id] = info
         return [out[k] for k in sorted(out)]
 
     # --- storage -------------------------------------------------------------------------
@@ -281,18 +351,26 @@ class SessionManager:
 
     async def finish(self, proc: UnifiedProcess) -> None:
         """Remove a process whose exit was reported and release its resources."""
-        if self._attached.get(proc.process_id) is proc:
-            del self._attached[proc.process_id]
-            assert self._shared is not None
-            await self._shared.delete_session(self._thread_id, proc.process_id)
-            self._shared_ids.discard(proc.process_id)
-            self._known.pop(proc.process_id, None)
-            if proc.lost is not None:
-                self._lost[proc.process_id] = proc.meta.environment_id
+        pid = proc.process_id
+        lease = self._leases.pop(pid, None)
+        try:
+            shared = self._attached.get(pid) is proc or pid in self._published
+            if self._attached.get(pid) is proc:
+                del self._attached[pid]
+                if proc.lost is not None:
+                    self._lost[pid] = proc.meta.environment_id
+            else:
+                self.remove(pid)
+            if shared:
+                self._published.discard(pid)
+                assert self._shared is not None
+                await self._shared.delete_session(self._thread_id, pid)
+                self._shared_ids.discard(pid)
+                self._known.pop(pid, None)
             await proc.terminate()
-            return
-        self.remove(proc.process_id)
-        await proc.terminate()
+        finally:
+            if lease is not None:
+                await lease.release()
 
     async def terminate(self, process_id: int) -> bool:
         """Kill one session (TerminateSession); unknown → NOT_FOUND; whether it was running."""
@@ -303,6 +381,9 @@ class SessionManager:
         running = not proc.exited
         await proc.terminate()
         if self.distributed and self._shared is not None:
+            if process_id in self._published:
+                self._published.discard(process_id)
+                await self._shared.delete_session(self._thread_id, process_id)
             await self._shared.release_session_id(self._thread_id, process_id)
         return running
 
@@ -328,7 +409,11 @@ class SessionManager:
         procs, self._procs = list(self._procs.values()), {}
         for proc in procs:
             self.release_id(proc.process_id)
+        # First yields' leases die with their processes (a re-attached poll owns its own).
+        leases = [self._leases.pop(p.process_id) for p in procs if p.process_id in self._leases]
+        self._published.clear()
         await asyncio.gather(*(p.terminate() for p in procs), return_exceptions=True)
+        await asyncio.gather(*(lease.release() for lease in leases))
         await self._reaping.join()
         return len(procs)
 

@@ -1,4 +1,5 @@
-"""The periodic thread sweep: end idle threads and drop expired parked calls (spec 06 §2, §3)."""
+"""The periodic thread sweep: end idle threads, drop expired parked calls and keep live
+threads' shared sessions alive on their daemons (spec 06 §2, §3, §9)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ async def sweep_once(store: ThreadStore) -> tuple[list[str], int]:
     """One pass: the ids of threads ended for idleness and how many approvals expired."""
     ended = await store.sweep_idle()
     expired = await store.expire_pending()
+    await store.keep_sessions_alive()
     return ended, expired
 
 

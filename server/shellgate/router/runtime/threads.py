@@ -119,6 +119,10 @@ class ThreadStore(Protocol):
         """Drop parked calls past their approval TTL; returns how many."""
         ...
 
+    async def keep_sessions_alive(self) -> int:
+        """Renew the daemon owner TTL of live threads' shared sessions; returns how many."""
+        ...
+
     async def aclose(self) -> None:
         """Close every thread of this router (service shutdown)."""
         ...
@@ -232,6 +236,12 @@ class ThreadRegistry:
         await state.close_local()
         if not self.shared.distributed:
             await self.shared.drop_thread(state.thread_id)
+            return
+        with contextlib.suppress(SharedStateUnavailableError):
+            if not await self.shared.thread_alive(state.thread_id):
+                # Expired everywhere (Redis dropped its keys): nobody else will kill the
+                # thread's daemon processes, and Redis expiry alone does not.
+                await state.sessions.kill_known()
 
     def _new(self, thread_id: str, generation: str) -> ThreadState:
         self._check_room()
@@ -261,9 +271,12 @@ class ThreadRegistry:
             # Redis lost its data (restart without AOF): this replica re-published its threads.
             generation = await self.shared.thread_generation(thread_id)
         if state is not None and state.generation != generation:
-            # Ended (or expired) through another router: forget what this router held.
+            # Ended (or expired) through another router: forget what this router held. An
+            # expired thread's daemon processes die here (an ended one's are gone already).
             del self._threads[thread_id]
             await state.close_local()
+            if self.shared.distributed:
+                await state.sessions.kill_known()
             state = None
         if state is None and generation is not None:
             state = self._new(thread_id, generation)
@@ -349,6 +362,20 @@ class ThreadRegistry:
         for tid in idle:
             await self._close_here(self._threads[tid])
         return idle
+
+    async def keep_sessions_alive(self) -> int:
+        """Renew the daemon owner TTL of the shared sessions of threads still alive.
+
+        Every router does it for the threads it holds, so a session lives as long as its
+        thread does (not just its daemon owner TTL past the last poll).
+        """
+        if not self.shared.distributed:
+            return 0
+        count = 0
+        for tid, state in list(self._threads.items()):
+            if await self.shared.thread_alive(tid):
+                count += await state.sessions.keep_alive()
+        return count
 
     async def expire_pending(self) -> int:
         """Drop parked calls past their approval TTL (a Redis store expires them itself)."""

@@ -44,6 +44,7 @@ class UnifiedProcess:
         clock: Callable[[], float],
         *,
         initial_seq: int = 0,
+        initial_offset: int = 0,
     ):
         self.meta = meta
         self.handle = handle
@@ -59,6 +60,9 @@ class UnifiedProcess:
         # re-attach from `drained_seq` replays exactly what no response has returned yet.
         self.backend_seq = initial_seq
         self.drained_seq = initial_seq
+        # The same positions as daemon output offsets (bytes), to count eviction gaps.
+        self.backend_offset = initial_offset
+        self.drained_offset = initial_offset
         # Set on every state change (output, exit, close); waiters clear it before checking.
         self.changed = asyncio.Event()
         # Owned by this process object: `terminate`/`release` cancel and await them.
@@ -92,6 +96,8 @@ class UnifiedProcess:
             async for chunk in self.handle.output():
                 self._seq += 1
                 self.backend_seq = getattr(self.handle, "delivered_seq", self._seq)
+                self.backend_offset = getattr(self.handle, "delivered_offset", 0)
+                self.buffer.skip(chunk.omitted_before)
                 self.buffer.push(chunk.data)
                 if self.listener is not None:
                     self.listener(chunk, self._seq)
@@ -128,6 +134,7 @@ class UnifiedProcess:
     def drain(self) -> HeadTailSnapshot:
         """Output since the previous drain (each response sees only new output)."""
         self.drained_seq = self.backend_seq
+        self.drained_offset = self.backend_offset
         return self.buffer.drain()
 
     async def release(self) -> None:

@@ -141,6 +141,12 @@ class RouterApp:
                 raise ConfigError(str(exc)) from exc
             self.store_monitor, self.store_probe = shared.monitor, shared.probe
             self.metrics.watch_shared_state(shared.monitor)
+            # Shared sessions live as long as their thread: every sweep renews their daemon
+            # owner TTL while the thread lives, and a daemon reaps them one thread TTL (plus
+            # a sweep) after the last renewal when no router is left to kill them.
+            self.environments.set_session_owner_ttl(
+                config.limits.thread_idle_ttl_ms + config.limits.sweep_interval_ms
+            )
         self.threads = ThreadRegistry(
             approval_ttl_ms=config.limits.approval_ttl_ms,
             idle_ttl_ms=config.limits.thread_idle_ttl_ms,

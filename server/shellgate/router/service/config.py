@@ -85,7 +85,8 @@ class Limits:
     approval_ttl_ms: int = 10 * 60 * 1000
     # How long a call waits for a concurrency slot before RESOURCE_EXHAUSTED.
     admission_wait_ms: int = 50
-    # How often idle threads and expired pending approvals are swept.
+    # How often idle threads and expired pending approvals are swept (and, with Redis, the
+    # daemon owner TTL of live threads' shared sessions renewed).
     sweep_interval_ms: int = 30_000
     shutdown_grace_ms: int = 5_000
 

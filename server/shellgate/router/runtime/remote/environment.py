@@ -15,9 +15,7 @@ import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.common.enum_maps import INHERIT, SANDBOX_MODES
 from shellgate.common.env_policy import ShellEnvironmentPolicy, exec_server_env_payload
-from shellgate.common.process.base import (
-    SpawnRequest,
-)
+from shellgate.common.process.base import ExitStatus, SpawnRequest
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.apply_patch.fs import PatchFileSystem
@@ -45,6 +43,9 @@ LOCAL_TOKEN_REFRESH_S = 1.0
 _log = logging.getLogger(__name__)
 # Health answers that mean the daemon cannot take calls now (the circuit opens).
 _DOWN_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+# A Read cursor past any real seq: the reply carries the state and no chunks.
+_NO_CHUNKS_AFTER = 2**63 - 1
+
 
 
 def _policy_pb(policy: ShellEnvironmentPolicy) -> shell_pb2.ShellEnvironmentPolicy:
@@ -88,6 +89,9 @@ class RemoteEnvironment:
         )
         # The background reconnect while the circuit is open (owned here; aclose ends it).
         self._retry: asyncio.Task[None] | None = None
+        # The daemon owner TTL of detached (unified-exec) processes; None keeps the daemon's
+        # default. Routers sharing sessions set it from the thread idle TTL (spec 06 §9).
+        self.owner_ttl_ms: int | None = None
 
     @property
     def environment_id(self) -> str:
@@ -293,6 +297,8 @@ class RemoteEnvironment:
             shell_mode=shell_pb2.SHELL_MODE_DIRECT,
             detach=detach,
         )
+        if detach and self.owner_ttl_ms is not None:
+            start.owner_ttl_ms = self.owner_ttl_ms
         if sandbox.mode is not SandboxMode.NONE:
             start.sandbox.CopyFrom(
                 shell_pb2.SandboxRequest(
@@ -328,16 +334,38 @@ class RemoteEnvironment:
         handle = RemoteProcess(self, call, started.process_id, started.pid or None)
         return Spawned(handle, started.process_id, started.sandboxed)
 
-    async def attach(self, process_id: str, after_seq: int) -> RemoteProcess:
-        """Follow a (detached) daemon process from `after_seq`: Attach replays the rest."""
+    async def attach(self, process_id: str, after_seq: int, after_offset: int = 0) -> RemoteProcess:
+        """Follow a (detached) daemon process from `after_seq` (whose output ended at
+        `after_offset` bytes): Attach replays the rest, evicted bytes counted as omitted."""
         stub = await self.stub()
         call = stub.Attach(
             exec_pb2.AttachRequest(process_id=process_id, after_seq=after_seq),
             metadata=self.metadata(),
         )
-        handle = RemoteProcess(self, call, process_id, None)
-        handle.delivered_seq = after_seq
-        return handle
+        return RemoteProcess(
+            self, call, process_id, None, after_seq=after_seq, after_offset=after_offset
+        )
+
+    async def process_status(self, process_id: str) -> tuple[bool, ExitStatus | None] | None:
+        """(exited, exit status) of a daemon process, None when the daemon no longer keeps
+        it. A Read with no wait and nothing to return: it also renews the process's owner
+        TTL on the daemon (every Read counts as use)."""
+        request = exec_pb2.ReadRequest(
+            process_id=process_id, after_seq=_NO_CHUNKS_AFTER, max_bytes=1, wait_ms=0
+        )
+        try:
+            reply = await self.call("Read", request)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                return None
+            raise
+        if not reply.exited:
+            return False, None
+        if reply.failure:
+            return True, ExitStatus(environment_lost=reply.failure)
+        if reply.HasField("exit_status") and reply.exit_status.WhichOneof("status") == "signal":
+            return True, ExitStatus(signal=reply.exit_status.signal)
+        return True, ExitStatus(code=reply.exit_status.code)
 
     async def terminate_process(self, process_id: str) -> bool:
         """Kill a daemon process by id; False when the daemon no longer knows it."""

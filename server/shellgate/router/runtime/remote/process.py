@@ -49,6 +49,9 @@ class RemoteProcess:
         call: Any,
         process_id: str,
         pid: int | None,
+        *,
+        after_seq: int = 0,
+        after_offset: int = 0,
     ) -> None:
         self._env = env
         self._call = call
@@ -58,13 +61,16 @@ class RemoteProcess:
         # reader waits instead of reading on, and gRPC flow control makes the daemon's Start
         # stream wait in turn. The exit arrives in-band after the output, so wait() needs
         # output() to be consumed (every router consumer is; terminate() discards).
-        # Each entry carries its stream and daemon seq.
-        self._output: OutputChannel[tuple[Stream, int]] = OutputChannel(
+        # Each entry carries its stream, daemon seq, end offset and the bytes lost before it.
+        self._output: OutputChannel[tuple[Stream, int, int, int]] = OutputChannel(
             max_bytes=env.config.output_buffer_bytes
         )
-        # The daemon seq of the last chunk handed out by output(): a re-attach from it
-        # replays exactly what the consumer has not seen (spec 06 §9).
-        self.delivered_seq = 0
+        # The daemon seq and output offset of the last chunk handed out by output(): a
+        # re-attach from them replays exactly what the consumer has not seen (spec 06 §9),
+        # and the offset lets it count the bytes an eviction gap lost.
+        self.delivered_seq = after_seq
+        self.delivered_offset = after_offset
+        self._received_offset = after_offset
         self._exit: asyncio.Future[ExitStatus] = asyncio.get_running_loop().create_future()
         # Owned by this handle: release() and terminate() cancel and await it.
         self._reader = asyncio.create_task(self._read(), name=f"remote-read-{process_id}")
@@ -100,7 +106,8 @@ class RemoteProcess:
                 if kind == "output":
                     out = event.output
                     stream = STREAMS.domain(out.stream) or Stream.STDOUT
-                    await self._output.send((stream, out.seq), out.data)
+                    omitted = self._omitted_before(out.end_offset, len(out.data))
+                    await self._output.send((stream, out.seq, out.end_offset, omitted), out.data)
                 elif kind == "exited":
                     self._set_exit(_status(event.exited.status))
                 elif kind == "closed":
@@ -121,6 +128,15 @@ class RemoteProcess:
         finally:
             self._output.close()
 
+    def _omitted_before(self, end_offset: int, size: int) -> int:
+        """Bytes the daemon evicted between the previous chunk and this one (an `OutputGap`
+        names the seqs; the offsets count the bytes). 0 from a daemon without offsets."""
+        if not end_offset:
+            return 0
+        lost = max(0, end_offset - size - self._received_offset)
+        self._received_offset = end_offset
+        return lost
+
     @property
     def buffered_bytes(self) -> int:
         """Output received from the daemon that output() has not handed out yet."""
@@ -129,8 +145,10 @@ class RemoteProcess:
     async def output(self) -> AsyncIterator[OutputChunk]:
         """Output chunks until the process closed (or the stream was lost)."""
         async for item in self._output:
-            stream, self.delivered_seq = item.meta
-            yield OutputChunk(stream, item.data)
+            stream, self.delivered_seq, end_offset, omitted = item.meta
+            if end_offset:
+                self.delivered_offset = end_offset
+            yield OutputChunk(stream, item.data, omitted)
 
     async def _unary(self, method: str, request: Any) -> Any:
         try:

@@ -25,6 +25,7 @@ from shellgate.router.output.truncation import (
 )
 from shellgate.router.output.unified_rules import (
     EARLY_EXIT_CHECK_MS,
+    MAX_YIELD_TIME_MS,
     POST_EXIT_STREAM_CLOSE_WAIT_MS,
     POST_WRITE_REACTION_MS,
 )
@@ -35,6 +36,7 @@ from shellgate.router.runtime.events import StartedEvent, TerminalInteractionEve
 from shellgate.router.runtime.runtimes.command import CommandRuntime
 from shellgate.router.runtime.sessions import SessionManager
 from shellgate.router.runtime.spawn import EnvironmentUnavailableError, SandboxSpec, SpawnFailure
+from shellgate.router.runtime.store.session_lease import SessionBusyError
 from shellgate.router.runtime.unified_process import ProcessMeta, UnifiedProcess
 
 __all__ = [
@@ -220,11 +222,14 @@ async def exec_command_start(
     warnings: list[str] = []
     try:
         try:
+            # Shared before the first yield ends: a router dying mid-yield orphans nothing.
+            await manager.publish_started(proc)
             await proc.wait_exit(EARLY_EXIT_CHECK_MS / 1000)
         except asyncio.CancelledError:
             # The call is going away, but a unified process outlives it (spec 06 §4).
             if not proc.exited:
                 manager.store(proc)
+                manager.hand_over(proc)
             raise
         if not proc.exited:
             # Stored before yielding, so an interrupt or a cancelled stream does not kill it.
@@ -258,10 +263,15 @@ async def write_stdin(request: RuntimeRequest, call: WriteStdinCall) -> UnifiedR
     clock = manager.clock
     start = clock()
     try:
-        proc = await manager.open(session_id)
-    except EnvironmentUnavailableError as exc:
+        # A concurrent poll of a shared session (any router) is waited for, as one router's
+        # second poll waits behind the same buffer: up to this poll's yield plus the longest
+        # yield the other may still run.
+        proc = await manager.open(session_id, (yield_time_ms + MAX_YIELD_TIME_MS) / 1000)
+    except (EnvironmentUnavailableError, SessionBusyError) as exc:
         text = write_stdin_failed(UnifiedExecErrorText.process_failed(str(exc)))
         return UnifiedResponse(text, error=True)
+    # Waiting for the lease may have used up the yield: give the replay a moment.
+    deadline = max(start + yield_time_ms / 1000, clock() + POST_WRITE_REACTION_MS / 1000)
     if proc is None:
         lost_env = manager.lost_environment(session_id)
         if lost_env is not None:
@@ -278,7 +288,6 @@ async def write_stdin(request: RuntimeRequest, call: WriteStdinCall) -> UnifiedR
             text = write_stdin_failed(UnifiedExecErrorText.STDIN_CLOSED)
             return UnifiedResponse(text, error=True)
         proc.touch()
-        deadline = start + yield_time_ms / 1000
         if chars:
             wrote = True
             try:

@@ -22,9 +22,11 @@ from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.store.redis_connect import connect
 from shellgate.router.runtime.store.shared_state import PendingRecord, SessionRecord
 
-__all__ = ["DEFAULT_PREFIX", "RedisSharedState"]
+__all__ = ["DEFAULT_PREFIX", "WAITER_TTL_MS", "RedisSharedState"]
 
 DEFAULT_PREFIX = "shellgate:"
+# A queued lease waiter that has not retried for this long no longer holds its place.
+WAITER_TTL_MS = 1_000
 _DATA = ("approved", "grants", "pendings", "ids", "sessions")
 
 # KEYS: the thread's fixed keys, `_FIXED` in order, all under one hash tag (one slot); the
@@ -73,6 +75,66 @@ return 0
 """
 
 
+# KEYS: lease key, session key (one thread: one slot). ARGV: token, expected consumed_seq,
+# record JSON, ttl_ms. 1 = stored; 0 = the lease is not ours; -1 = the record is gone or was
+# advanced by another.
+_UPDATE_SESSION = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local current = redis.call('GET', KEYS[2])
+if not current then return -1 end
+if tonumber(cjson.decode(current)['consumed_seq']) ~= tonumber(ARGV[2]) then return -1 end
+redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+return 1
+"""
+
+# KEYS: lease key (its queue keys share its hash tag). ARGV: token, ttl_ms, waiter_ttl_ms.
+# Takes a free lease unless an earlier
+# waiter is still waiting (first come, first served: a poll that just released cannot
+# starve another that waits); otherwise queues the token. A waiter that stops retrying
+# (gone, or gave up) drops out after waiter_ttl_ms. 1 = taken, 0 = queued.
+_ACQUIRE_LEASE = """
+local lease, token = KEYS[1], ARGV[1]
+local queue = lease .. ':queue'
+local blocked = redis.call('EXISTS', lease) == 1
+if not blocked then
+  while true do
+    local first = redis.call('ZRANGE', queue, 0, 0)[1]
+    if (not first) or first == token then break end
+    if redis.call('EXISTS', queue .. ':' .. first) == 1 then
+      blocked = true
+      break
+    end
+    redis.call('ZREM', queue, first)
+  end
+end
+if blocked then
+  if not redis.call('ZSCORE', queue, token) then
+    redis.call('ZADD', queue, redis.call('INCR', queue .. ':n'), token)
+  end
+  redis.call('SET', queue .. ':' .. token, '1', 'PX', ARGV[3])
+  redis.call('PEXPIRE', queue, ARGV[2])
+  redis.call('PEXPIRE', queue .. ':n', ARGV[2])
+  return 0
+end
+redis.call('ZREM', queue, token)
+redis.call('DEL', queue .. ':' .. token)
+redis.call('SET', lease, token, 'PX', ARGV[2])
+return 1
+"""
+
+# KEYS: lease key. ARGV: token, ttl_ms (0 = release). Acts only on a lease the token holds.
+_LEASE_OWNED = """
+if ARGV[2] == '0' then
+  -- Releasing also leaves the queue (a waiter that gives up).
+  redis.call('ZREM', KEYS[1] .. ':queue', ARGV[1])
+  redis.call('DEL', KEYS[1] .. ':queue:' .. ARGV[1])
+end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '0' then return redis.call('DEL', KEYS[1]) end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+"""
+
+
 async def _await(value: Awaitable[Any] | Any) -> Any:
     # redis-py types many commands as `Awaitable[T] | T` for its sync/async twins.
     return await cast(Awaitable[Any], value)
@@ -107,6 +169,9 @@ class RedisSharedState:
         self._sentinels: list[Redis] = []
         # Pub/sub of the replica bus (a Cluster's is one node: redis_connect.connect).
         self.bus_client: Redis | None = client if isinstance(client, Redis) else None
+        self._update_session = client.register_script(_UPDATE_SESSION)
+        self._lease_owned = client.register_script(_LEASE_OWNED)
+        self._acquire_lease = client.register_script(_ACQUIRE_LEASE)
 
     @classmethod
     def from_url(
@@ -364,6 +429,49 @@ class RedisSharedState:
         pipe.srem(b + "ids", session_id)
         deleted, _, _ = await self._run("session", pipe.execute)
         return bool(deleted)
+
+    async def update_session(
+        self, thread_id: str, record: SessionRecord, lease_token: str, expected_seq: int
+    ) -> bool:
+        """Compare-and-set the record under the lease (one Lua script: atomic)."""
+        b = self.base(thread_id)
+        sid = record.session_id
+        keys = [b + f"lease:{sid}", b + f"sess:{sid}"]
+        args: list[str | int] = [lease_token, expected_seq, record.to_json(), self._ttl]
+        stored = await self._run(
+            "session", lambda: _await(self._update_session(keys=keys, args=args))
+        )
+        return int(stored) == 1
+
+    async def acquire_lease(
+        self, thread_id: str, session_id: int, token: str, ttl_ms: int
+    ) -> bool:
+        """SET PX when free and no earlier waiter is queued: the lease is ours until it
+        expires or is released. A refused token is queued (retry within WAITER_TTL_MS)."""
+        key = self.base(thread_id) + f"lease:{session_id}"
+        args: list[str | int] = [token, max(1, int(ttl_ms)), WAITER_TTL_MS]
+        return bool(
+            await self._run("lease", lambda: _await(self._acquire_lease(keys=[key], args=args)))
+        )
+
+    async def renew_lease(self, thread_id: str, session_id: int, token: str, ttl_ms: int) -> bool:
+        """PEXPIRE, only while the token holds the lease."""
+        key = self.base(thread_id) + f"lease:{session_id}"
+        args: list[str | int] = [token, max(1, int(ttl_ms))]
+        return bool(
+            await self._run("lease", lambda: _await(self._lease_owned(keys=[key], args=args)))
+        )
+
+    async def release_lease(self, thread_id: str, session_id: int, token: str) -> None:
+        """Compare-and-delete (a queued, still waiting token leaves the queue instead)."""
+        key = self.base(thread_id) + f"lease:{session_id}"
+        await self._run("lease", lambda: _await(self._lease_owned(keys=[key], args=[token, 0])))
+
+    async def thread_alive(self, thread_id: str) -> bool:
+        """EXISTS on the thread's meta key (its TTL untouched)."""
+        key = self.base(thread_id) + "meta"
+        found = await self._run("thread", lambda: _await(self._r.exists(key)))
+        return bool(found)
 
     async def aclose(self) -> None:
         """Close the connection pool."""

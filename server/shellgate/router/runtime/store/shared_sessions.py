@@ -1,8 +1,10 @@
 """Remote unified-exec sessions shared between routers: publish, re-attach, terminate.
 
 A remote session lives on its daemon as a detached process; the shared store keeps its
-daemon process id and the seq of the last output returned to the model. Any router can
-then poll it by re-attaching (ExecService.Attach from that seq), write to it and kill it.
+daemon process id and the seq (and output offset) of the last output returned to the model.
+Any router can then poll it by re-attaching (ExecService.Attach from that seq) under the
+session's lease (`session_lease.py`), write to it and kill it; output the daemon evicted
+meanwhile is counted as omitted from the offsets.
 Both routers must authenticate to the daemon as the same subject (same token), since a
 daemon shows a process only to the caller that started it (spec 06 §9).
 """
@@ -12,17 +14,43 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from shellgate.common.errors import EnvironmentNotFoundError
+from shellgate.common.process.base import ExitStatus
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.spawn import EnvironmentUnavailableError
 from shellgate.router.runtime.store.shared_state import SessionRecord
 from shellgate.router.runtime.unified_process import ProcessMeta, UnifiedProcess
 
-__all__ = ["SessionEnvironments", "reattach", "record_of", "remote_env", "terminate_records"]
+__all__ = [
+    "SessionEnvironments",
+    "SessionInfo",
+    "reattach",
+    "record_of",
+    "remote_env",
+    "session_status",
+    "shared_session_info",
+    "terminate_records",
+]
 
 _log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One stored session as ListSessions shows it."""
+
+    session_id: int
+    environment_id: str
+    call_id: str
+    argv: tuple[str, ...]
+    tty: bool
+    running: bool
+    exit_code: int | None
+    started_at_ms: int
+    last_used_at_ms: int
 
 
 class SessionEnvironments(Protocol):
@@ -65,6 +93,7 @@ def record_of(proc: UnifiedProcess, instance_id: str) -> SessionRecord:
         last_used_at_ms=proc.last_used_at_ms,
         consumed_seq=proc.drained_seq,
         instance_id=instance_id,
+        consumed_offset=proc.drained_offset,
     )
 
 
@@ -86,7 +115,9 @@ async def reattach(
         env = remote_env(environments, record.environment_id)
     if env is None:
         return None
-    handle = await env.attach(record.backend_process_id, record.consumed_seq)
+    handle = await env.attach(
+        record.backend_process_id, record.consumed_seq, record.consumed_offset
+    )
     meta = ProcessMeta(
         process_id=record.session_id,
         environment_id=record.environment_id,
@@ -97,9 +128,53 @@ async def reattach(
         sandboxed=record.sandboxed,
         started_at_ms=record.started_at_ms,
     )
-    proc = UnifiedProcess(meta, handle, clock, initial_seq=record.consumed_seq)
+    proc = UnifiedProcess(
+        meta, handle, clock, initial_seq=record.consumed_seq,
+        initial_offset=record.consumed_offset,
+    )  # fmt: skip
     proc.last_used_at_ms = record.last_used_at_ms
     return proc
+
+
+async def session_status(
+    record: SessionRecord, environments: SessionEnvironments | None
+) -> tuple[bool, ExitStatus | None]:
+    """(running, exit status) of a shared session as its daemon reports it now.
+
+    Asking counts as use on the daemon (it renews the process's owner TTL). A daemon that
+    cannot be reached, or an unknown environment, reports it running (its state is
+    unknown, and it may well be); a process the daemon forgot reports not running.
+    """
+    env = remote_env(environments, record.environment_id)
+    if env is None:
+        return True, None
+    try:
+        state = await env.process_status(record.backend_process_id)
+    except Exception as exc:
+        _log.warning("status of shared session %d unavailable: %s", record.session_id, exc)
+        return True, None
+    if state is None:
+        return False, None
+    exited, status = state
+    return not exited, status
+
+
+async def shared_session_info(
+    record: SessionRecord, environments: SessionEnvironments | None
+) -> SessionInfo:
+    """A shared session as ListSessions shows it, its state asked of its daemon."""
+    running, status = await session_status(record, environments)
+    return SessionInfo(
+        session_id=record.session_id,
+        environment_id=record.environment_id,
+        call_id=record.call_id,
+        argv=record.argv,
+        tty=record.tty,
+        running=running,
+        exit_code=None if status is None else status.shell_code,
+        started_at_ms=record.started_at_ms,
+        last_used_at_ms=record.last_used_at_ms,
+    )
 
 
 async def terminate_records(

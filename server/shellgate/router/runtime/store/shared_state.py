@@ -44,6 +44,9 @@ class SessionRecord:
     consumed_seq: int
     # The router instance that started it (informational).
     instance_id: str = ""
+    # The daemon output offset (bytes) through `consumed_seq`: bytes evicted past it are
+    # counted as omitted on the next poll.
+    consumed_offset: int = 0
 
     def to_json(self) -> str:
         """Compact JSON for the store."""
@@ -154,6 +157,33 @@ class SharedState(Protocol):
         """Forget a remote session (and release its id); whether it existed."""
         ...
 
+    async def update_session(
+        self, thread_id: str, record: SessionRecord, lease_token: str, expected_seq: int
+    ) -> bool:
+        """Store a polled session's new record only while `lease_token` holds its lease and
+        the stored consumed_seq is still `expected_seq` (compare-and-set); whether it did."""
+        ...
+
+    async def acquire_lease(
+        self, thread_id: str, session_id: int, token: str, ttl_ms: int
+    ) -> bool:
+        """Take the session's poll lease for `ttl_ms` unless another holder has it (or, in a
+        shared store, an earlier waiter still retries: waiters are served in order)."""
+        ...
+
+    async def renew_lease(self, thread_id: str, session_id: int, token: str, ttl_ms: int) -> bool:
+        """Extend a held lease; False when it is no longer ours."""
+        ...
+
+    async def release_lease(self, thread_id: str, session_id: int, token: str) -> None:
+        """Give a held lease back (a lease taken over by another holder is left alone); a
+        waiting token leaves the waiters' queue."""
+        ...
+
+    async def thread_alive(self, thread_id: str) -> bool:
+        """Whether the thread exists, without refreshing its idle TTL."""
+        ...
+
     async def aclose(self) -> None:
         """Close connections."""
         ...
@@ -167,6 +197,7 @@ class _Thread:
     pending: dict[str, tuple[PendingRecord, float]]
     ids: set[int]
     sessions: dict[int, SessionRecord]
+    leases: dict[int, tuple[str, float]]
 
 
 class InMemorySharedState:
@@ -184,7 +215,7 @@ class InMemorySharedState:
     def _t(self, thread_id: str) -> _Thread:
         t = self._threads.get(thread_id)
         if t is None:
-            t = _Thread("", set(), {}, {}, set(), {})
+            t = _Thread("", set(), {}, {}, set(), {}, {})
             self._threads[thread_id] = t
         return t
 
@@ -309,6 +340,53 @@ class InMemorySharedState:
             return False
         t.ids.discard(session_id)
         return t.sessions.pop(session_id, None) is not None
+
+    async def update_session(
+        self, thread_id: str, record: SessionRecord, lease_token: str, expected_seq: int
+    ) -> bool:
+        """Compare-and-set under the lease."""
+        t = self._threads.get(thread_id)
+        if t is None or not self._holds(t, record.session_id, lease_token):
+            return False
+        current = t.sessions.get(record.session_id)
+        if current is None or current.consumed_seq != expected_seq:
+            return False
+        t.sessions[record.session_id] = record
+        return True
+
+    def _holds(self, t: _Thread, session_id: int, token: str) -> bool:
+        lease = t.leases.get(session_id)
+        return lease is not None and lease[0] == token and lease[1] > self._clock()
+
+    async def acquire_lease(
+        self, thread_id: str, session_id: int, token: str, ttl_ms: int
+    ) -> bool:
+        """Take the lease when free (or expired)."""
+        t = self._t(thread_id)
+        lease = t.leases.get(session_id)
+        if lease is not None and lease[1] > self._clock():
+            return False
+        t.leases[session_id] = (token, self._clock() + ttl_ms / 1000)
+        return True
+
+    async def renew_lease(self, thread_id: str, session_id: int, token: str, ttl_ms: int) -> bool:
+        """Extend a held lease."""
+        t = self._threads.get(thread_id)
+        if t is None or not self._holds(t, session_id, token):
+            return False
+        t.leases[session_id] = (token, self._clock() + ttl_ms / 1000)
+        return True
+
+    async def release_lease(self, thread_id: str, session_id: int, token: str) -> None:
+        """Give a held lease back."""
+        t = self._threads.get(thread_id)
+        if t is not None and self._holds(t, session_id, token):
+            del t.leases[session_id]
+
+    async def thread_alive(self, thread_id: str) -> bool:
+        """Whether the thread exists."""
+        t = self._threads.get(thread_id)
+        return t is not None and bool(t.generation)
 
     async def aclose(self) -> None:
         """Nothing to close."""
