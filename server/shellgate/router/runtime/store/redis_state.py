@@ -20,6 +20,13 @@ from redis.exceptions import RedisError
 from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.store.redis_connect import connect
+from shellgate.router.runtime.store.redis_scripts import (
+    ACQUIRE_LEASE,
+    LEASE_OWNED,
+    PUT_ABSENT,
+    TOUCH,
+    UPDATE_SESSION,
+)
 from shellgate.router.runtime.store.shared_state import PendingRecord, SessionRecord
 
 __all__ = ["DEFAULT_PREFIX", "WAITER_TTL_MS", "RedisSharedState"]
@@ -29,110 +36,8 @@ DEFAULT_PREFIX = "shellgate:"
 WAITER_TTL_MS = 1_000
 _DATA = ("approved", "grants", "pendings", "ids", "sessions")
 
-# KEYS: the thread's fixed keys, `_FIXED` in order, all under one hash tag (one slot); the
-# per-session and per-approval keys are built from KEYS[1]'s base and carry the same tag, so
-# the script touches one slot only (Redis Cluster routes it by KEYS[1]).
-# ARGV: generation, ttl_ms, create (1/0). Returns the generation or nil.
+# A thread's fixed keys, in the order redis_scripts.TOUCH reads them as KEYS.
 _FIXED = ("meta", *_DATA)
-_TOUCH = """
-local base = string.sub(KEYS[1], 1, -5)
-local g = redis.call('GET', KEYS[1])
-if not g then
-  if ARGV[3] == '0' then return false end
-  -- A new thread: nothing of an earlier one with the same id may survive.
-  for _, sid in ipairs(redis.call('SMEMBERS', KEYS[6])) do
-    redis.call('DEL', base .. 'sess:' .. sid)
-  end
-  for _, aid in ipairs(redis.call('SMEMBERS', KEYS[4])) do
-    redis.call('DEL', base .. 'pending:' .. aid)
-  end
-  for i = 2, #KEYS do
-    redis.call('DEL', KEYS[i])
-  end
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return ARGV[1]
-end
-for i = 1, #KEYS do
-  redis.call('PEXPIRE', KEYS[i], ARGV[2])
-end
-for _, sid in ipairs(redis.call('SMEMBERS', KEYS[6])) do
-  redis.call('PEXPIRE', base .. 'sess:' .. sid, ARGV[2])
-end
-return g
-"""
-# KEYS: the session record, the thread's `sessions` and `ids` sets. ARGV: session id, record
-# JSON, ttl_ms. Stores the record only when absent (re-publication after a data loss must
-# not overwrite one a poll wrote since). Returns 1 when stored.
-_PUT_ABSENT = """
-if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
-  redis.call('SADD', KEYS[2], ARGV[1])
-  redis.call('SADD', KEYS[3], ARGV[1])
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  redis.call('PEXPIRE', KEYS[3], ARGV[3])
-  return 1
-end
-return 0
-"""
-
-
-# KEYS: lease key, session key (one thread: one slot). ARGV: token, expected consumed_seq,
-# record JSON, ttl_ms. 1 = stored; 0 = the lease is not ours; -1 = the record is gone or was
-# advanced by another.
-_UPDATE_SESSION = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local current = redis.call('GET', KEYS[2])
-if not current then return -1 end
-if tonumber(cjson.decode(current)['consumed_seq']) ~= tonumber(ARGV[2]) then return -1 end
-redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
-return 1
-"""
-
-# KEYS: lease key (its queue keys share its hash tag). ARGV: token, ttl_ms, waiter_ttl_ms.
-# Takes a free lease unless an earlier
-# waiter is still waiting (first come, first served: a poll that just released cannot
-# starve another that waits); otherwise queues the token. A waiter that stops retrying
-# (gone, or gave up) drops out after waiter_ttl_ms. 1 = taken, 0 = queued.
-_ACQUIRE_LEASE = """
-local lease, token = KEYS[1], ARGV[1]
-local queue = lease .. ':queue'
-local blocked = redis.call('EXISTS', lease) == 1
-if not blocked then
-  while true do
-    local first = redis.call('ZRANGE', queue, 0, 0)[1]
-    if (not first) or first == token then break end
-    if redis.call('EXISTS', queue .. ':' .. first) == 1 then
-      blocked = true
-      break
-    end
-    redis.call('ZREM', queue, first)
-  end
-end
-if blocked then
-  if not redis.call('ZSCORE', queue, token) then
-    redis.call('ZADD', queue, redis.call('INCR', queue .. ':n'), token)
-  end
-  redis.call('SET', queue .. ':' .. token, '1', 'PX', ARGV[3])
-  redis.call('PEXPIRE', queue, ARGV[2])
-  redis.call('PEXPIRE', queue .. ':n', ARGV[2])
-  return 0
-end
-redis.call('ZREM', queue, token)
-redis.call('DEL', queue .. ':' .. token)
-redis.call('SET', lease, token, 'PX', ARGV[2])
-return 1
-"""
-
-# KEYS: lease key. ARGV: token, ttl_ms (0 = release). Acts only on a lease the token holds.
-_LEASE_OWNED = """
-if ARGV[2] == '0' then
-  -- Releasing also leaves the queue (a waiter that gives up).
-  redis.call('ZREM', KEYS[1] .. ':queue', ARGV[1])
-  redis.call('DEL', KEYS[1] .. ':queue:' .. ARGV[1])
-end
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if ARGV[2] == '0' then return redis.call('DEL', KEYS[1]) end
-return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-"""
 
 
 async def _await(value: Awaitable[Any] | Any) -> Any:
@@ -154,8 +59,8 @@ class RedisSharedState:
         self._r = client
         self._ttl = int(idle_ttl_ms)
         self._prefix = prefix
-        self._touch = client.register_script(_TOUCH)
-        self._put_absent = client.register_script(_PUT_ABSENT)
+        self._touch = client.register_script(TOUCH)
+        self._put_absent = client.register_script(PUT_ABSENT)
         self.monitor = monitor or StoreMonitor()
         # The epoch marker: a random value set once into an empty Redis. It vanishing (or
         # changing) means Redis lost its data; `on_reset` then re-publishes what this
@@ -169,9 +74,9 @@ class RedisSharedState:
         self._sentinels: list[Redis] = []
         # Pub/sub of the replica bus (a Cluster's is one node: redis_connect.connect).
         self.bus_client: Redis | None = client if isinstance(client, Redis) else None
-        self._update_session = client.register_script(_UPDATE_SESSION)
-        self._lease_owned = client.register_script(_LEASE_OWNED)
-        self._acquire_lease = client.register_script(_ACQUIRE_LEASE)
+        self._update_session = client.register_script(UPDATE_SESSION)
+        self._lease_owned = client.register_script(LEASE_OWNED)
+        self._acquire_lease = client.register_script(ACQUIRE_LEASE)
 
     @classmethod
     def from_url(
