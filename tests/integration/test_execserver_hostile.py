@@ -5,6 +5,11 @@ Not timed: each test asserts an end state within a generous bound (issue 14).
 
 from __future__ import annotations
 
+import resource
+import socket
+import time
+from pathlib import Path
+
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -41,3 +46,44 @@ def test_rejected_huge_starts_leave_the_daemon_s_memory_where_it_was() -> None:
             rss = wait_rss_below(daemon.proc.pid, bound, within_s=30)
             assert rss < bound, f"RSS {rss // MIB} MiB, baseline {baseline // MIB} MiB"
             assert _health(channel) == health_pb2.HealthCheckResponse.SERVING
+
+
+def _raise_own_nofile(needed: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed <= hard or (soft < needed and hard == resource.RLIM_INFINITY):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < needed:
+        pytest.skip(f"this test needs {needed} descriptors")
+
+
+def test_idle_connections_past_nofile_leave_health_and_new_clients_working(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "execserver.toml"
+    config.write_text("[connections]\nhandshake_timeout_ms = 1000\nmax_idle_ms = 2000\n")
+    _raise_own_nofile(1_500)
+    idle: list[socket.socket] = []
+    with daemon_subprocess(["--config", str(config)], nofile=1024) as daemon:
+        try:
+            for _ in range(1_200):
+                # Raw TCP, never a byte of HTTP/2; the kernel completes the handshake even
+                # when the daemon closes or cannot accept them.
+                idle.append(socket.create_connection(("127.0.0.1", daemon.port), timeout=5))
+            deadline = time.monotonic() + 60
+            with grpc.insecure_channel(daemon.target) as channel:
+                status = None
+                while status is None:
+                    try:
+                        status = _health(channel)
+                    except grpc.RpcError:
+                        assert time.monotonic() < deadline, "Health never answered"
+                        time.sleep(0.2)
+                assert status == health_pb2.HealthCheckResponse.SERVING
+            # A new client runs a command, with every idle connection still held here.
+            with grpc.insecure_channel(daemon.target) as channel:
+                stub = pb_grpc.ExecServiceStub(channel)
+                events = [m.event for m in stub.Start(start_request(["echo", "hi"]), timeout=30)]
+                assert b"".join(e.output.data for e in events if e.HasField("output")) == b"hi\n"
+        finally:
+            for sock in idle:
+                sock.close()
