@@ -6,8 +6,9 @@ grpcio runs a method's request deserializer before any handler code, and a proto
 `DecodeError` there surfaces as UNKNOWN carrying the exception text. This interceptor moves
 deserialization inside the handler so bytes that are not the method's request message (or
 carry invalid UTF-8 in a string field) get INVALID_ARGUMENT with a fixed text instead.
-Seeing every request's size first, it also has the memory of huge requests released once
-their call ends (memory_release.py).
+Seeing every call first, it also has the memory of huge requests released once their call
+ends (memory_release.py) and refuses calls past `connections.max_calls_per_peer`
+(connections.py).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from typing import Any
 
 import grpc
 import grpc.aio
-from shellgate.common.errors import InvalidArgumentError
+from shellgate.common.errors import InvalidArgumentError, LimitExceededError
+from shellgate.common.grpc.connections import PeerCalls, peer_address
 from shellgate.common.grpc.status import status_for
 from shellgate.common.memory_release import MemoryRelease
 
 Deserializer = Callable[[bytes], Any]
+UNCOUNTED_METHODS = frozenset({"/grpc.health.v1.Health/Check"})
 
 
 async def _decode(
@@ -61,25 +64,53 @@ def _forget_on_done(exc: BaseException, context: Any) -> None:
     context.add_done_callback(lambda _call: _clear_frames(exc))
 
 
-def _forgetting_coroutine(fn: Callable[[Any, Any], Awaitable[Any]]) -> Any:
+async def _admit(peer_calls: PeerCalls | None, context: Any) -> str | None:
+    """Count the call against its peer (None: not counted); past the cap, abort."""
+    if peer_calls is None:
+        return None
+    address = peer_address(context.peer())
+    if peer_calls.enter(address):
+        return address
+    error = LimitExceededError(
+        f"this peer already has {peer_calls.limit} calls in flight; retry when some end",
+        limit="connections.max_calls_per_peer",
+    )
+    status = status_for(error)
+    await context.abort(status.code, status.details, status.trailing_metadata)
+    return None  # unreachable: abort raises
+
+
+def _enveloped_coroutine(
+    fn: Callable[[Any, Any], Awaitable[Any]], peer_calls: PeerCalls | None
+) -> Any:
     async def handler(request: Any, context: Any) -> Any:
+        address = await _admit(peer_calls, context)
         try:
             return await fn(request, context)
         except BaseException as exc:
             _forget_on_done(exc, context)
             raise
+        finally:
+            if address is not None and peer_calls is not None:
+                peer_calls.leave(address)
 
     return handler
 
 
-def _forgetting_generator(fn: Callable[[Any, Any], AsyncIterator[Any]]) -> Any:
+def _enveloped_generator(
+    fn: Callable[[Any, Any], AsyncIterator[Any]], peer_calls: PeerCalls | None
+) -> Any:
     async def handler(request: Any, context: Any) -> AsyncIterator[Any]:
+        address = await _admit(peer_calls, context)
         try:
             async for item in fn(request, context):
                 yield item
         except BaseException as exc:
             _forget_on_done(exc, context)
             raise
+        finally:
+            if address is not None and peer_calls is not None:
+                peer_calls.leave(address)
 
     return handler
 
@@ -99,7 +130,9 @@ async def _stream_via_write(result: Any, context: Any) -> Any:
     return result
 
 
-def _guard(handler: Any, method: str, release: MemoryRelease) -> Any:
+def _guard(
+    handler: Any, method: str, release: MemoryRelease, peer_calls: PeerCalls | None
+) -> Any:
     deserialize: Deserializer | None = handler.request_deserializer
     if deserialize is None:
         return handler
@@ -118,7 +151,7 @@ def _guard(handler: Any, method: str, release: MemoryRelease) -> Any:
             )
 
         return handler._replace(
-            request_deserializer=None, unary_unary=_forgetting_coroutine(unary_unary)
+            request_deserializer=None, unary_unary=_enveloped_coroutine(unary_unary, peer_calls)
         )
     if handler.unary_stream is not None:
         inner_us = handler.unary_stream
@@ -130,7 +163,7 @@ def _guard(handler: Any, method: str, release: MemoryRelease) -> Any:
                     yield item
 
             return handler._replace(
-                request_deserializer=None, unary_stream=_forgetting_generator(unary_stream)
+                request_deserializer=None, unary_stream=_enveloped_generator(unary_stream, peer_calls)
             )
 
         # A coroutine handler that streams through context.write (grpc's Health.Watch).
@@ -141,7 +174,7 @@ def _guard(handler: Any, method: str, release: MemoryRelease) -> Any:
             )
 
         return handler._replace(
-            request_deserializer=None, unary_stream=_forgetting_coroutine(unary_stream_writer)
+            request_deserializer=None, unary_stream=_enveloped_coroutine(unary_stream_writer, peer_calls)
         )
     if handler.stream_unary is not None:
         inner_su = handler.stream_unary
@@ -150,7 +183,7 @@ def _guard(handler: Any, method: str, release: MemoryRelease) -> Any:
             return await inner_su(requests(raw_iter, context), context)
 
         return handler._replace(
-            request_deserializer=None, stream_unary=_forgetting_coroutine(stream_unary)
+            request_deserializer=None, stream_unary=_enveloped_coroutine(stream_unary, peer_calls)
         )
     inner_ss = handler.stream_stream
     if inspect.isasyncgenfunction(inner_ss):
@@ -160,14 +193,14 @@ def _guard(handler: Any, method: str, release: MemoryRelease) -> Any:
                 yield item
 
         return handler._replace(
-            request_deserializer=None, stream_stream=_forgetting_generator(stream_stream)
+            request_deserializer=None, stream_stream=_enveloped_generator(stream_stream, peer_calls)
         )
 
     async def stream_stream_writer(raw_iter: AsyncIterator[bytes], context: Any) -> Any:
         return await _stream_via_write(inner_ss(requests(raw_iter, context), context), context)
 
     return handler._replace(
-        request_deserializer=None, stream_stream=_forgetting_coroutine(stream_stream_writer)
+        request_deserializer=None, stream_stream=_enveloped_coroutine(stream_stream_writer, peer_calls)
     )
 
 
@@ -178,8 +211,12 @@ class DecodeGuardInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-a
     # a backstop.
     _CACHE_MAX = 512
 
-    def __init__(self, release: MemoryRelease | None = None) -> None:
+    def __init__(
+        self, release: MemoryRelease | None = None, peer_calls: PeerCalls | None = None
+    ) -> None:
         self.release = release if release is not None else MemoryRelease()
+        # Calls in flight per peer (connections.max_calls_per_peer); None counts nothing.
+        self.peer_calls = peer_calls
         # method -> (the server's handler, its guarded twin): the server hands out the same
         # handler object on every call, so the wrapping is built once per method, not per call.
         self._guarded: dict[str, tuple[Any, Any]] = {}
@@ -197,7 +234,9 @@ class DecodeGuardInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-a
         known = self._guarded.get(method)
         if known is not None and known[0] is handler:
             return known[1]
-        guarded = _guard(handler, method, self.release)
+        # Health Check is never refused: probes must answer whatever one peer holds.
+        counted = None if method in UNCOUNTED_METHODS else self.peer_calls
+        guarded = _guard(handler, method, self.release, counted)
         if len(self._guarded) >= self._CACHE_MAX:
             self._guarded.clear()
         self._guarded[method] = (handler, guarded)
