@@ -42,7 +42,7 @@ def _load_malloc_trim() -> Callable[[int], int] | None:
         return None  # not glibc (musl has no malloc_trim): the collection alone must do
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
-    return trim  # type: ignore[no-any-return]
+    return trim
 
 
 _MALLOC_TRIM = _load_malloc_trim()
