@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -54,18 +55,26 @@ def daemon_subprocess(
     timeout_s: float = 20.0,
     *,
     local_token: bool = False,
+    nofile: int | None = None,
 ) -> Iterator[Daemon]:
     """Run `shellgate-execserver serve --listen 127.0.0.1:0 --print-port`; SIGTERM on exit.
 
-    Without `local_token` the daemon trusts local callers (`--no-local-token`).
+    Without `local_token` the daemon trusts local callers (`--no-local-token`); `nofile`
+    sets the child's descriptor limit (soft and hard, so it cannot raise it).
     """
     args = [sys.executable, "-m", "shellgate.execserver.cli", "serve",
             "--listen", "127.0.0.1:0", "--print-port", *extra_args]
     if not local_token:
         args.append("--no-local-token")
+
+    def limit_nofile() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or dict(os.environ)
-    )
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or dict(os.environ),
+        preexec_fn=limit_nofile if nofile is not None else None,
+    )  # fmt: skip
     try:
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], timeout_s)

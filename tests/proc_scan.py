@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 
@@ -19,3 +20,21 @@ def pids_with(token: str) -> list[int]:
         if argv.startswith(token.encode()) and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of `pid` (VmRSS from /proc/PID/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def wait_rss_below(pid: int, limit: int, within_s: float) -> int:
+    """Poll until `pid`'s RSS is below `limit` bytes (at most `within_s`); the last reading."""
+    deadline = time.monotonic() + within_s
+    while True:
+        rss = rss_bytes(pid)
+        if rss < limit or time.monotonic() > deadline:
+            return rss
+        time.sleep(0.2)

@@ -18,6 +18,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
+from tests.proc_scan import rss_bytes, wait_rss_below
 from tests.router_harness import Router, router_config, router_subprocess, running_router, turn
 
 # Generous: a loaded 2-core CI box; the point is "ends", not "is fast".
@@ -187,3 +188,28 @@ def test_idle_connections_past_nofile_leave_health_and_new_clients_working(
         finally:
             for sock in idle:
                 sock.close()
+
+
+def test_rejected_huge_items_leave_the_router_s_memory_where_it_was() -> None:
+    # Each rejected 7 MiB item (under max_message_bytes, over max_item_bytes) used to keep
+    # ~20 MiB alive: grpc.aio holds the last call's abort exception, whose frames held the
+    # request, and glibc kept the freed receive buffers (memory_release.py).
+    with (
+        router_subprocess() as (proc, port),
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        stub = router_pb2_grpc.ToolRouterServiceStub(channel)
+        stub.ListTools(router_pb2.ListToolsRequest(thread_id="t"), timeout=30)
+        baseline = rss_bytes(proc.pid)
+        arguments = json.dumps({"cmd": "x" * (7 * MIB)})
+        request = _project(
+            _split("exec_command", arguments), common_pb2.MODEL_SHELL_TOOL_TYPE_UNIFIED_EXEC
+        )
+        for _ in range(8):
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Project(request, timeout=REQUEST_BOUND_S)
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        bound = baseline + 64 * MIB
+        rss = wait_rss_below(proc.pid, bound, within_s=30)
+        assert rss < bound, f"RSS {rss // MIB} MiB, baseline {baseline // MIB} MiB"
+        assert _health(channel) == health_pb2.HealthCheckResponse.SERVING

@@ -19,10 +19,12 @@ from typing import Any
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from shellgate.common.grpc.connections import ConnectionLimits
 from shellgate.common.grpc.status import LIMIT_KEY, error_info
 from shellgate.execserver.config import ServerConfig
 from shellgate.router.service.config import Limits
-from shellgate.v1 import common_pb2, router_pb2
+from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 from shellgate.v1 import exec_pb2 as pb
 
 from tests.execserver_harness import daemon_config, exec_stub, in_process_daemon, start_request
@@ -509,3 +511,65 @@ def test_a_storm_past_the_execute_limit_ends_in_named_refusals(tmp_path: Path) -
         assert errors and len(errors) < len(outcomes)
         for err in errors:
             refused(err, RE, "limits.max_concurrent_executes")
+
+
+# --- connections.max_calls_per_peer (both daemons; not a [limits]/max_* key) -------------
+
+
+def _health_serving(channel: Any) -> bool:
+    stub = health_pb2_grpc.HealthStub(channel)
+    reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=10)
+    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+def test_router_refuses_calls_past_max_calls_per_peer(tmp_path: Path) -> None:
+    config = {"connections": ConnectionLimits(max_calls_per_peer=2)}
+    with _scene(tmp_path, max_concurrent_executes=8, config=config) as scene:
+        held = [_held_execute(scene) for _ in range(2)]
+        listing = router_pb2.ListToolsRequest(thread_id="t")
+        key = "connections.max_calls_per_peer"
+        scene.refuses(RE, key, lambda: scene.router.stub.ListTools(listing, timeout=10))
+        # From another connection of the same peer too; Health Check is never counted.
+        with grpc.insecure_channel(f"127.0.0.1:{scene.router.port}") as other:
+            stub = router_pb2_grpc.ToolRouterServiceStub(other)
+            scene.refuses(RE, key, lambda: stub.ListTools(listing, timeout=10))
+            assert _health_serving(other)
+        for stream in held:
+            stream.cancel()
+        deadline = time.monotonic() + 10
+        while True:  # the cancelled calls end on the server shortly after
+            try:
+                assert scene.router.stub.ListTools(listing, timeout=10).tools
+                break
+            except grpc.RpcError as err:
+                refused(err, RE, key)
+                assert time.monotonic() < deadline, "the peer's count never went down"
+                time.sleep(0.05)
+
+
+def test_execserver_refuses_calls_past_max_calls_per_peer(tmp_path: Path) -> None:
+    config = daemon_config(connections=ConnectionLimits(max_calls_per_peer=2))
+
+    async def main() -> None:
+        async with (
+            in_process_daemon(config) as running,
+            exec_stub(f"127.0.0.1:{running.port}") as stub,
+        ):
+            streams = [stub.Start(start_request(["sleep", "20"])) for _ in range(2)]
+            for stream in streams:  # both calls are in flight once `started` arrives
+                assert (await stream.read()).event.WhichOneof("event") == "started"
+            key = "connections.max_calls_per_peer"
+            await _refuses(RE, key, stub.GetInfo(pb.GetInfoRequest(), timeout=10))
+            for stream in streams:
+                stream.cancel()
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    await stub.GetInfo(pb.GetInfoRequest(), timeout=10)
+                    break
+                except grpc.RpcError as err:
+                    refused(err, RE, key)
+                    assert time.monotonic() < deadline, "the peer's count never went down"
+                    await asyncio.sleep(0.05)
+
+    asyncio.run(main())

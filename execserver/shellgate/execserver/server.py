@@ -12,7 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
-from shellgate.common.grpc.connections import raise_nofile_limit, server_options
+from shellgate.common.grpc.connections import PeerCalls, raise_nofile_limit, server_options
 from shellgate.common.grpc.health_listener import (
     check_health_listen,
     set_serving,
@@ -139,8 +139,10 @@ async def start_server(config: ServerConfig) -> RunningServer:
     config.connections.validate()
     # Descriptors bound the connections: take the hard limit, keep a reserve (connections.py).
     nofile = raise_nofile_limit()
+    # Counts calls per peer address: connections.max_calls_per_peer (connections.py).
+    guard = DecodeGuardInterceptor(peer_calls=PeerCalls(config.connections.max_calls_per_peer))
     server = grpc.aio.server(
-        interceptors=[DecodeGuardInterceptor()],
+        interceptors=[guard],
         options=[
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),

@@ -7,8 +7,14 @@ descriptors (then Health itself could not be accepted). Three things keep that b
 preface, `grpc.max_connection_idle_ms` closes connections with no call for that long, and
 `grpc.max_allowed_incoming_connections` (gRPC core closes any connection accepted past it)
 stays below the `nofile` limit by a reserve, so descriptors for files, processes and the
-health listener always remain. grpc core has no per-peer connection cap; the global cap plus
-the short handshake and idle timeouts bound what one peer can hold, and for how long.
+health listener always remain.
+
+grpc core has no per-peer connection cap, and grpcio shows a server neither connections nor
+their peers before a call arrives, so a per-peer cap on *connections* is not possible
+in-process. What one peer can use is bounded instead by calls: `PeerCalls` counts the calls
+in flight per peer address (the IP, every port of it together) and the wire guard refuses
+calls past `max_calls_per_peer` with RESOURCE_EXHAUSTED naming it; idle connections are
+bounded by the global cap and the handshake and idle timeouts (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ class ConnectionLimits:
     # Open connections at once (0 = the descriptor limit minus `fd_reserve`).
     max_connections: int = 0
     fd_reserve: int = DEFAULT_FD_RESERVE
+    # Calls in flight at once from one peer address, over all its connections (0 = no cap).
+    # Health `Check` is never counted, so probes answer whatever a peer holds.
+    max_calls_per_peer: int = 4_096
 
     def validate(self) -> None:
         """ValueError naming the first out-of-range field."""
@@ -50,7 +59,7 @@ class ConnectionLimits:
             if getattr(self, name) <= 0:
                 raise ValueError(f"connections.{name} must be positive")
         for name in ("max_age_ms", "max_age_grace_ms", "max_ping_strikes", "max_connections",
-                     "fd_reserve"):  # fmt: skip
+                     "fd_reserve", "max_calls_per_peer"):  # fmt: skip
             if getattr(self, name) < 0:
                 raise ValueError(f"connections.{name} must not be negative")
         if self.max_concurrent_streams <= 0:
@@ -95,3 +104,39 @@ def server_options(limits: ConnectionLimits, nofile: int) -> list[tuple[str, int
             ("grpc.max_connection_age_grace_ms", limits.max_age_grace_ms),
         ]
     return options
+
+
+def peer_address(peer: str) -> str:
+    """The address part of a grpc peer string: `ipv4:10.0.0.1:5000` → `ipv4:10.0.0.1`."""
+    kind, _, rest = peer.partition(":")
+    if kind in ("ipv4", "ipv6"):
+        return f"{kind}:{rest.rpartition(':')[0]}"
+    return kind  # unix sockets and the like: every caller of that kind shares one count
+
+
+class PeerCalls:
+    """Calls in flight per peer address, refused past a cap (0 = no cap)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._calls: dict[str, int] = {}
+
+    def enter(self, address: str) -> bool:
+        """Count one more call from `address`; False (nothing counted) when it is at the cap."""
+        held = self._calls.get(address, 0)
+        if self.limit and held >= self.limit:
+            return False
+        self._calls[address] = held + 1
+        return True
+
+    def leave(self, address: str) -> None:
+        """One call from `address` has ended."""
+        held = self._calls.get(address, 0) - 1
+        if held > 0:
+            self._calls[address] = held
+        else:
+            self._calls.pop(address, None)
+
+    def held(self, address: str) -> int:
+        """Calls in flight from `address`."""
+        return self._calls.get(address, 0)

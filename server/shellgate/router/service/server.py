@@ -12,7 +12,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
-from shellgate.common.grpc.connections import raise_nofile_limit, server_options
+from shellgate.common.grpc.connections import PeerCalls, raise_nofile_limit, server_options
 from shellgate.common.grpc.health_listener import set_serving, start_with_health
 from shellgate.common.grpc.listen import EXCLUSIVE_PORT_OPTIONS, bind
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
@@ -108,8 +108,10 @@ async def start_router(
     config.connections.validate()
     # Descriptors bound the connections: take the hard limit, keep a reserve (connections.py).
     nofile = raise_nofile_limit()
+    # Counts calls per peer address: connections.max_calls_per_peer (connections.py).
+    guard = DecodeGuardInterceptor(peer_calls=PeerCalls(config.connections.max_calls_per_peer))
     server = grpc.aio.server(
-        interceptors=[DecodeGuardInterceptor()],
+        interceptors=[guard],
         options=[
             ("grpc.max_receive_message_length", limits.max_message_bytes),
             ("grpc.max_send_message_length", limits.max_send_message_bytes),
