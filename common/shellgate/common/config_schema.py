@@ -32,7 +32,6 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
-
 from shellgate.common.grpc.listen import split_listen
 
 NonNegativeInt = Annotated[int, Field(ge=0)]
@@ -179,8 +178,10 @@ def model_of(
         if spec.default is not dataclasses.MISSING:
             fields[spec.name] = (kind, Field(spec.default, alias=alias))
         elif spec.default_factory is not dataclasses.MISSING:
-            factory = kind if isinstance(kind, type) and issubclass(kind, StrictModel) else (
-                spec.default_factory
+            factory = (
+                kind
+                if isinstance(kind, type) and issubclass(kind, StrictModel)
+                else (spec.default_factory)
             )
             fields[spec.name] = (kind, Field(default_factory=factory, alias=alias))
         else:
@@ -228,7 +229,11 @@ def error_of(error: ErrorDetails, flags: Mapping[str, str], more: int = 0) -> Co
     if kind == "unknown_key":
         loc.append(ctx["key"])
     # A union/enum branch name or a validator tag is not a key.
-    loc = [part for part in loc if isinstance(part, int) or not str(part).startswith(("literal[", "function-"))]
+    loc = [
+        part
+        for part in loc
+        if isinstance(part, int) or not str(part).startswith(("literal[", "function-"))
+    ]
     key = _key_path(loc, flags)
     problem, allowed = _problem(error)
     got: object = _MISSING if kind in ("unknown_key", "missing") else error["input"]

@@ -10,10 +10,10 @@ import sys
 from typing import Any
 
 from shellgate.common.auth import hashed_token_line
+from shellgate.common.config_schema import ConfigError, log_level
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
-from shellgate.common.config_schema import ConfigError, log_level
 from shellgate.execserver.config import load_config
 from shellgate.execserver.server import start_server
 

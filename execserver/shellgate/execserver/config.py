@@ -13,6 +13,7 @@ from shellgate.common.config_schema import (
     ListenAddress,
     OptionalListenAddress,
     Port,
+    PositiveInt,
     model_of,
     read_toml,
     validate_table,
@@ -132,7 +133,24 @@ SERVER_TABLE = model_of(
         "listen": ListenAddress,
         "health_listen": OptionalListenAddress,
         "connections": CONNECTIONS_TABLE,
-        "ssh": model_of(SshConfig, types={"port": Port}),
+        "ssh": model_of(
+            SshConfig,
+            types={"port": Port, "pool_size": PositiveInt, "channels_per_connection": PositiveInt},
+        ),
+        # A zero read or buffer size would stall every process's output.
+        "process": model_of(
+            ProcessLimits,
+            types={
+                name: PositiveInt
+                for name in (
+                    "read_chunk_bytes",
+                    "max_chunk_bytes",
+                    "pipe_buffer_bytes",
+                    "output_buffer_bytes",
+                    "output_queue_chunks",
+                )
+            },
+        ),
     },
     skip=("source_file",),
 )

@@ -9,13 +9,13 @@ import os
 import signal
 import sys
 
+from shellgate.common.config_schema import log_level
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.tasks import TaskSet
 from shellgate.router.policy import RulesLoadError
 from shellgate.router.service.app import RouterApp
-from shellgate.common.config_schema import log_level
 from shellgate.router.service.config import ConfigError, check_rules_dirs, load_config
 from shellgate.router.service.redaction import install_log_filter
 from shellgate.router.service.server import serve_forever, start_router

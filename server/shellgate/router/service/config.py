@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
-
 from shellgate.common.config_schema import (
     ConfigError,
     ListenAddress,
