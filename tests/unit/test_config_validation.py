@@ -185,6 +185,8 @@ def test_the_table_covers_every_key_and_level() -> None:
          "config error: backend: not an allowed value (got 'SSH'; allowed: 'local', 'ssh')"),
         (exec_config.parse_config, {"listen": 5}, "config error: listen: must be a string (got 5)"),
         (exec_config.parse_config, {"backend": "ssh"}, 'config error: ssh.host: required with backend = "ssh"'),
+        (exec_config.parse_config, {"tls_cert_file": "/c.pem"},
+         "config error: tls_key_file: tls_cert_file and tls_key_file must be set together"),
     ],
 )
 def test_the_reported_mistakes(parse: Parser, data: dict[str, Any], expected: str) -> None:

@@ -161,6 +161,9 @@ def parse_config(
 ) -> ServerConfig:
     """A ServerConfig from parsed TOML data (and flags); ConfigError names the key."""
     config: ServerConfig = validate_table(SERVER_TABLE, data, flags).domain()
+    if bool(config.tls_cert_file) != bool(config.tls_key_file):
+        key = "tls_key_file" if config.tls_cert_file else "tls_cert_file"
+        raise ConfigError(key, "tls_cert_file and tls_key_file must be set together")
     if config.backend == "ssh" and not config.ssh.host:
         raise ConfigError("ssh.host", 'required with backend = "ssh"')
     return config
