@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from shellgate.common.auth import hashed_token_line
+from shellgate.common.config_schema import ConfigError, log_level
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
@@ -59,6 +60,18 @@ def _hash_token(subject: str) -> int:
     return 0
 
 
+# Config key -> the flag that sets it: a bad flag value is reported under the flag's name.
+_FLAGS = {
+    "listen": "--listen",
+    "health_listen": "--health-listen",
+    "token_file": "--token-file",
+    "tls_cert_file": "--tls-cert",
+    "tls_key_file": "--tls-key",
+    "tls_client_ca_file": "--tls-client-ca",
+    "root": "--root",
+}
+
+
 async def _serve(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {
         "listen": args.listen,
@@ -72,7 +85,11 @@ async def _serve(args: argparse.Namespace) -> int:
         "root": args.root,
     }
     try:
-        config = load_config(args.config, overrides)
+        config = load_config(args.config, overrides, _FLAGS)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    try:
         running = await start_server(config)
     except (ValueError, OSError) as exc:  # bad settings, unreadable files, a busy port
         print(f"shellgate-execserver serve: {exc}", file=sys.stderr)
@@ -96,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "hash-token":
         return _hash_token(args.subject)
+    try:
+        level = log_level(args.log_level)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     if argv is None:
         scrub_and_reexec("shellgate.execserver.cli", sys.argv[1:])
     # The daemon's commands never get its secret-named variables back (Codex's client sends
@@ -104,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     # This process runs commands: their escapes die with them.
     enable_escape_reaping()
     logging.basicConfig(
-        level=args.log_level.upper(), stream=sys.stderr,
+        level=level, stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     return asyncio.run(_serve(args))

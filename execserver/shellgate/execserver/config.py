@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
-import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from shellgate.common.grpc.connections import ConnectionLimits
+from shellgate.common.config_schema import (
+    ConfigError,
+    ListenAddress,
+    OptionalListenAddress,
+    Port,
+    PositiveInt,
+    model_of,
+    read_toml,
+    validate_table,
+)
+from shellgate.common.grpc.connections import CONNECTIONS_TABLE, ConnectionLimits
 from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.common.process.limits import MIB, ProcessLimits
 
-__all__ = ["MIB", "ProcessLimits"]  # re-exported: configs name them
+__all__ = ["MIB", "ConfigError", "ProcessLimits"]  # re-exported: configs name them
 
 
 @dataclass(frozen=True)
@@ -114,33 +124,59 @@ class ServerConfig:
         return tuple(dict.fromkeys(f for f in files if f))
 
 
-def _build(cls: type[Any], table: dict[str, Any], where: str) -> Any:
-    names = {f.name: f for f in dataclasses.fields(cls)}
-    kwargs: dict[str, Any] = {}
-    for key, value in table.items():
-        if key not in names:
-            raise ValueError(f"unknown setting {where}{key}")
-        spec = names[key]
-        factory: Any = spec.default_factory
-        default = factory() if factory is not dataclasses.MISSING else spec.default
-        if dataclasses.is_dataclass(default):
-            if not isinstance(value, dict):
-                raise ValueError(f"setting {where}{key} must be a table")
-            kwargs[key] = _build(type(default), value, f"{where}{key}.")
-        elif type(default) is not type(value) and not (
-            isinstance(default, int) and type(value) is int
-        ):
-            raise ValueError(f"setting {where}{key} must be {type(default).__name__}")
-        else:
-            kwargs[key] = value
-    return cls(**kwargs)
+# The TOML boundary (shellgate.common.config_schema): ServerConfig's keys and defaults,
+# with the backend an enum (case-sensitive) and the listen addresses checked.
+SERVER_TABLE = model_of(
+    ServerConfig,
+    types={
+        "backend": Literal["local", "ssh"],
+        "listen": ListenAddress,
+        "health_listen": OptionalListenAddress,
+        "connections": CONNECTIONS_TABLE,
+        "ssh": model_of(
+            SshConfig,
+            types={"port": Port, "pool_size": PositiveInt, "channels_per_connection": PositiveInt},
+        ),
+        # A zero read or buffer size would stall every process's output.
+        "process": model_of(
+            ProcessLimits,
+            types={
+                name: PositiveInt
+                for name in (
+                    "read_chunk_bytes",
+                    "max_chunk_bytes",
+                    "pipe_buffer_bytes",
+                    "output_buffer_bytes",
+                    "output_queue_chunks",
+                )
+            },
+        ),
+    },
+    skip=("source_file",),
+)
 
 
-def load_config(path: str | None, overrides: dict[str, Any] | None = None) -> ServerConfig:
-    """Read TOML (when given) and apply flag overrides on top."""
-    table: dict[str, Any] = {}
-    if path:
-        table = tomllib.loads(Path(path).read_text())
-    table.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    config: ServerConfig = _build(ServerConfig, table, "")
+def parse_config(
+    data: Mapping[str, Any], flags: Mapping[str, str] | None = None
+) -> ServerConfig:
+    """A ServerConfig from parsed TOML data (and flags); ConfigError names the key."""
+    config: ServerConfig = validate_table(SERVER_TABLE, data, flags).domain()
+    if bool(config.tls_cert_file) != bool(config.tls_key_file):
+        key = "tls_key_file" if config.tls_cert_file else "tls_cert_file"
+        raise ConfigError(key, "tls_cert_file and tls_key_file must be set together")
+    if config.backend == "ssh" and not config.ssh.host:
+        raise ConfigError("ssh.host", 'required with backend = "ssh"')
+    return config
+
+
+def load_config(
+    path: str | None,
+    overrides: dict[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> ServerConfig:
+    """Read TOML (when given) and apply flag overrides on top; ConfigError names the key."""
+    table: dict[str, Any] = read_toml(path) if path else {}
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    table.update(given)
+    config = parse_config(table, {k: f for k, f in (flags or {}).items() if k in given})
     return dataclasses.replace(config, source_file=str(Path(path).resolve())) if path else config

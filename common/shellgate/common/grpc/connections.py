@@ -22,6 +22,8 @@ from __future__ import annotations
 import resource
 from dataclasses import dataclass
 
+from shellgate.common.config_schema import PositiveInt, model_of
+
 # Descriptors kept out of the connection budget: log files, rules files, child pipes and
 # pseudo-terminals, the health listener, redis — whatever the daemon opens besides calls.
 DEFAULT_FD_RESERVE = 256
@@ -64,6 +66,17 @@ class ConnectionLimits:
                 raise ValueError(f"connections.{name} must not be negative")
         if self.max_concurrent_streams <= 0:
             raise ValueError("connections.max_concurrent_streams must be positive")
+
+
+# The `[connections]` table of both daemons: the timeouts and the stream cap need room.
+CONNECTIONS_TABLE = model_of(
+    ConnectionLimits,
+    types={
+        name: PositiveInt
+        for name in ("handshake_timeout_ms", "max_idle_ms", "min_ping_interval_ms",
+                     "max_concurrent_streams")
+    },
+)  # fmt: skip
 
 
 def raise_nofile_limit() -> int:

@@ -9,13 +9,14 @@ import os
 import signal
 import sys
 
+from shellgate.common.config_schema import log_level
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.tasks import TaskSet
 from shellgate.router.policy import RulesLoadError
 from shellgate.router.service.app import RouterApp
-from shellgate.router.service.config import ConfigError, load_config
+from shellgate.router.service.config import ConfigError, check_rules_dirs, load_config
 from shellgate.router.service.redaction import install_log_filter
 from shellgate.router.service.server import serve_forever, start_router
 
@@ -42,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="INFO")
 
 
+# Config key -> the flag that sets it: a bad flag value is reported under the flag's name.
+_FLAGS = {"listen": "--listen", "health_listen": "--health-listen", "rules_dirs": "--rules-dir"}
+
+
 async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     overrides = {
         "listen": args.listen,
@@ -51,9 +56,11 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
         "local_token": args.local_token,
     }
     try:
-        config = load_config(args.config, **overrides)
+        config = load_config(args.config, _FLAGS, **overrides)
+        for warning in check_rules_dirs(config, "--rules-dir" if args.rules_dirs else ""):
+            logging.getLogger(__name__).warning("%s", warning)
     except ConfigError as exc:
-        print(f"shellgate serve: {exc}", file=sys.stderr)
+        print(exc, file=sys.stderr)
         return 2
     try:
         # Commands may still see the held variables, but only through a policy that sets
@@ -104,8 +111,13 @@ def run(args: argparse.Namespace) -> int:
     """Entry point."""
     if sys.argv[1:2] == ["serve"]:
         scrub_and_reexec("shellgate.router.cli.main", sys.argv[1:])
+    try:
+        level = log_level(args.log_level)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     held = take_held()
     # This process runs commands (the embedded environment): escapes die with them.
     enable_escape_reaping()
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     return asyncio.run(_main(args, held))

@@ -3,23 +3,45 @@
 from __future__ import annotations
 
 import dataclasses
-import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from shellgate.common.grpc.connections import ConnectionLimits
+from pydantic import Field
+from shellgate.common.config_schema import (
+    ConfigError,
+    ListenAddress,
+    NonNegativeInt,
+    OptionalListenAddress,
+    Port,
+    PositiveInt,
+    StrictModel,
+    model_of,
+    read_toml,
+    validate_table,
+)
+from shellgate.common.grpc.connections import CONNECTIONS_TABLE, ConnectionLimits
 from shellgate.common.grpc.health_listener import check_health_listen
 from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.router.runtime.remote.discovery import DnsDiscoveryConfig
 from shellgate.router.runtime.remote.environment import RemoteConfig
 
+__all__ = [
+    "DEFAULT_LISTEN",
+    "ConfigError",
+    "Limits",
+    "PolicyOptions",
+    "RouterConfig",
+    "TurnDefaults",
+    "check_rules_dirs",
+    "is_loopback_address",
+    "load_config",
+    "parse_config",
+]
+
 MIB = 1024 * 1024
 DEFAULT_LISTEN = "127.0.0.1:50051"
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -174,49 +196,56 @@ class RouterConfig:
         try:
             url = Path(self.redis_url_file).read_text().strip()
         except OSError as exc:
-            raise ConfigError(f"redis_url_file: cannot read {self.redis_url_file}: {exc}") from exc
+            raise ConfigError(
+                "redis_url_file", f"cannot read: {exc.strerror or exc}", got=self.redis_url_file
+            ) from exc
         if not url:
-            raise ConfigError(f"redis_url_file: {self.redis_url_file} is empty")
+            raise ConfigError("redis_url_file", "the file is empty", got=self.redis_url_file)
         return url
 
     def validate(self) -> None:
-        """Refuse unsafe or inconsistent settings."""
+        """Refuse unsafe or inconsistent settings (types and ranges: ROUTER_TABLE)."""
         if not self.tls and not self.insecure and not is_loopback_address(self.listen):
             raise ConfigError(
-                f"listen address {self.listen} is not loopback: configure tls_cert_file and "
-                "tls_key_file, or set insecure = true explicitly"
-            )
+                "listen", "address is not loopback: configure tls_cert_file and tls_key_file, "
+                "or set insecure = true explicitly", got=self.listen,
+            )  # fmt: skip
         try:
             check_health_listen(self.health_listen, self.listen)
         except ValueError as exc:
-            raise ConfigError(f"health_listen: {exc}") from exc
+            raise ConfigError("health_listen", str(exc), got=self.health_listen) from exc
         for limit in dataclasses.fields(Limits):
             value = getattr(self.limits, limit.name)
             # 0 means "a fair share" for the per-subject cap; every other limit needs room.
             floor = 0 if limit.name in _ZERO_ALLOWED else 1
             if not isinstance(value, int) or isinstance(value, bool) or value < floor:
-                raise ConfigError(f"limits.{limit.name} must be an integer >= {floor}")
+                raise ConfigError(f"limits.{limit.name}", f"must be >= {floor}", got=value)
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
-            raise ConfigError("tls_cert_file and tls_key_file must be set together")
-        if self.limits.projection_workers < 1:
-            raise ConfigError("limits.projection_workers must be at least 1")
+            key = "tls_key_file" if self.tls_cert_file else "tls_cert_file"
+            raise ConfigError(key, "tls_cert_file and tls_key_file must be set together")
         try:
             self.connections.validate()
         except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
+            key, _, problem = str(exc).partition(" ")
+            raise ConfigError(key, problem) from exc
         ids = [env.environment_id for env in self.environments]
         if self.local_environment:
             ids.insert(0, "local")
-        if len(set(ids)) != len(ids):
-            raise ConfigError(f"duplicate environment ids in {ids}")
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ConfigError(
+                "environments", "duplicate environment ids (\"local\" is the embedded one)",
+                got=duplicates[0],
+            )  # fmt: skip
         # Discovery-only (the Kubernetes layout) may start empty: it is NOT_SERVING until
         # its first lookup finds a daemon.
         if not ids and not self.discovery:
             raise ConfigError(
-                "no environments: enable local_environment, add [[environments]] or [[discovery]]"
+                "local_environment",
+                "no environments: enable local_environment, add [[environments]] or [[discovery]]",
             )
         if self.redis_url and self.redis_url_file:
-            raise ConfigError("redis_url and redis_url_file are exclusive: set one")
+            raise ConfigError("redis_url_file", "redis_url and redis_url_file are exclusive: set one")
 
 
 # Limits for which 0 is meaningful (see Limits).
@@ -225,74 +254,118 @@ _ZERO_ALLOWED = frozenset(
 )
 
 
+# Names a configured default may take (service/wire/turn.py reads them; a test keeps the
+# two in step).
+ApprovalPolicyName = Literal["never", "on-failure", "on-request", "untrusted", "granular"]
+PermissionProfileName = Literal[
+    "read-only", "workspace-write", "danger-full-access", "external-sandbox"
+]
+ShellToolTypeName = Literal["default", "local", "unified_exec", "disabled", "shell_command"]
+InheritName = Literal["all", "core", "none"]
+_D = TurnDefaults()
+
+
+class EnvPolicyTable(StrictModel):
+    """`[defaults.shell_environment_policy]`, Codex's keys."""
+
+    inherit: InheritName = "all"
+    ignore_default_excludes: bool = _D.env_ignore_default_excludes
+    exclude: list[str] = Field(default_factory=list)
+    include_only: list[str] = Field(default_factory=list)
+    set: dict[str, str] = Field(default_factory=dict)
+
+
+class DefaultsTable(StrictModel):
+    """`[defaults]`: what an unset TurnContext field means (TurnDefaults)."""
+
+    approval_policy: ApprovalPolicyName = "on-request"
+    permission_profile: PermissionProfileName = "workspace-write"
+    shell_tool_type: ShellToolTypeName = "default"
+    allow_login_shell: bool = _D.allow_login_shell
+    truncation_tokens: NonNegativeInt = _D.truncation_tokens
+    shell_environment_policy: EnvPolicyTable = Field(default_factory=EnvPolicyTable)
+
+    def domain(self) -> TurnDefaults:
+        """The TurnDefaults these keys mean (the env policy flattened into env_*)."""
+        env = self.shell_environment_policy
+        return TurnDefaults(
+            approval_policy=self.approval_policy,
+            permission_profile=self.permission_profile,
+            shell_tool_type=self.shell_tool_type,
+            allow_login_shell=self.allow_login_shell,
+            truncation_tokens=self.truncation_tokens,
+            env_inherit=env.inherit,
+            env_ignore_default_excludes=env.ignore_default_excludes,
+            env_exclude=tuple(env.exclude),
+            env_set=tuple(sorted(env.set.items())),
+            env_include_only=tuple(env.include_only),
+        )
+
+
+# The TOML boundary of RouterConfig (shellgate.common.config_schema): every table strict,
+# unknown keys refused, enums and addresses checked at load.
+ROUTER_TABLE = model_of(
+    RouterConfig,
+    types={
+        "listen": ListenAddress,
+        "health_listen": OptionalListenAddress,
+        "metrics_listen": OptionalListenAddress,
+        "client_environments": dict[str, list[str]],
+        "environments": list[model_of(RemoteConfig, aliases={"environment_id": "id"})],  # type: ignore[misc]
+        "discovery": list[model_of(DnsDiscoveryConfig, types={"port": Port})],  # type: ignore[misc]
+        "defaults": DefaultsTable,
+        "limits": model_of(
+            Limits,
+            types={
+                f.name: PositiveInt for f in dataclasses.fields(Limits) if f.name not in _ZERO_ALLOWED
+            },
+        ),
+        "connections": CONNECTIONS_TABLE,
+    },
+    skip=("source_file",),
+)
+
+
 def is_loopback_address(listen: str) -> bool:
     """True for 127.0.0.0/8, ::1 and localhost listen addresses (host:port)."""
     return is_loopback_host(listen.rsplit(":", 1)[0])
 
 
-def _build(cls: type[Any], table: dict[str, Any], where: str) -> Any:
-    known = {f.name: f for f in dataclasses.fields(cls)}
-    kwargs: dict[str, Any] = {}
-    for key, value in table.items():
-        if key not in known:
-            raise ConfigError(f"unknown key {where}{key}")
-        kwargs[key] = tuple(value) if isinstance(value, list) else value
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:
-        raise ConfigError(f"{where}: {exc}") from exc
+def check_rules_dirs(config: RouterConfig, flag: str = "") -> list[str]:
+    """Refuse a rules folder that does not exist; warnings for folders without rules.
+
+    Checked at start-up (not at parse: a config names its deployment's paths). `flag`
+    names the command-line flag when the folders came from it.
+    """
+    warnings = []
+    for index, folder in enumerate(config.rules_dirs):
+        path = Path(folder).expanduser()
+        key = flag or f"rules_dirs[{index}]"
+        if not path.is_dir():
+            raise ConfigError(key, "no such directory", got=folder)
+        if not any(path.glob("*.rules")):
+            warnings.append(f"{key}: {folder} holds no *.rules file (no rules from it)")
+    return warnings
 
 
-def parse_config(data: dict[str, Any]) -> RouterConfig:
-    """A RouterConfig from parsed TOML data."""
-    data = dict(data)
-    defaults_table = dict(data.pop("defaults", {}))
-    env_policy = defaults_table.pop("shell_environment_policy", {})
-    for key in ("inherit", "ignore_default_excludes", "exclude", "include_only"):
-        if key in env_policy:
-            defaults_table[f"env_{key}"] = env_policy[key]
-    if "set" in env_policy:
-        defaults_table["env_set"] = tuple(sorted(env_policy["set"].items()))
-    defaults = _build(TurnDefaults, defaults_table, "defaults.")
-    limits = _build(Limits, data.pop("limits", {}), "limits.")
-    connections = _build(ConnectionLimits, data.pop("connections", {}), "connections.")
-    policy = _build(PolicyOptions, data.pop("policy", {}), "policy.")
-    client_envs = tuple(
-        (subject, tuple(envs))
-        for subject, envs in sorted(data.pop("client_environments", {}).items())
-    )
-    envs = []
-    for entry in data.pop("environments", []):
-        entry = dict(entry)
-        if "id" in entry:
-            entry["environment_id"] = entry.pop("id")
-        envs.append(_build(RemoteConfig, entry, "environments."))
-    discovery = tuple(
-        _build(DnsDiscoveryConfig, dict(entry), "discovery.") for entry in data.pop("discovery", [])
-    )
-    config: RouterConfig = _build(RouterConfig, data, "")
-    config = dataclasses.replace(
-        config,
-        defaults=defaults,
-        limits=limits,
-        connections=connections,
-        policy=policy,
-        client_environments=client_envs,
-        environments=tuple(envs),
-        discovery=discovery,
-    )
+def parse_config(
+    data: Mapping[str, Any], flags: Mapping[str, str] | None = None
+) -> RouterConfig:
+    """A RouterConfig from parsed TOML data (and flags); ConfigError names the key."""
+    config: RouterConfig = validate_table(ROUTER_TABLE, data, flags).domain()
     config.validate()
     return config
 
 
-def load_config(path: str | None, **overrides: Any) -> RouterConfig:
-    """Load a TOML file (or nothing) and apply command-line overrides."""
-    data: dict[str, Any] = {}
-    if path:
-        try:
-            data = tomllib.loads(Path(path).read_text())
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot read config {path}: {exc}") from exc
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    config = parse_config(data)
+def load_config(
+    path: str | None, flags: Mapping[str, str] | None = None, **overrides: Any
+) -> RouterConfig:
+    """Load a TOML file (or nothing) and apply command-line overrides.
+
+    `flags` maps an override's key to its flag, so a bad flag value names the flag.
+    """
+    data: dict[str, Any] = read_toml(path) if path else {}
+    given = {k: v for k, v in overrides.items() if v is not None}
+    data.update(given)
+    config = parse_config(data, {k: f for k, f in (flags or {}).items() if k in given})
     return dataclasses.replace(config, source_file=str(Path(path).resolve())) if path else config
