@@ -32,8 +32,8 @@ TWELVE = ("bash -c", "zsh -c", "/bin/sh", "/bin/sh -c", "/bin/bash -c", "dash -c
 _SHELLS = ("bash", "sh", "zsh", "dash", "ksh", "fish")
 _FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("python3", "python", "py", "pythonw", "pyw", "pypy", "pypy3"), ("", "-", "-c", "-3", "-m")),
-    (_SHELLS + ("csh", "tcsh") + tuple(f"/bin/{s}" for s in _SHELLS)
-     + tuple(f"/usr/bin/{s}" for s in _SHELLS), ("", "-c", "-lc", "-l")),
+    ((*_SHELLS, "csh", "tcsh", *(f"/bin/{s}" for s in _SHELLS),
+      *(f"/usr/bin/{s}" for s in _SHELLS)), ("", "-c", "-lc", "-l")),
     (("pwsh", "pwsh.exe", "powershell", "powershell.exe"),
      ("", "-Command", "-c", "-EncodedCommand", "-ec", "-e", "-File", "-f")),
     (("cmd", "cmd.exe"), ("", "/c", "/k", "/C")),

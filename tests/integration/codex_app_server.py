@@ -17,7 +17,7 @@ import queue
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -60,7 +60,7 @@ def scripted_events(body: dict[str, Any]) -> list[dict[str, Any]]:
 class _ResponsesHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the test output shows the table, not the access log."""
 
     def _send(self, status: int, ctype: str, body: bytes) -> None:
@@ -70,11 +70,11 @@ class _ResponsesHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib hook name
+    def do_GET(self) -> None:
         """Model listings: none (Codex falls back to its default metadata)."""
         self._send(200, "application/json", b'{"data":[],"models":[]}')
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib hook name
+    def do_POST(self) -> None:
         """POST /v1/responses: one scripted SSE stream."""
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
@@ -116,7 +116,8 @@ class CodexAppServer:
             stderr=self._stderr, env=env, cwd=cwd, text=True, bufsize=1,
         )  # fmt: skip
         self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._pump_thread = threading.Thread(target=self._pump, daemon=True)
+        self._pump_thread.start()
         self._next_id = 0
         self._calls = 0
         self._request("initialize", {"clientInfo": {"name": "shellgate-oracle", "version": "0"}})
@@ -185,7 +186,10 @@ class CodexAppServer:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait(timeout=10)
+        # The pump sees EOF once codex is gone; only then is its pipe free to close.
+        self._pump_thread.join(timeout=10)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
         self._stderr.close()
         self._server.shutdown()
         self._server.server_close()
-

@@ -5,7 +5,7 @@ codex_app_server.py); each case is a turn whose model calls `exec_command` with
 `require_escalated` and a `prefix_rule` hint, under on-request + workspace-write. Codex's
 `proposedExecpolicyAmendment` must equal shellgate's for the same call and the recorded
 table the unit test checks without codex. By default a lean subset is asked (the issue's
-twelve, the ordinary commands, every fourth other candidate); `SHELLGATE_AMENDMENT_TABLE=FILE`
+twelve, the ordinary commands, every eighth other candidate); `SHELLGATE_AMENDMENT_TABLE=FILE`
 asks the whole corpus and writes the table there (copy it over
 tests/unit/amendment_oracle/codex_0_169.jsonl to record a new Codex version).
 """
@@ -43,7 +43,7 @@ def _lean() -> tuple[Case, ...]:
     twelve = {tuple(p.split(" ")) for p in TWELVE}
     hinted = [c for c in corpus() if c not in ORDINARY]
     rest = [c for c in hinted if c.prefix_rule not in twelve]
-    return tuple(c for c in hinted if c.prefix_rule in twelve) + tuple(rest[::4]) + ORDINARY
+    return tuple(c for c in hinted if c.prefix_rule in twelve) + tuple(rest[::8]) + ORDINARY
 
 
 @pytest.mark.timeout(600)
