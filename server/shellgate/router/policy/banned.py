@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# Exact-match only: a longer prefix such as ["python", "-c", "print(1)"] is not banned.
-# Codex 0.169's list: the older one plus the shells, interpreters and Windows launchers its
-# binary refuses (read from the binary's strings and behaviour; docs/rules.md).
-_SHELLS = ("bash", "sh", "zsh", "dash", "ksh", "fish")
-_SHELL_PATHS = tuple(f"/bin/{s}" for s in _SHELLS) + tuple(f"/usr/bin/{s}" for s in _SHELLS)
+# Exact-match only: a longer prefix such as ["python", "-c", "print(1)"] is not banned, and
+# neither is a spelling the list lacks (`/bin/dash`, `dash -lc`, `py -c`, `cmd /C`).
+# This is exactly the 0.169.0 binary's list, asked of the binary itself: docs/rules.md
+# shows how (tests/integration/test_amendment_oracle.py) and the recorded answers.
 BANNED_PREFIX_SUGGESTIONS: frozenset[tuple[str, ...]] = frozenset(
     tuple(entry.split(" "))
     for entry in (
@@ -20,36 +19,53 @@ BANNED_PREFIX_SUGGESTIONS: frozenset[tuple[str, ...]] = frozenset(
         "python -c",
         "py",
         "py -3",
-        "py -c",
         "pythonw",
         "pyw",
         "pypy",
-        "pypy -c",
         "pypy3",
-        "pypy3 -c",
         "git",
-        *(f"{shell}{flag}" for shell in _SHELLS + _SHELL_PATHS for flag in ("", " -c", " -lc")),
+        "bash",
+        "bash -c",
+        "bash -lc",
+        "sh",
+        "sh -c",
+        "sh -lc",
+        "zsh",
+        "zsh -c",
+        "zsh -lc",
+        "dash",
+        "dash -c",
+        "ksh",
+        "ksh -c",
+        "fish",
+        "fish -c",
+        "/bin/sh",
+        "/bin/sh -c",
+        "/bin/sh -lc",
+        "/bin/bash",
+        "/bin/bash -c",
+        "/bin/bash -lc",
+        "/bin/zsh",
+        "/bin/zsh -c",
+        "/bin/zsh -lc",
         "pwsh",
         "pwsh -Command",
         "pwsh -c",
         "pwsh -EncodedCommand",
         "pwsh -ec",
+        "pwsh -e",
         "pwsh -File",
         "pwsh -f",
         "powershell",
         "powershell -Command",
         "powershell -c",
         "powershell -EncodedCommand",
-        "powershell -ec",
         "powershell -File",
-        "powershell -f",
         "powershell.exe",
         "powershell.exe -Command",
         "powershell.exe -c",
         "powershell.exe -EncodedCommand",
-        "powershell.exe -ec",
         "powershell.exe -File",
-        "powershell.exe -f",
         "cmd",
         "cmd /c",
         "cmd /k",
@@ -66,6 +82,7 @@ BANNED_PREFIX_SUGGESTIONS: frozenset[tuple[str, ...]] = frozenset(
         "deno eval",
         "bun",
         "bun -e",
+        "bun run",
         "perl",
         "perl -e",
         "ruby",
@@ -77,7 +94,6 @@ BANNED_PREFIX_SUGGESTIONS: frozenset[tuple[str, ...]] = frozenset(
         "julia",
         "julia -e",
         "Rscript",
-        "Rscript -e",
         "osascript",
     )
 )
