@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
 import sys
 
+from shellgate.common.cli_options import LOG_LEVEL_HELP, log_level_problem
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.tasks import TaskSet
+from shellgate.router.cli.banner import PROFILES, banner_lines, sandbox_refusal
+from shellgate.router.cli.detach import detach
 from shellgate.router.policy import RulesLoadError
 from shellgate.router.service.app import RouterApp
 from shellgate.router.service.config import ConfigError, load_config
@@ -38,8 +42,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="trust every local user: no generated token on a loopback address without "
         "token_file or mTLS (default: a random token in a 0600 file; `shellgate token` prints it)",
     )  # fmt: skip
+    parser.add_argument(
+        "--sandbox", choices=PROFILES, metavar="PROFILE",
+        help="default permission profile of turns that set none: " + ", ".join(PROFILES)
+        + " (overrides [defaults] permission_profile; default workspace-write, which needs "
+        "bubblewrap)",
+    )  # fmt: skip
     parser.add_argument("--print-port", action="store_true", help="print the bound port first")
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--detach", action="store_true",
+        help="start in the background and return once listening (exit 2 with the reason if "
+        "it cannot start); its log goes to a file the banner names",
+    )  # fmt: skip
+    parser.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
 
 
 async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
@@ -54,6 +69,13 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
         config = load_config(args.config, **overrides)
     except ConfigError as exc:
         print(f"shellgate serve: {exc}", file=sys.stderr)
+        return 2
+    if args.sandbox is not None:
+        defaults = dataclasses.replace(config.defaults, permission_profile=args.sandbox)
+        config = dataclasses.replace(config, defaults=defaults)
+    refusal = sandbox_refusal(config)
+    if refusal is not None:
+        print(f"shellgate serve: {refusal}", file=sys.stderr)
         return 2
     try:
         # Commands may still see the held variables, but only through a policy that sets
@@ -76,15 +98,14 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
         loop.add_signal_handler(sig, stop.set)
     reloads = TaskSet()
     loop.add_signal_handler(signal.SIGHUP, lambda: _reload(router.app, reloads))
+    token_path = router.local_token.path if router.local_token is not None else None
+    store = router.app.policy_store
+    banner = banner_lines(config, router.port, store.files() if store else None, token_path)
+    # On stderr, where the logs go too (journald, kubectl logs), before the port: whoever
+    # waits for the port (`--detach`) then has the whole banner.
+    print("\n".join(banner), file=sys.stderr, flush=True)
     if args.print_port:
         print(router.port, flush=True)
-    else:
-        print(f"shellgate router listening on port {router.port}", file=sys.stderr, flush=True)
-    token_path = router.local_token.path if router.local_token is not None else None
-    if token_path is not None:
-        print(f"shellgate: local callers authenticate with the token in {token_path} "
-              "(shellgate call finds it; for grpcurl: -H \"authorization: Bearer $(shellgate token)\")",
-              file=sys.stderr, flush=True)  # fmt: skip
     await serve_forever(router, stop)
     return 0
 
@@ -102,6 +123,12 @@ def _reload(app: RouterApp, tasks: TaskSet) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point."""
+    problem = log_level_problem(args.log_level)
+    if problem is not None:
+        print(f"shellgate serve: {problem}", file=sys.stderr)
+        return 2
+    if args.detach:
+        return detach([a for a in sys.argv[2:] if a not in ("--detach", "--print-port")])
     if sys.argv[1:2] == ["serve"]:
         scrub_and_reexec("shellgate.router.cli.main", sys.argv[1:])
     held = take_held()
