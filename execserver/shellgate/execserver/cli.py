@@ -32,7 +32,8 @@ _HASH_EXAMPLES = """examples:
   printf '%s\\n' "$TOKEN" | shellgate-execserver hash-token router-1 >> /etc/shellgate/tokens"""
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The `shellgate-execserver` argument parser (serve, hash-token)."""
     parser = argparse.ArgumentParser(
         prog="shellgate-execserver",
         description="The exec-server daemon: runs a router's commands on this host (or over SSH).",
@@ -58,9 +59,10 @@ def _parser() -> argparse.ArgumentParser:
         help="trust every local user: no generated token on a loopback address without "
         "--token-file or mTLS (default: a random token in a 0600 file, see the docs)",
     )  # fmt: skip
-    serve.add_argument("--tls-cert", dest="tls_cert_file")
-    serve.add_argument("--tls-key", dest="tls_key_file")
-    serve.add_argument("--tls-client-ca", dest="tls_client_ca_file")
+    serve.add_argument("--tls-cert", dest="tls_cert_file", help="server certificate (PEM)")
+    serve.add_argument("--tls-key", dest="tls_key_file", help="server key (PEM)")
+    serve.add_argument("--tls-client-ca", dest="tls_client_ca_file",
+                       help="CA verifying client certificates: turns on mTLS")
     serve.add_argument("--root", help="default cwd reported by GetInfo")
     serve.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
     hash_token = sub.add_parser(
@@ -133,7 +135,7 @@ def _announce_sandbox(config: ServerConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.command == "hash-token":
         return _hash_token(args.subject)
     problem = log_level_problem(args.log_level)
