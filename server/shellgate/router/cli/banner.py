@@ -7,7 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shellgate.common.cli_options import package_version
-from shellgate.common.sandbox import local_sandbox_summary, sandbox_remedy, sandbox_unavailable_reason
+from shellgate.common.sandbox import (
+    local_sandbox_summary,
+    sandbox_remedy,
+    sandbox_unavailable_reason,
+)
 from shellgate.router.service.config import DEFAULT_LISTEN, RouterConfig
 
 # Default permission profiles that wrap every local command in bubblewrap (spec 06 §7).
