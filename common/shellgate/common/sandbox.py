@@ -115,8 +115,9 @@ def sandbox_remedy(reason: str) -> str:
     # Found but failing: almost always user namespaces switched off (containers, Ubuntu 24.04's
     # AppArmor restriction) — deploy/systemd/INSTALL.md has the details.
     return (
-        "let bubblewrap create user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
-        "or kernel.apparmor_restrict_unprivileged_userns=0)"
+        "let bubblewrap create user namespaces (sysctl user.max_user_namespaces > 0; Debian: "
+        "kernel.unprivileged_userns_clone=1; Ubuntu >= 23.10: "
+        "kernel.apparmor_restrict_unprivileged_userns=0)"
     )
 
 
