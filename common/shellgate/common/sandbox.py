@@ -100,6 +100,27 @@ def sandbox_unavailable_reason() -> str:
     return _local_probe()[0]
 
 
+def local_sandbox_summary() -> str:
+    """One phrase for start-up banners: the bubblewrap in use here, or why there is none."""
+    reason = sandbox_unavailable_reason()
+    if reason:
+        return f"none ({reason}; sandboxed commands are refused: {sandbox_remedy(reason)})"
+    return f"bubblewrap ({shutil.which('bwrap')})"
+
+
+def sandbox_remedy(reason: str) -> str:
+    """What an operator does about `reason` (a `sandbox_unavailable_reason()` text)."""
+    if reason == "bwrap not found":
+        return "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)"
+    # Found but failing: almost always user namespaces switched off (containers, Ubuntu 24.04's
+    # AppArmor restriction) — deploy/systemd/INSTALL.md has the details.
+    return (
+        "let bubblewrap create user namespaces (sysctl user.max_user_namespaces > 0; Debian: "
+        "kernel.unprivileged_userns_clone=1; Ubuntu >= 23.10: "
+        "kernel.apparmor_restrict_unprivileged_userns=0)"
+    )
+
+
 def _protected_binds(root: str) -> list[str]:
     """Read-only re-binds of the protected names that exist under a writable root.
 

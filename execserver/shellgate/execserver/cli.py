@@ -11,17 +11,41 @@ from typing import Any
 
 from shellgate.common.auth import hashed_token_line
 from shellgate.common.config_schema import ConfigError, log_level
+from shellgate.common.cli_options import (
+    LOG_LEVEL_HELP,
+    add_version_flag,
+    package_version,
+)
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
-from shellgate.execserver.config import load_config
+from shellgate.common.sandbox import local_sandbox_summary, sandbox_unavailable_reason
+from shellgate.execserver.config import ServerConfig, load_config
 from shellgate.execserver.server import start_server
 
+_SERVE_EXAMPLES = """examples:
+  shellgate-execserver serve --listen 127.0.0.1:7000   # loopback: generated token, no TLS
+  shellgate-execserver serve --listen 0.0.0.0:7000 --tls-cert host.pem --tls-key host.key \\
+      --token-file /etc/shellgate/tokens
+  (a router then names it: [[environments]] id = "build", target = "HOST:7000")"""
+_HASH_EXAMPLES = """examples:
+  printf '%s\\n' "$TOKEN" | shellgate-execserver hash-token router-1 >> /etc/shellgate/tokens"""
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="shellgate-execserver")
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `shellgate-execserver` argument parser (serve, hash-token)."""
+    parser = argparse.ArgumentParser(
+        prog="shellgate-execserver",
+        description="The exec-server daemon: runs a router's commands on this host (or over SSH).",
+        epilog=_SERVE_EXAMPLES.replace("examples:", "start here:", 1),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_version_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the daemon")
+    serve = sub.add_parser(
+        "serve", help="run the daemon", description="Run the exec-server daemon.",
+        epilog=_SERVE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     serve.add_argument("--config", help="TOML configuration file")
     serve.add_argument("--listen", help="host:port (default 127.0.0.1:0)")
     serve.add_argument("--print-port", action="store_true", help="print the bound port")
@@ -35,16 +59,18 @@ def _parser() -> argparse.ArgumentParser:
         help="trust every local user: no generated token on a loopback address without "
         "--token-file or mTLS (default: a random token in a 0600 file, see the docs)",
     )  # fmt: skip
-    serve.add_argument("--tls-cert", dest="tls_cert_file")
-    serve.add_argument("--tls-key", dest="tls_key_file")
-    serve.add_argument("--tls-client-ca", dest="tls_client_ca_file")
+    serve.add_argument("--tls-cert", dest="tls_cert_file", help="server certificate (PEM)")
+    serve.add_argument("--tls-key", dest="tls_key_file", help="server key (PEM)")
+    serve.add_argument("--tls-client-ca", dest="tls_client_ca_file",
+                       help="CA verifying client certificates: turns on mTLS")
     serve.add_argument("--root", help="default cwd reported by GetInfo")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
     hash_token = sub.add_parser(
         "hash-token",
         help="print a token-file line holding a token's SHA-256 instead of the token",
         description="Reads the token from standard input (so it stays out of argv and shell "
         "history) and prints `SUBJECT sha256:<hex>` for the daemon's token file.",
+        epilog=_HASH_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     hash_token.add_argument("subject", help="the caller subject the token authenticates")
     return parser
@@ -96,6 +122,7 @@ async def _serve(args: argparse.Namespace) -> int:
         return 2
     # Malloc thresholds and GC, once everything loaded at start is in place.
     tune_process()
+    _announce_sandbox(config)
     if args.print_port:
         print(running.port, flush=True)
     stop = asyncio.Event()
@@ -108,9 +135,23 @@ async def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _announce_sandbox(config: ServerConfig) -> None:
+    """Log the sandbox in use (the listen line and the token line are logged by the server)."""
+    log = logging.getLogger(__name__)
+    if config.backend != "local":
+        log.info("shellgate-execserver %s: sandbox probed on the SSH host (GetInfo reports it)",
+                 package_version())  # fmt: skip
+    elif sandbox_unavailable_reason():
+        # Not fatal: callers that ask for no sandbox are served; sandboxed Starts are refused
+        # with FAILED_PRECONDITION (spec 06 §7), never run unsandboxed.
+        log.warning("shellgate-execserver %s: sandbox: %s", package_version(), local_sandbox_summary())
+    else:
+        log.info("shellgate-execserver %s: sandbox: %s", package_version(), local_sandbox_summary())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.command == "hash-token":
         return _hash_token(args.subject)
     try:

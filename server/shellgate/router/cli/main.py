@@ -7,6 +7,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from shellgate.common.cli_options import add_version_flag
+
 # subcommand -> (module, help). Each module exposes `add_arguments(parser)` and
 # `run(args) -> int`; only the chosen subcommand's module is imported, so `shellgate eval`
 # does not pay for grpc start-up.
@@ -19,13 +21,43 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "token": ("shellgate.client.token_cli", "print the local router's generated token"),
 }
 
+# Shown at the end of each subcommand's --help: help that teaches starts from an example.
+EXAMPLES: dict[str, str] = {
+    "serve": """examples:
+  shellgate serve                # 127.0.0.1:50051, embedded local environment, rules: none
+  shellgate serve --detach && shellgate call --cmd "echo hello"
+  shellgate serve --sandbox danger-full-access    # no bubblewrap here: run commands unsandboxed
+  shellgate serve --config deploy/examples/router.toml --rules-dir ~/.codex/rules""",
+    "call": """examples:
+  shellgate call --cmd "ls -la"                   # exec_command in the router's local environment
+  shellgate call --cmd "make test" --tool shell_command --timeout-ms 60000 --approve yes
+  echo '{"type":"function_call","name":"exec_command","arguments":"{\\"cmd\\":\\"pwd\\"}","call_id":"c1"}' \\
+    | shellgate call --item -""",
+    "project": """examples:
+  shellgate project --rules default.rules --item \\
+    '{"type":"function_call","name":"shell_command","arguments":"{\\"command\\":\\"git push\\"}","call_id":"c1"}'""",
+    "eval": """examples:
+  echo '{"fn":"detect_shell_type","input":"bash"}' | shellgate eval""",
+    "policy": """examples:
+  shellgate policy check --rules default.rules git push --force""",
+    "token": """examples:
+  grpcurl -plaintext -H "authorization: Bearer $(shellgate token)" 127.0.0.1:50051 list""",
+}
+
 
 def build_parser(chosen: str | None) -> argparse.ArgumentParser:
     """The argument parser; only the chosen subcommand gets its full arguments."""
-    parser = argparse.ArgumentParser(prog="shellgate", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="shellgate", description=__doc__, epilog=EXAMPLES["serve"].replace("examples:", "start here:", 1),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    add_version_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        sp = sub.add_parser(name, help=help_text)
+        sp = sub.add_parser(
+            name, help=help_text, description=help_text, epilog=EXAMPLES[name],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )  # fmt: skip
         sp.set_defaults(_module=module_name)
         if name == chosen:
             importlib.import_module(module_name).add_arguments(sp)

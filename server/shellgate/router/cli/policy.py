@@ -14,15 +14,22 @@ from shellgate.router.policy import RulesLoadError, check_multiple, evaluation_t
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register `policy check` and its options."""
     sub = parser.add_subparsers(dest="policy_command", required=True)
-    check = sub.add_parser("check", help="check a command against execpolicy rule files")
+    check = sub.add_parser(
+        "check", help="check a command against execpolicy rule files",
+        usage="shellgate policy check [OPTIONS] --rules FILE [--rules FILE …] [--] COMMAND…",
+        epilog="examples:\n  shellgate policy check --rules default.rules git push --force\n"
+        "  shellgate policy check -r a.rules -r b.rules --pretty -- /usr/bin/git status",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    # One file per --rules and the command is everything from its first word on, options
+    # included, as Codex's clap parser reads `codex execpolicy check --rules f git push`.
     check.add_argument(
         "-r",
         "--rules",
-        action="extend",
-        nargs="+",
+        action="append",
         required=True,
         metavar="FILE",
-        help="execpolicy rule files to evaluate (repeatable; loaded in order as one policy)",
+        help="execpolicy rule file to evaluate (repeatable; loaded in order as one policy)",
     )
     check.add_argument(
         "--resolve-host-executables",
@@ -30,7 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="resolve absolute program paths against basename rules, gated by host_executable()",
     )
     check.add_argument("--pretty", action="store_true", help="pretty-print the JSON output")
-    check.add_argument("command", nargs="+", help="command tokens to check (after --)")
+    check.add_argument(
+        "command", nargs=argparse.REMAINDER,
+        help="command tokens to check (everything after the options; -- optional)",
+    )  # fmt: skip
 
 
 def check_output(
@@ -64,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
+    if not command:
+        print("Error: a command to check is required (after the options)", file=sys.stderr)
+        return 2
     try:
         text = check_output(
             files,

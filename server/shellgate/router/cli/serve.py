@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
 import sys
 
 from shellgate.common.config_schema import log_level
+from shellgate.common.cli_options import LOG_LEVEL_HELP
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.tasks import TaskSet
+from shellgate.router.cli.banner import PROFILES, banner_lines, sandbox_refusal
+from shellgate.router.cli.detach import detach
 from shellgate.router.policy import RulesLoadError
 from shellgate.router.service.app import RouterApp
 from shellgate.router.service.config import ConfigError, check_rules_dirs, load_config
@@ -39,8 +43,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="trust every local user: no generated token on a loopback address without "
         "token_file or mTLS (default: a random token in a 0600 file; `shellgate token` prints it)",
     )  # fmt: skip
+    parser.add_argument(
+        "--sandbox", choices=PROFILES, metavar="PROFILE",
+        help="default permission profile of turns that set none: " + ", ".join(PROFILES)
+        + " (overrides [defaults] permission_profile; default workspace-write, which needs "
+        "bubblewrap)",
+    )  # fmt: skip
     parser.add_argument("--print-port", action="store_true", help="print the bound port first")
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--detach", action="store_true",
+        help="start in the background and return once listening (exit 2 with the reason if "
+        "it cannot start); its log goes to a file the banner names",
+    )  # fmt: skip
+    parser.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
 
 
 # Config key -> the flag that sets it: a bad flag value is reported under the flag's name.
@@ -61,6 +76,13 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
             logging.getLogger(__name__).warning("%s", warning)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
+        return 2
+    if args.sandbox is not None:
+        defaults = dataclasses.replace(config.defaults, permission_profile=args.sandbox)
+        config = dataclasses.replace(config, defaults=defaults)
+    refusal = sandbox_refusal(config)
+    if refusal is not None:
+        print(f"shellgate serve: {refusal}", file=sys.stderr)
         return 2
     try:
         # Commands may still see the held variables, but only through a policy that sets
@@ -83,15 +105,14 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
         loop.add_signal_handler(sig, stop.set)
     reloads = TaskSet()
     loop.add_signal_handler(signal.SIGHUP, lambda: _reload(router.app, reloads))
+    token_path = router.local_token.path if router.local_token is not None else None
+    store = router.app.policy_store
+    banner = banner_lines(config, router.port, store.files if store else None, token_path)
+    # On stderr, where the logs go too (journald, kubectl logs), before the port: whoever
+    # waits for the port (`--detach`) then has the whole banner.
+    print("\n".join(banner), file=sys.stderr, flush=True)
     if args.print_port:
         print(router.port, flush=True)
-    else:
-        print(f"shellgate router listening on port {router.port}", file=sys.stderr, flush=True)
-    token_path = router.local_token.path if router.local_token is not None else None
-    if token_path is not None:
-        print(f"shellgate: local callers authenticate with the token in {token_path} "
-              "(shellgate call finds it; for grpcurl: -H \"authorization: Bearer $(shellgate token)\")",
-              file=sys.stderr, flush=True)  # fmt: skip
     await serve_forever(router, stop)
     return 0
 
@@ -109,13 +130,15 @@ def _reload(app: RouterApp, tasks: TaskSet) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point."""
-    if sys.argv[1:2] == ["serve"]:
-        scrub_and_reexec("shellgate.router.cli.main", sys.argv[1:])
     try:
         level = log_level(args.log_level)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
+    if args.detach:
+        return detach([a for a in sys.argv[2:] if a not in ("--detach", "--print-port")])
+    if sys.argv[1:2] == ["serve"]:
+        scrub_and_reexec("shellgate.router.cli.main", sys.argv[1:])
     held = take_held()
     # This process runs commands (the embedded environment): escapes die with them.
     enable_escape_reaping()
