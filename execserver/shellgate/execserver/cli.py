@@ -10,12 +10,12 @@ import sys
 from typing import Any
 
 from shellgate.common.auth import hashed_token_line
-from shellgate.common.config_schema import ConfigError, log_level
 from shellgate.common.cli_options import (
     LOG_LEVEL_HELP,
     add_version_flag,
     package_version,
 )
+from shellgate.common.config_schema import ConfigError, log_level
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process

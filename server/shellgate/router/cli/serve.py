@@ -10,8 +10,8 @@ import os
 import signal
 import sys
 
-from shellgate.common.config_schema import log_level
 from shellgate.common.cli_options import LOG_LEVEL_HELP
+from shellgate.common.config_schema import log_level
 from shellgate.common.held_env import scrub_and_reexec, take_held
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
