@@ -128,8 +128,8 @@ def parse_response_item(text: str) -> Mapping[str, Any] | NoToolCall:
     try:
         value = json.loads(text)
         refuse_lone_surrogates(value)  # serde_json would: Codex drops such an item whole
-    except (ValueError, RecursionError):
-        return NoToolCall("item is not valid JSON")
+    except (ValueError, RecursionError) as exc:
+        return NoToolCall(f"item is not valid JSON: {exc}")
     if not isinstance(value, dict):
         return NoToolCall("item is not a JSON object")
     return value
@@ -211,7 +211,7 @@ def build_tool_call(item: Mapping[str, Any]) -> ToolCall | NoToolCall | ToolErro
     if kind == "function_call":
         name, call_id, arguments = item.get("name"), item.get("call_id"), item.get("arguments")
         if not (isinstance(name, str) and isinstance(call_id, str) and isinstance(arguments, str)):
-            return NoToolCall("function_call without string name, call_id and arguments")
+            return NoToolCall(_not_strings("function_call", item, ("name", "call_id", "arguments")))
         namespace = item.get("namespace")
         if not isinstance(namespace, str) or namespace == "functions":
             namespace = None
@@ -232,7 +232,7 @@ def build_tool_call(item: Mapping[str, Any]) -> ToolCall | NoToolCall | ToolErro
     if kind == "custom_tool_call":
         name, call_id, text = item.get("name"), item.get("call_id"), item.get("input")
         if not (isinstance(name, str) and isinstance(call_id, str) and isinstance(text, str)):
-            return NoToolCall("custom_tool_call without string name, call_id and input")
+            return NoToolCall(_not_strings("custom_tool_call", item, ("name", "call_id", "input")))
         namespace = item.get("namespace")
         return ToolCall(
             ToolName(namespace if isinstance(namespace, str) else None, name),
@@ -241,6 +241,23 @@ def build_tool_call(item: Mapping[str, Any]) -> ToolCall | NoToolCall | ToolErro
     if kind == "local_shell_call":
         return NoToolCall("local_shell_call is never executed")
     return NoToolCall(f"item type {kind!r} is not a tool call")
+
+
+_JSON_KINDS: Final = {dict: "an object", list: "an array", bool: "a boolean", int: "a number",
+                      float: "a number", type(None): "null"}
+
+
+def _not_strings(kind: str, item: Mapping[str, Any], fields: tuple[str, ...]) -> str:
+    """Why a call item is dropped (serde fails to read it, so Codex drops it): each field
+    that is missing or not a string, e.g. `function_call: arguments must be a string, not
+    an object`. Not model-facing: the harness's diagnostics only."""
+    problems = [
+        f"{name} is missing" if name not in item
+        else f"{name} must be a string, not {_JSON_KINDS.get(type(item[name]), 'a value')}"
+        for name in fields
+        if not isinstance(item.get(name), str)
+    ]
+    return f"{kind}: {'; '.join(problems)}"
 
 
 # Payload kind each shellgate handler accepts (spec 01 §2.1).

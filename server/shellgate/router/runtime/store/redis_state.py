@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.store.redis_connect import connect
-from shellgate.router.runtime.store.shared_state import PendingRecord, SessionRecord
+from shellgate.router.runtime.store.shared_state import CallRecord, PendingRecord, SessionRecord
 
 __all__ = ["DEFAULT_PREFIX", "RedisSharedState"]
 
@@ -72,6 +72,13 @@ end
 return 0
 """
 
+# KEYS: a call record. ARGV: record JSON, ttl_ms. Stores it when absent (returns nil), else
+# returns the record there: one claimant wins on every replica.
+_CLAIM = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+return redis.call('GET', KEYS[1])
+"""
+
 
 async def _await(value: Awaitable[Any] | Any) -> Any:
     # redis-py types many commands as `Awaitable[T] | T` for its sync/async twins.
@@ -94,6 +101,7 @@ class RedisSharedState:
         self._prefix = prefix
         self._touch = client.register_script(_TOUCH)
         self._put_absent = client.register_script(_PUT_ABSENT)
+        self._claim = client.register_script(_CLAIM)
         self.monitor = monitor or StoreMonitor()
         # The epoch marker: a random value set once into an empty Redis. It vanishing (or
         # changing) means Redis lost its data; `on_reset` then re-publishes what this
@@ -364,6 +372,28 @@ class RedisSharedState:
         pipe.srem(b + "ids", session_id)
         deleted, _, _ = await self._run("session", pipe.execute)
         return bool(deleted)
+
+    async def claim_call(
+        self, thread_id: str, key: str, record: CallRecord, ttl_ms: int
+    ) -> CallRecord | None:
+        """Store unless present (atomically); the present record otherwise.
+
+        Call records carry the thread generation in `key`, so an ended thread's records are
+        unreachable and simply expire (`completed_call_ttl_ms`).
+        """
+        keys, args = [self.base(thread_id) + "call:" + key], [record.to_json(), int(ttl_ms)]
+        value = await self._run("call", lambda: self._claim(keys=keys, args=args))
+        return None if value is None else CallRecord.from_json(value)
+
+    async def put_call(self, thread_id: str, key: str, record: CallRecord, ttl_ms: int) -> None:
+        """Store (replace) a record."""
+        name, text = self.base(thread_id) + "call:" + key, record.to_json()
+        await self._run("call", lambda: _await(self._r.set(name, text, px=int(ttl_ms))))
+
+    async def drop_call(self, thread_id: str, key: str) -> None:
+        """Forget a record."""
+        name = self.base(thread_id) + "call:" + key
+        await self._run("call", lambda: _await(self._r.delete(name)))
 
     async def aclose(self) -> None:
         """Close the connection pool."""

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 __all__ = [
+    "CallRecord",
     "InMemorySharedState",
     "PendingRecord",
     "SessionRecord",
@@ -68,6 +69,28 @@ class PendingRecord:
     payload: str = ""
     # What was left of its TTL when it was taken (kept when a wrong answer puts it back).
     ttl_ms: int = 0
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """A call id's idempotency record (runtime/call_ledger.py): its item and how far it got."""
+
+    # sha256 of the item's protobuf bytes: a retry must send the same item.
+    digest: str
+    # "running", "parked" (detail: the approval id) or "done" (detail: the completed event).
+    state: str
+    # The router that runs (or ran) it.
+    instance_id: str
+    detail: str = ""
+
+    def to_json(self) -> str:
+        """Compact JSON for the store."""
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> CallRecord:
+        """The record back from the store."""
+        return cls(**json.loads(text))
 
 
 class SharedState(Protocol):
@@ -154,6 +177,20 @@ class SharedState(Protocol):
         """Forget a remote session (and release its id); whether it existed."""
         ...
 
+    async def claim_call(
+        self, thread_id: str, key: str, record: CallRecord, ttl_ms: int
+    ) -> CallRecord | None:
+        """Store `record` under `key` unless a record is there; None when stored, else that one."""
+        ...
+
+    async def put_call(self, thread_id: str, key: str, record: CallRecord, ttl_ms: int) -> None:
+        """Store (replace) a call record for `ttl_ms`."""
+        ...
+
+    async def drop_call(self, thread_id: str, key: str) -> None:
+        """Forget a call record."""
+        ...
+
     async def aclose(self) -> None:
         """Close connections."""
         ...
@@ -172,9 +209,14 @@ class _Thread:
 class InMemorySharedState:
     """The default: this process's memory (one router); TTLs are the thread store's job."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, *, max_calls_per_thread: int = 1_000
+    ) -> None:
         self._threads: dict[str, _Thread] = {}
         self._clock = clock
+        # Call records per thread (insertion order = age), each with its expiry.
+        self._calls: dict[str, dict[str, tuple[CallRecord, float]]] = {}
+        self._max_calls = max_calls_per_thread
 
     @property
     def distributed(self) -> bool:
@@ -202,6 +244,7 @@ class InMemorySharedState:
 
     async def drop_thread(self, thread_id: str) -> tuple[list[SessionRecord], int]:
         """Delete everything of the thread."""
+        self._calls.pop(thread_id, None)
         t = self._threads.pop(thread_id, None)
         if t is None:
             return [], 0
@@ -309,6 +352,36 @@ class InMemorySharedState:
             return False
         t.ids.discard(session_id)
         return t.sessions.pop(session_id, None) is not None
+
+    def _live_call(self, thread_id: str, key: str) -> CallRecord | None:
+        calls = self._calls.get(thread_id, {})
+        entry = calls.get(key)
+        if entry is not None and entry[1] <= self._clock():
+            del calls[key]
+            return None
+        return entry[0] if entry is not None else None
+
+    async def claim_call(
+        self, thread_id: str, key: str, record: CallRecord, ttl_ms: int
+    ) -> CallRecord | None:
+        """Store unless present; the present record otherwise."""
+        existing = self._live_call(thread_id, key)
+        if existing is not None:
+            return existing
+        await self.put_call(thread_id, key, record, ttl_ms)
+        return None
+
+    async def put_call(self, thread_id: str, key: str, record: CallRecord, ttl_ms: int) -> None:
+        """Store a record; past the per-thread bound the oldest records go first."""
+        calls = self._calls.setdefault(thread_id, {})
+        calls.pop(key, None)
+        calls[key] = (record, self._clock() + ttl_ms / 1000)
+        while len(calls) > self._max_calls:
+            del calls[next(iter(calls))]
+
+    async def drop_call(self, thread_id: str, key: str) -> None:
+        """Forget a record."""
+        self._calls.get(thread_id, {}).pop(key, None)
 
     async def aclose(self) -> None:
         """Nothing to close."""
