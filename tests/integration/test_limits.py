@@ -43,6 +43,7 @@ ROUTER_TIMINGS = {
     "admission_wait_ms": "how long a call waits for a slot: the admission rows",
     "sweep_interval_ms": "how often expiry runs: the thread_idle_ttl_ms row",
     "shutdown_grace_ms": "shutdown: tests/integration/test_runtime_lifecycle.py",
+    "completed_call_ttl_ms": "retries: tests/integration/test_call_idempotency.py",
 }
 ALICE = "alice-limits-2f6a0c9d41"
 BOB = "bob-limits-8e1b7d3c52"
