@@ -25,7 +25,7 @@ import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 
 from shellgate.common.errors import (

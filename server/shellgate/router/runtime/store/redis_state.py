@@ -381,7 +381,8 @@ class RedisSharedState:
         Call records carry the thread generation in `key`, so an ended thread's records are
         unreachable and simply expire (`completed_call_ttl_ms`).
         """
-        keys, args = [self.base(thread_id) + "call:" + key], [record.to_json(), int(ttl_ms)]
+        keys = [self.base(thread_id) + "call:" + key]
+        args: list[str | int] = [record.to_json(), int(ttl_ms)]
         value = await self._run("call", lambda: self._claim(keys=keys, args=args))
         return None if value is None else CallRecord.from_json(value)
 
