@@ -61,7 +61,28 @@ def test_exit_code_rules() -> None:
     assert exit_code_for(_completed(termination=Termination.YIELDED)) == 0
     for reason in (Termination.REJECTED, Termination.FORBIDDEN, Termination.TOOL_ERROR):
         assert exit_code_for(_completed(termination=reason, success=False)) == 1
-    assert exit_code_for(_completed(termination=Termination.UNSPECIFIED)) == 0  # no tool call
+    assert exit_code_for(_completed(termination=Termination.UNSPECIFIED)) == 0
+    assert exit_code_for(_completed(termination=Termination.NO_TOOL_CALL, success=False)) == 3
+
+
+def test_malformed_items_say_why_on_stderr(router: RouterProcess) -> None:
+    cases = {
+        "{bad json": "not a tool call, nothing ran: item is not valid JSON: ",
+        json.dumps({"type": "function_call", "name": "shell_command", "call_id": "b1",
+                    "arguments": {"command": "echo"}}):
+            "not a tool call, nothing ran: function_call: arguments must be a string, not an object",
+        json.dumps({"type": "function_call", "name": "shell_command", "arguments": "{}"}):
+            "not a tool call, nothing ran: function_call: call_id is missing",
+    }  # fmt: skip
+    for item, reason in cases.items():
+        proc = call(router.target, "--item", item)
+        assert proc.returncode == 3 and proc.stdout == "", (proc.stdout, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"shellgate call: {reason}"), lines
+    unknown = json.dumps({"type": "function_call", "name": "nope", "call_id": "b2", "arguments": "{}"})
+    proc = call(router.target, "--item", unknown)
+    assert proc.returncode == 1 and proc.stdout == "unsupported call: nope\n"
+    assert proc.stderr == "shellgate call: tool error, nothing ran: unsupported call: nope\n"
 
 
 def test_cmd_streams_output_and_exits_with_the_command_code(router: RouterProcess) -> None:

@@ -46,6 +46,7 @@ ROUTER_TIMINGS = {
     "sweep_interval_ms": "how often expiry runs: the thread_idle_ttl_ms row",
     "shutdown_grace_ms": "shutdown: tests/integration/test_runtime_lifecycle.py",
     "projection_workers": "a pool size, not a bound: tests/integration/test_hostile_cost.py",
+    "completed_call_ttl_ms": "retries: tests/integration/test_call_idempotency.py",
 }
 ALICE = "alice-limits-2f6a0c9d41"
 BOB = "bob-limits-8e1b7d3c52"

@@ -156,6 +156,10 @@ class AsyncClient:
     ) -> Completed:
         """Execute an item to its completed event, answering approvals with `approver`.
 
+        An item that is no tool call returns a Completed with termination NO_TOOL_CALL and
+        the `reason`; a tool error has termination TOOL_ERROR. Sending the same item again
+        (same thread and call_id) never runs it twice (docs/api.md, *Retries*).
+
         Without an approver every approval is denied (the safe default of a non-interactive
         harness).
         """

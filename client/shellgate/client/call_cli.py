@@ -17,6 +17,7 @@ import grpc
 from google.protobuf import json_format
 from shellgate.client.abort import abort_output_item
 from shellgate.client.aio import AsyncClient
+from shellgate.client.calls import explain_no_tool_call
 from shellgate.client.errors import ClientError, NotFoundError
 from shellgate.client.events import (
     ApprovalRequired,
@@ -45,10 +46,12 @@ from shellgate.client.options import (
 from shellgate.client.turn import turn_from_json
 from shellgate.v1 import common_pb2
 
-__all__ = ["add_arguments", "exit_code_for", "run"]
+__all__ = ["EXIT_NO_TOOL_CALL", "add_arguments", "exit_code_for", "run"]
 
-EXIT_TOOL_ERROR = 1
+# Exit codes (docs/cli.md): the command's own exit status when one exited, else these.
+EXIT_TOOL_ERROR = 1  # the call ended without an exit status (tool error, rejected, forbidden…)
 EXIT_USAGE = 2  # bad input or an RPC failure (nothing reached the model)
+EXIT_NO_TOOL_CALL = 3  # the item is no tool call (malformed, or another item type): nothing ran
 EXIT_TIMED_OUT = 124
 EXIT_INTERRUPTED = 130
 
@@ -127,6 +130,8 @@ def exit_code_for(completed: Completed) -> int:
         return EXIT_TIMED_OUT
     if completed.termination is Termination.CANCELLED:
         return EXIT_INTERRUPTED
+    if completed.termination is Termination.NO_TOOL_CALL:
+        return EXIT_NO_TOOL_CALL
     if completed.exit_code is not None:
         # Exit statuses are 0–255; a negative code (e.g. -1 for a lost environment) is 1.
         return completed.exit_code if 0 <= completed.exit_code <= 255 else EXIT_TOOL_ERROR
@@ -188,6 +193,7 @@ class _Session:
     wrote_output: bool = False
     last_byte: bytes = b"\n"
     pending: ApprovalRequired | None = None
+    projection: ProjectionEvent | None = None
 
     def emit_json(self, event: Event) -> None:
         response = to_response(event)
@@ -232,8 +238,10 @@ class _Session:
             pending: ApprovalRequired | None = None
             async for event in events:
                 self.show(event)
+                if isinstance(event, ProjectionEvent):
+                    self.projection = event
                 if isinstance(event, Completed):
-                    return event
+                    return explain_no_tool_call(event, self.projection)
                 if isinstance(event, ApprovalRequired):
                     pending = event
             if pending is None:
@@ -286,11 +294,25 @@ class _Session:
             self.out.flush()
         for warning in completed.model_warnings:
             self.err.write(f"model warning: {warning}\n")
+        problem = _problem(completed)
+        if problem:
+            self.err.write(f"shellgate call: {problem}\n")
         if completed.session_id is not None and self.args.thread is None:
             self.err.write(
                 f"session {completed.session_id} still running in thread {self.client.thread_id}\n"
             )
         return exit_code_for(completed)
+
+
+def _problem(completed: Completed) -> str:
+    """One stderr line when the item itself was wrong (nothing ran), else ""."""
+    if completed.termination is Termination.NO_TOOL_CALL:
+        return f"not a tool call, nothing ran: {completed.reason or 'no reason given'}"
+    if completed.termination is Termination.TOOL_ERROR:
+        # The model-facing text is on stdout; repeat its first line where errors go.
+        first = completed.output_text.splitlines()[0] if completed.output_text else ""
+        return f"tool error, nothing ran: {first}"
+    return ""
 
 
 async def _in_daemon_thread(fn: Callable[[], Decision]) -> Decision:

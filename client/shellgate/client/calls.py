@@ -7,11 +7,18 @@ each RPC sends and how its answer is read lives here once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from google.protobuf.message import Message
-from shellgate.client.events import ApprovalRequired, Completed, Event, event_from_response
+from shellgate.client.events import (
+    ApprovalRequired,
+    Completed,
+    Event,
+    ProjectionEvent,
+    Termination,
+    event_from_response,
+)
 from shellgate.client.items import ItemLike
 from shellgate.client.records import (
     EndThreadResult,
@@ -32,6 +39,7 @@ __all__ = [
     "RunLoop",
     "UnaryCall",
     "end_thread",
+    "explain_no_tool_call",
     "interrupt",
     "list_environments",
     "list_sessions",
@@ -154,19 +162,33 @@ def stream_event(
     return event
 
 
+def explain_no_tool_call(completed: Completed, projection: ProjectionEvent | None) -> Completed:
+    """`completed` with its NO_TOOL_CALL termination and reason filled in from the projection
+    when the router predates them (it sent an empty completed after a no_tool_call)."""
+    if completed.termination is not Termination.UNSPECIFIED or projection is None:
+        return completed
+    if projection.projection.WhichOneof("outcome") != "no_tool_call":
+        return completed
+    reason = projection.projection.no_tool_call.reason
+    return replace(completed, termination=Termination.NO_TOOL_CALL, reason=reason)
+
+
 class RunLoop:
     """`run`'s bookkeeping: feed it each event; when a stream ends, it names the approval."""
 
     def __init__(self, on_event: Callable[[Event], None] | None) -> None:
         self._on_event = on_event
         self._pending: ApprovalRequired | None = None
+        self._projection: ProjectionEvent | None = None
 
     def feed(self, event: Event) -> Completed | None:
         """Report the event; the completed event ends the run."""
         if self._on_event is not None:
             self._on_event(event)
+        if isinstance(event, ProjectionEvent):
+            self._projection = event
         if isinstance(event, Completed):
-            return event
+            return explain_no_tool_call(event, self._projection)
         if isinstance(event, ApprovalRequired):
             self._pending = event
         return None

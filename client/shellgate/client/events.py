@@ -69,6 +69,9 @@ class Termination(enum.Enum):
     SPAWN_FAILED = router_pb2.TERMINATION_REASON_SPAWN_FAILED
     CANCELLED = router_pb2.TERMINATION_REASON_CANCELLED
     ENVIRONMENT_LOST = router_pb2.TERMINATION_REASON_ENVIRONMENT_LOST
+    # The item is not a tool call (malformed or another item type): nothing ran, no output
+    # item; `Completed.reason` says why.
+    NO_TOOL_CALL = router_pb2.TERMINATION_REASON_NO_TOOL_CALL
 
 
 def _enum_or_unspecified(cls: type[enum.Enum], value: int) -> Any:
@@ -160,6 +163,9 @@ class Completed:
     truncated: bool
     termination: Termination
     model_warnings: tuple[str, ...]
+    # Why nothing ran when `termination` is NO_TOOL_CALL (e.g. `function_call: call_id is
+    # missing`); "" otherwise.
+    reason: str = ""
     # The wire message this event came from (None when built locally).
     raw: router_pb2.ExecuteResponse | None = field(default=None, compare=False, repr=False)
 
@@ -224,6 +230,7 @@ def completed_from_message(msg: router_pb2.ExecutionCompleted) -> Completed:
         truncated=msg.truncated,
         termination=_enum_or_unspecified(Termination, msg.termination),
         model_warnings=tuple(msg.model_warnings),
+        reason=msg.reason,
     )
 
 
@@ -270,6 +277,7 @@ def completed_to_message(event: Completed) -> router_pb2.ExecutionCompleted:
         truncated=event.truncated,
         termination=event.termination.value,
         model_warnings=list(event.model_warnings),
+        reason=event.reason,
     )
     if event.exit_code is not None:
         msg.exit_code = event.exit_code

@@ -150,7 +150,13 @@ class Client:
         approver: SyncApprover | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Completed:
-        """Execute an item to its completed event; approvals go to `approver` (default deny)."""
+        """Execute an item to its completed event; approvals go to `approver` (default deny).
+
+        An item that is no tool call (malformed, or another item type) returns a Completed
+        with termination NO_TOOL_CALL and the `reason`; a tool error (unknown tool, bad
+        arguments) has termination TOOL_ERROR and the model-facing text. Sending the same
+        item again (same thread and call_id) never runs it twice: it returns the call's
+        result (docs/api.md, *Retries*)."""
         thread = self._threads.pick(thread_id)
         events = self.execute(item, turn, thread)
         loop = RunLoop(on_event)

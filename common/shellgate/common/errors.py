@@ -31,13 +31,16 @@ Model-level failures (exit codes, timeouts, policy rejections) are tool outputs,
     │   ├── HostKeyMismatchError                             host_key_mismatch
     │   ├── SpawnError                                       spawn_failed (errno)
     │   ├── FileOperationError                               file_operation_failed (errno)
-    │   └── ParkedCallChangedError                           parked_call_changed
+    │   ├── ParkedCallChangedError                           parked_call_changed
+    │   ├── CallIdConflictError                              call_id_conflict
+    │   └── CallAwaitingApprovalError                        call_awaiting_approval
     ├── ResourceExhaustedError          RESOURCE_EXHAUSTED   resource_exhausted
     │   └── LimitExceededError                               limit_exceeded
     └── UnavailableError                UNAVAILABLE          unavailable
         ├── EnvironmentLostError                             environment_lost
         ├── DrainingError                                    draining
-        └── SharedStateUnavailableError                      shared_state_unavailable
+        ├── SharedStateUnavailableError                      shared_state_unavailable
+        └── CallRunningElsewhereError                        call_running_elsewhere
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "CallAwaitingApprovalError",
+    "CallIdConflictError",
+    "CallRunningElsewhereError",
     "DrainingError",
     "EnvironmentLostError",
     "EnvironmentNotAllowedError",
@@ -273,6 +279,18 @@ class ParkedCallChangedError(FailedPreconditionError):
     reason = "parked_call_changed"
 
 
+class CallIdConflictError(FailedPreconditionError):
+    """The thread already has a call with this call_id, from a different item: nothing ran."""
+
+    reason = "call_id_conflict"
+
+
+class CallAwaitingApprovalError(FailedPreconditionError):
+    """A retried call is parked for approval: resume it (the message names the approval id)."""
+
+    reason = "call_awaiting_approval"
+
+
 # --- RESOURCE_EXHAUSTED ------------------------------------------------------------------
 
 
@@ -301,6 +319,12 @@ class SharedStateUnavailableError(UnavailableError):
     """The shared store cannot be reached; nothing is assumed (an approval is never granted)."""
 
     reason = "shared_state_unavailable"
+
+
+class CallRunningElsewhereError(UnavailableError):
+    """A retried call still runs on another router replica: retry later for its result."""
+
+    reason = "call_running_elsewhere"
 
 
 def all_error_classes() -> list[type[ServiceError]]:

@@ -39,6 +39,7 @@ class TerminationReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TERMINATION_REASON_SPAWN_FAILED: _ClassVar[TerminationReason]
     TERMINATION_REASON_CANCELLED: _ClassVar[TerminationReason]
     TERMINATION_REASON_ENVIRONMENT_LOST: _ClassVar[TerminationReason]
+    TERMINATION_REASON_NO_TOOL_CALL: _ClassVar[TerminationReason]
 APPROVAL_DECISION_UNSPECIFIED: ApprovalDecision
 APPROVAL_DECISION_APPROVED: ApprovalDecision
 APPROVAL_DECISION_APPROVED_FOR_SESSION: ApprovalDecision
@@ -60,6 +61,7 @@ TERMINATION_REASON_TOOL_ERROR: TerminationReason
 TERMINATION_REASON_SPAWN_FAILED: TerminationReason
 TERMINATION_REASON_CANCELLED: TerminationReason
 TERMINATION_REASON_ENVIRONMENT_LOST: TerminationReason
+TERMINATION_REASON_NO_TOOL_CALL: TerminationReason
 
 class ListToolsRequest(_message.Message):
     __slots__ = ("thread_id", "turn")
@@ -188,7 +190,7 @@ class TerminalInteraction(_message.Message):
     def __init__(self, session_id: _Optional[int] = ..., stdin: _Optional[str] = ...) -> None: ...
 
 class ExecutionCompleted(_message.Message):
-    __slots__ = ("output_item_json", "output_text", "success", "exit_code", "session_id", "wall_time_ms", "original_token_count", "truncated", "termination", "model_warnings")
+    __slots__ = ("output_item_json", "output_text", "success", "exit_code", "session_id", "wall_time_ms", "original_token_count", "truncated", "termination", "model_warnings", "reason")
     OUTPUT_ITEM_JSON_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_TEXT_FIELD_NUMBER: _ClassVar[int]
     SUCCESS_FIELD_NUMBER: _ClassVar[int]
@@ -199,6 +201,7 @@ class ExecutionCompleted(_message.Message):
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     TERMINATION_FIELD_NUMBER: _ClassVar[int]
     MODEL_WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     output_item_json: str
     output_text: str
     success: bool
@@ -209,7 +212,8 @@ class ExecutionCompleted(_message.Message):
     truncated: bool
     termination: TerminationReason
     model_warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, output_item_json: _Optional[str] = ..., output_text: _Optional[str] = ..., success: _Optional[bool] = ..., exit_code: _Optional[int] = ..., session_id: _Optional[int] = ..., wall_time_ms: _Optional[int] = ..., original_token_count: _Optional[int] = ..., truncated: _Optional[bool] = ..., termination: _Optional[_Union[TerminationReason, str]] = ..., model_warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    reason: str
+    def __init__(self, output_item_json: _Optional[str] = ..., output_text: _Optional[str] = ..., success: _Optional[bool] = ..., exit_code: _Optional[int] = ..., session_id: _Optional[int] = ..., wall_time_ms: _Optional[int] = ..., original_token_count: _Optional[int] = ..., truncated: _Optional[bool] = ..., termination: _Optional[_Union[TerminationReason, str]] = ..., model_warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
     __slots__ = ("projection", "approval_required", "started", "output", "terminal_interaction", "completed")

@@ -21,11 +21,11 @@ The handler stage (`handler.py`) composes these with environments and shells.
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
+from shellgate.router.decode.item_shape import NoToolCall, not_strings, parse_response_item
 from shellgate.router.decode.params import (
     EXEC_KNOWN_KEYS,
     TERMINAL_SESSION_SPEC,
@@ -39,7 +39,6 @@ from shellgate.router.decode.params import (
     exec_command_spec,
     shell_command_spec,
 )
-from shellgate.router.decode.rust_text import refuse_lone_surrogates
 from shellgate.router.decode.serde_json.typed import (
     Arguments,
     JsonError,
@@ -101,13 +100,6 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
-class NoToolCall:
-    """The item is not a tool call; nothing is answered."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
 class ToolError:
     """A respond-to-model error: `text` is exactly what the model receives."""
 
@@ -123,18 +115,6 @@ class Decoded(Generic[P]):
 
 
 # --- router ------------------------------------------------------------------------------
-def parse_response_item(text: str) -> Mapping[str, Any] | NoToolCall:
-    """The raw output-item JSON text as a mapping (non-objects are not tool calls)."""
-    try:
-        value = json.loads(text)
-        refuse_lone_surrogates(value)  # serde_json would: Codex drops such an item whole
-    except (ValueError, RecursionError):
-        return NoToolCall("item is not valid JSON")
-    if not isinstance(value, dict):
-        return NoToolCall("item is not a JSON object")
-    return value
-
-
 def _as_json_number(value: Any) -> Any:
     """A Python int as serde_json's `Value` holds it: outside u64/i64 it is a float."""
     in_range = (
@@ -211,7 +191,7 @@ def build_tool_call(item: Mapping[str, Any]) -> ToolCall | NoToolCall | ToolErro
     if kind == "function_call":
         name, call_id, arguments = item.get("name"), item.get("call_id"), item.get("arguments")
         if not (isinstance(name, str) and isinstance(call_id, str) and isinstance(arguments, str)):
-            return NoToolCall("function_call without string name, call_id and arguments")
+            return NoToolCall(not_strings("function_call", item, ("name", "call_id", "arguments")))
         namespace = item.get("namespace")
         if not isinstance(namespace, str) or namespace == "functions":
             namespace = None
@@ -232,7 +212,7 @@ def build_tool_call(item: Mapping[str, Any]) -> ToolCall | NoToolCall | ToolErro
     if kind == "custom_tool_call":
         name, call_id, text = item.get("name"), item.get("call_id"), item.get("input")
         if not (isinstance(name, str) and isinstance(call_id, str) and isinstance(text, str)):
-            return NoToolCall("custom_tool_call without string name, call_id and input")
+            return NoToolCall(not_strings("custom_tool_call", item, ("name", "call_id", "input")))
         namespace = item.get("namespace")
         return ToolCall(
             ToolName(namespace if isinstance(namespace, str) else None, name),

@@ -49,7 +49,7 @@ from shellgate.router.runtime.runtimes.classic import ShellRuntime
 from shellgate.router.runtime.runtimes.unified_exec import UnifiedExecRuntime, run_write_stdin
 from shellgate.router.runtime.store.parked_codec import encode_parked
 
-__all__ = ["CallRunner"]
+__all__ = ["CallRunner", "aborted", "no_tool_call_completed"]
 
 
 class CallRunner:
@@ -85,10 +85,8 @@ class CallRunner:
         """Run the call from its current state to its end, or until it parks."""
         outcome = self.call.projected.outcome
         match outcome:
-            case NoToolCallOutcome():
-                self.emit(
-                    CompletedEvent("", "", False, None, None, 0, None, False, Termination.NONE, ())
-                )
+            case NoToolCallOutcome(reason=reason):
+                self.emit(no_tool_call_completed(reason))
                 return
             case ToolErrorOutcome(text=text):
                 self._advance(Finished(text, Termination.TOOL_ERROR, success=False))
@@ -154,32 +152,46 @@ class CallRunner:
             case Finished() as done:
                 self._complete(done)
             case Aborted(session_id=session_id, warnings=warnings):
-                elapsed_ms = (time.monotonic() - self.call.started_at) * 1000
-                text = abort_message(_tool_label(self.call.projected), elapsed_ms)
-                self._complete(
-                    Finished(
-                        text, Termination.CANCELLED, success=False, session_id=session_id,
-                        warnings=warnings,
-                    )
-                )  # fmt: skip
+                self.emit(aborted(self.call, session_id, warnings))
 
     def _complete(self, result: Finished) -> None:
-        projected = self.call.projected
-        custom = projected.payload_kind is PayloadKind.CUSTOM
-        self.emit(
-            CompletedEvent(
-                output_item_json=output_item_json(projected.call_id, result.text, custom=custom),
-                output_text=result.text,
-                success=result.success,
-                exit_code=result.exit_code,
-                session_id=result.session_id,
-                wall_time_ms=round((time.monotonic() - self.call.started_at) * 1000),
-                original_token_count=result.original_token_count,
-                truncated=result.truncated,
-                termination=result.termination,
-                model_warnings=result.warnings,
-            )
-        )
+        self.emit(_completed(self.call, result))
+
+
+def no_tool_call_completed(reason: str) -> CompletedEvent:
+    """The completed event of an item that is no tool call: no output item, the reason."""
+    return CompletedEvent(
+        "", "", False, None, None, 0, None, False, Termination.NO_TOOL_CALL, (), reason=reason
+    )
+
+
+def aborted(
+    call: Call, session_id: int | None = None, warnings: tuple[str, ...] = ()
+) -> CompletedEvent:
+    """The abort output of a call (spec 05 §4), with the call's elapsed wall time."""
+    elapsed_ms = (time.monotonic() - call.started_at) * 1000
+    text = abort_message(_tool_label(call.projected), elapsed_ms)
+    result = Finished(
+        text, Termination.CANCELLED, success=False, session_id=session_id, warnings=warnings
+    )
+    return _completed(call, result)
+
+
+def _completed(call: Call, result: Finished) -> CompletedEvent:
+    projected = call.projected
+    custom = projected.payload_kind is PayloadKind.CUSTOM
+    return CompletedEvent(
+        output_item_json=output_item_json(projected.call_id, result.text, custom=custom),
+        output_text=result.text,
+        success=result.success,
+        exit_code=result.exit_code,
+        session_id=result.session_id,
+        wall_time_ms=round((time.monotonic() - call.started_at) * 1000),
+        original_token_count=result.original_token_count,
+        truncated=result.truncated,
+        termination=result.termination,
+        model_warnings=result.warnings,
+    )
 
 
 def _runtime(call: ShellCall, request: RuntimeRequest) -> ToolRuntime | Finished:

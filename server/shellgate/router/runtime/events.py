@@ -38,6 +38,7 @@ class Termination(enum.StrEnum):
     SPAWN_FAILED = "spawn_failed"
     CANCELLED = "cancelled"
     ENVIRONMENT_LOST = "environment_lost"
+    NO_TOOL_CALL = "no_tool_call"
 
 
 class ApprovalKind(enum.StrEnum):
@@ -128,6 +129,8 @@ class CompletedEvent:
     truncated: bool
     termination: Termination
     model_warnings: tuple[str, ...] = field(default=())
+    # Why nothing ran when the item is no tool call (termination NO_TOOL_CALL); else "".
+    reason: str = ""
 
 
 ExecuteEvent = (

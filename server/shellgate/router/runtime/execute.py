@@ -27,22 +27,30 @@ from shellgate.router.runtime.context import RuntimeContext
 from shellgate.router.runtime.events import ApprovalDecision, ExecuteEvent, ProjectionEvent
 from shellgate.router.runtime.store.parked_codec import decode_parked, rebuild
 
-__all__ = ["Reproject", "execute_call", "resume_call"]
+__all__ = ["OnStart", "Reproject", "execute_call", "resume_call"]
 
 # Projects a parked call's stored wire request again (the servicer's pipeline).
 Reproject = Callable[[bytes], Awaitable[tuple[ProjectedCall, RouterTurn]]]
+# Told the call before it runs (call_ledger.Recording.bind: what a cancelled call stores).
+OnStart = Callable[[Call], Awaitable[None]]
 
 _log = logging.getLogger(__name__)
 
 
 async def execute_call(
-    projected: ProjectedCall, turn: RouterTurn, ctx: RuntimeContext, origin: bytes = b""
+    projected: ProjectedCall,
+    turn: RouterTurn,
+    ctx: RuntimeContext,
+    origin: bytes = b"",
+    on_start: OnStart | None = None,
 ) -> AsyncIterator[ExecuteEvent]:
     """Run a new call: `projection`, then its events, ending in completed/approval_required.
 
     `origin` is the wire request that projected it, stored if the call parks.
     """
     record = Call(projected, turn, time.monotonic(), time.time(), origin)
+    if on_start is not None:
+        await on_start(record)
     # The call starts before the projection is sent: sending it is a write the client must
     # acknowledge, and the spawn need not wait for that (the projection still comes first).
     async for event in _drive(record, ctx, Running(), None, first=ProjectionEvent(projected)):
@@ -50,7 +58,11 @@ async def execute_call(
 
 
 async def resume_call(
-    approval_id: str, decision: ApprovalDecision, ctx: RuntimeContext, reproject: Reproject
+    approval_id: str,
+    decision: ApprovalDecision,
+    ctx: RuntimeContext,
+    reproject: Reproject,
+    on_start: OnStart | None = None,
 ) -> AsyncIterator[ExecuteEvent]:
     """Continue a parked call where it stopped, on any router; unknown/expired id → NOT_FOUND.
 
@@ -66,6 +78,8 @@ async def resume_call(
     projected, turn = await reproject(stored.origin)
     parked: AwaitingApproval = rebuild(stored, projected, turn)
     running, answer = resume(parked, decision)
+    if on_start is not None:
+        await on_start(parked.call)
     async for event in _drive(parked.call, ctx, running, answer):
         yield event
 

@@ -17,11 +17,8 @@ from shellgate.common.errors import (
     UnknownCallError,
 )
 from shellgate.router.runtime.sessions import SessionManager
-from shellgate.router.runtime.store.shared_state import (
-    InMemorySharedState,
-    PendingRecord,
-    SharedState,
-)
+from shellgate.router.runtime.store.memory_state import InMemorySharedState
+from shellgate.router.runtime.store.shared_state import PendingRecord, SharedState
 from shellgate.router.runtime.tally import CountedDict, StateLimits, Tally
 
 __all__ = ["EndedThread", "InFlightCall", "PendingApproval", "ThreadState"]

@@ -19,8 +19,9 @@ from shellgate.common.errors import (
     UnknownThreadError,
 )
 from shellgate.router.runtime.sessions import SessionManager
+from shellgate.router.runtime.store.memory_state import InMemorySharedState
 from shellgate.router.runtime.store.shared_sessions import SessionEnvironments, terminate_records
-from shellgate.router.runtime.store.shared_state import InMemorySharedState, SharedState
+from shellgate.router.runtime.store.shared_state import SharedState
 from shellgate.router.runtime.tally import StateLimits, least_recently_used
 from shellgate.router.runtime.thread_state import (
     EndedThread,

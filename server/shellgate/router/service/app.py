@@ -26,6 +26,7 @@ from shellgate.router.handler.shells import HostShellFacts
 from shellgate.router.pipeline import HostContext, RouterTurn
 from shellgate.router.policy import Policy
 from shellgate.router.projection import ProjectionMemo
+from shellgate.router.runtime.call_ledger import CallLedger
 from shellgate.router.runtime.registry import (
     EnvironmentRegistry,
     LocalEnvironment,
@@ -161,6 +162,8 @@ class RouterApp:
                 max_sessions=config.limits.max_unified_sessions,
             ),
         )
+        # Idempotent call ids: a retried call attaches to the running call or gets its result.
+        self.calls = CallLedger(self.instance_id, config.limits.completed_call_ttl_ms)
         if shared is not None:
             # Redis lost its data (restart without AOF): re-publish what this replica holds.
             shared.on_reset = self.threads.republish

@@ -105,6 +105,8 @@ class Limits:
     max_pending_approvals: int = 1_024
     thread_idle_ttl_ms: int = 24 * 3600 * 1000
     approval_ttl_ms: int = 10 * 60 * 1000
+    # How long a call's result answers a retry of its call_id (runtime/call_ledger.py).
+    completed_call_ttl_ms: int = 10 * 60 * 1000
     # How long a call waits for a concurrency slot before RESOURCE_EXHAUSTED.
     admission_wait_ms: int = 50
     # How often idle threads and expired pending approvals are swept (and, with Redis, the

@@ -6,7 +6,7 @@ script to the slot of its keys); the keys it builds from them carry the same has
 
 from __future__ import annotations
 
-__all__ = ["ACQUIRE_LEASE", "LEASE_OWNED", "PUT_ABSENT", "TOUCH", "UPDATE_SESSION"]
+__all__ = ["ACQUIRE_LEASE", "CLAIM", "LEASE_OWNED", "PUT_ABSENT", "TOUCH", "UPDATE_SESSION"]
 
 # KEYS: the thread's fixed keys (`redis_state._FIXED`: meta, approved, grants, pendings,
 # ids, sessions), all under one hash tag (one slot); the per-session and per-approval keys
@@ -111,4 +111,11 @@ end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[2] == '0' then return redis.call('DEL', KEYS[1]) end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+"""
+
+# KEYS: a call record. ARGV: record JSON, ttl_ms. Stores it when absent (returns nil), else
+# returns the record there: one claimant wins on every replica.
+CLAIM = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+return redis.call('GET', KEYS[1])
 """

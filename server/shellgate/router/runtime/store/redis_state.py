@@ -22,12 +22,13 @@ from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.store.redis_connect import connect
 from shellgate.router.runtime.store.redis_scripts import (
     ACQUIRE_LEASE,
+    CLAIM,
     LEASE_OWNED,
     PUT_ABSENT,
     TOUCH,
     UPDATE_SESSION,
 )
-from shellgate.router.runtime.store.shared_state import PendingRecord, SessionRecord
+from shellgate.router.runtime.store.shared_state import CallRecord, PendingRecord, SessionRecord
 
 __all__ = ["DEFAULT_PREFIX", "WAITER_TTL_MS", "RedisSharedState"]
 
@@ -38,6 +39,7 @@ _DATA = ("approved", "grants", "pendings", "ids", "sessions")
 
 # A thread's fixed keys, in the order redis_scripts.TOUCH reads them as KEYS.
 _FIXED = ("meta", *_DATA)
+
 
 
 async def _await(value: Awaitable[Any] | Any) -> Any:
@@ -61,6 +63,7 @@ class RedisSharedState:
         self._prefix = prefix
         self._touch = client.register_script(TOUCH)
         self._put_absent = client.register_script(PUT_ABSENT)
+        self._claim = client.register_script(CLAIM)
         self.monitor = monitor or StoreMonitor()
         # The epoch marker: a random value set once into an empty Redis. It vanishing (or
         # changing) means Redis lost its data; `on_reset` then re-publishes what this
@@ -377,6 +380,29 @@ class RedisSharedState:
         key = self.base(thread_id) + "meta"
         found = await self._run("thread", lambda: _await(self._r.exists(key)))
         return bool(found)
+
+    async def claim_call(
+        self, thread_id: str, key: str, record: CallRecord, ttl_ms: int
+    ) -> CallRecord | None:
+        """Store unless present (atomically); the present record otherwise.
+
+        Call records carry the thread generation in `key`, so an ended thread's records are
+        unreachable and simply expire (`completed_call_ttl_ms`).
+        """
+        keys = [self.base(thread_id) + "call:" + key]
+        args: list[str | int] = [record.to_json(), int(ttl_ms)]
+        value = await self._run("call", lambda: _await(self._claim(keys=keys, args=args)))
+        return None if value is None else CallRecord.from_json(value)
+
+    async def put_call(self, thread_id: str, key: str, record: CallRecord, ttl_ms: int) -> None:
+        """Store (replace) a record."""
+        name, text = self.base(thread_id) + "call:" + key, record.to_json()
+        await self._run("call", lambda: _await(self._r.set(name, text, px=int(ttl_ms))))
+
+    async def drop_call(self, thread_id: str, key: str) -> None:
+        """Forget a record."""
+        name = self.base(thread_id) + "call:" + key
+        await self._run("call", lambda: _await(self._r.delete(name)))
 
     async def aclose(self) -> None:
         """Close the connection pool."""

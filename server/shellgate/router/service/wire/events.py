@@ -186,6 +186,7 @@ def completed_pb(e: CompletedEvent) -> router_pb2.ExecutionCompleted:
         truncated=e.truncated,
         termination=_termination(e),
         model_warnings=list(e.model_warnings),
+        reason=e.reason,
     )
     if e.exit_code is not None:
         out.exit_code = e.exit_code

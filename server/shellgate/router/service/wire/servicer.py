@@ -20,9 +20,12 @@ from shellgate.router.projection import (
     ShellCall,
     WriteStdinCall,
 )
+from shellgate.router.runtime.call_ledger import Attached, Recording, Replayed, item_digest
 from shellgate.router.runtime.context import RuntimeContext
 from shellgate.router.runtime.events import (
     CompletedEvent,
+    ExecuteEvent,
+    ProjectionEvent,
 )
 from shellgate.router.runtime.execute import execute_call, resume_call
 from shellgate.router.runtime.threads import ThreadState, owned_thread_key
@@ -192,6 +195,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 instance_id=self._app.instance_id,
                 rng=self._rng,
             )
+            events: AsyncIterator[ExecuteEvent]
             if which == "resume":
                 decision = DECISIONS.get(request.resume.decision)
                 if decision is None:
@@ -205,16 +209,15 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                     self._check_environments(caller, again, turn_thread)
                     return again, turn
 
-                events = resume_call(request.resume.approval_id, decision, ctx, reproject)
+                recording = self._app.calls.resuming(turn_thread)
+                events = resume_call(
+                    request.resume.approval_id, decision, ctx, reproject, recording.bind
+                )
+                events = recording.wrap(self._redacted(events))
             else:
                 projected, turn = await self._project(request, caller, turn_thread)
                 self._check_environments(caller, projected, turn_thread)
-                await _check_state_room(projected, turn_thread)
-                # What a parked call stores to be re-projected on any router (item and turn).
-                origin = router_pb2.ExecuteRequest(item=request.item, turn=request.turn)
-                events = execute_call(projected, turn, ctx, origin.SerializeToString())
-            if self._app.redactor is not None:
-                events = self._app.redactor.events(events)
+                events = await self._new_call(request, projected, turn, ctx)
             tool, environment = _labels(projected if which == "item" else None)
             async for event in events:
                 if isinstance(event, CompletedEvent):
@@ -222,6 +225,36 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                         tool, event.termination.value, environment, event.wall_time_ms
                     )
                 yield event_pb(event, self._app.memo)
+
+    def _redacted(self, events: AsyncIterator[ExecuteEvent]) -> AsyncIterator[ExecuteEvent]:
+        return events if self._app.redactor is None else self._app.redactor.events(events)
+
+    async def _new_call(
+        self,
+        request: router_pb2.ExecuteRequest,
+        projected: ProjectedCall,
+        turn: RouterTurn,
+        ctx: RuntimeContext,
+    ) -> AsyncIterator[ExecuteEvent]:
+        """The events of an item: a new call, or (same thread and call_id) a retry of one:
+        attached to it while it runs, its stored result after (runtime/call_ledger.py)."""
+        thread = ctx.thread
+        if not projected.call_id:
+            # No tool call (nothing runs, nothing to retry).
+            return execute_call(projected, turn, ctx)
+        await _check_state_room(projected, thread)
+        digest = item_digest(request.item.SerializeToString(deterministic=True))
+        claim = await self._app.calls.claim(thread, projected.call_id, digest)
+        if isinstance(claim, Attached):
+            # Already redacted: the recorded stream is the one its first Execute sent.
+            return _after(ProjectionEvent(projected), self._app.calls.follow(claim))
+        if isinstance(claim, Replayed):
+            return _after(ProjectionEvent(projected), _one(claim.completed))
+        recording: Recording = claim
+        # What a parked call stores to be re-projected on any router (item and turn).
+        origin = router_pb2.ExecuteRequest(item=request.item, turn=request.turn)
+        events = execute_call(projected, turn, ctx, origin.SerializeToString(), recording.bind)
+        return recording.wrap(self._redacted(events))
 
     def _check_environments(
         self, caller: Caller, projected: ProjectedCall, thread: ThreadState
@@ -336,6 +369,18 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 out.last_rules_error.message = store.last_error.splitlines()[0]
                 out.last_rules_error.rendered = store.last_error
         return out
+
+
+async def _after(
+    first: ExecuteEvent, rest: AsyncIterator[ExecuteEvent]
+) -> AsyncIterator[ExecuteEvent]:
+    yield first
+    async for event in rest:
+        yield event
+
+
+async def _one(event: ExecuteEvent) -> AsyncIterator[ExecuteEvent]:
+    yield event
 
 
 def _inline(item: str | ToolCall, turn: RouterTurn) -> bool:
