@@ -66,7 +66,7 @@ def exec_item(cmd: str, call_id: str = "c1", **args: Any) -> common_pb2.ToolCall
     return function_item("exec_command", {"cmd": cmd, "login": False, **args}, call_id)
 
 
-LIVE = exec_item("sleep 30", yield_time_ms=250)
+LIVE = exec_item("sleep 30", call_id="live", yield_time_ms=250)
 
 
 def ask_turn() -> common_pb2.TurnContext:
@@ -236,7 +236,8 @@ def row_max_unified_sessions(tmp: Path) -> None:
 def row_max_unified_sessions_per_thread(tmp: Path) -> None:
     # Codex's behaviour, not a refusal: storing one more prunes the least recently used.
     with _scene(tmp, max_unified_sessions_per_thread=2) as scene:
-        ids = [completed(scene.run("t", LIVE)).session_id for _ in range(3)]
+        live = [exec_item("sleep 30", call_id=f"live{i}", yield_time_ms=250) for i in range(3)]
+        ids = [completed(scene.run("t", item)).session_id for item in live]
         assert len(set(ids)) == 3
         deadline = time.monotonic() + 10
         while scene.sessions("t") != sorted(ids[1:]) and time.monotonic() < deadline:

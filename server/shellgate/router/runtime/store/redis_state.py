@@ -390,14 +390,19 @@ class RedisSharedState:
         unreachable and simply expire (`completed_call_ttl_ms`).
         """
         keys = [self.base(thread_id) + "call:" + key]
-        args: list[str | int] = [record.to_json(), int(ttl_ms)]
+        args: list[str | int] = [record.to_json(), self._call_ttl(ttl_ms)]
         value = await self._run("call", lambda: _await(self._claim(keys=keys, args=args)))
         return None if value is None else CallRecord.from_json(value)
 
     async def put_call(self, thread_id: str, key: str, record: CallRecord, ttl_ms: int) -> None:
         """Store (replace) a record."""
         name, text = self.base(thread_id) + "call:" + key, record.to_json()
-        await self._run("call", lambda: _await(self._r.set(name, text, px=int(ttl_ms))))
+        ttl = self._call_ttl(ttl_ms)
+        await self._run("call", lambda: _await(self._r.set(name, text, px=ttl)))
+
+    def _call_ttl(self, ttl_ms: int) -> int:
+        # No key of a thread outlives the thread's idle TTL (an idle thread leaves nothing).
+        return max(1, min(int(ttl_ms), self._ttl))
 
     async def drop_call(self, thread_id: str, key: str) -> None:
         """Forget a record."""
