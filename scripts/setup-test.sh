@@ -49,6 +49,9 @@ fi
 
 # Optional peers for differential tests (skipped with a reason when absent).
 if command -v npm >/dev/null 2>&1; then
+  # The Node example's own dependencies, exactly as its lockfile pins them.
+  (cd client/examples/node && npm ci --silent --no-audit --no-fund >/dev/null 2>&1) || \
+    echo "setup-test: npm ci in client/examples/node failed; the Node tests use .tools" >&2
   mkdir -p .tools
   if [ ! -x .tools/node_modules/.bin/codex ] || [ ! -x .tools/node_modules/.bin/buf ]; then
     (cd .tools && npm install --silent --no-audit --no-fund \
