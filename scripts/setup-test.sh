@@ -8,6 +8,13 @@ need_apt=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+# The Go example (tests/integration/test_go_client.py): Debian's Go toolchain, the protoc
+# plugins and the grpc-go/protobuf sources it builds against (no Go module proxy needed).
+command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
+command -v protoc-gen-go >/dev/null 2>&1 || need_apt+=(protoc-gen-go)
+command -v protoc-gen-go-grpc >/dev/null 2>&1 || need_apt+=(protoc-gen-go-grpc)
+[ -d /usr/share/gocode/src/google.golang.org/grpc ] || need_apt+=(golang-google-grpc-dev)
+[ -d /usr/share/gocode/src/google.golang.org/protobuf ] || need_apt+=(golang-google-protobuf-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq || true
@@ -42,6 +49,9 @@ fi
 
 # Optional peers for differential tests (skipped with a reason when absent).
 if command -v npm >/dev/null 2>&1; then
+  # The Node example's own dependencies, exactly as its lockfile pins them.
+  (cd client/examples/node && npm ci --silent --no-audit --no-fund >/dev/null 2>&1) || \
+    echo "setup-test: npm ci in client/examples/node failed; the Node tests use .tools" >&2
   mkdir -p .tools
   if [ ! -x .tools/node_modules/.bin/codex ] || [ ! -x .tools/node_modules/.bin/buf ]; then
     (cd .tools && npm install --silent --no-audit --no-fund \

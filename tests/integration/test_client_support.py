@@ -64,6 +64,7 @@ class FakeState:
     cancelled_calls: list[str] = field(default_factory=list)
     interrupts: dict[str, asyncio.Event] = field(default_factory=dict)
     pending: dict[str, tuple[str, str]] = field(default_factory=dict)  # approval → (thread, call)
+    unavailable_first: int = 0  # answer UNAVAILABLE to this many calls first (retry tests)
 
 
 class FakeRouter(router_pb2_grpc.ToolRouterServiceServicer):
@@ -78,6 +79,9 @@ class FakeRouter(router_pb2_grpc.ToolRouterServiceServicer):
         self.state.metadata.append(metadata)
         if self.state.require_token and metadata.get("authorization") != f"Bearer {TOKEN}":
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing bearer token")
+        if self.state.unavailable_first > 0:
+            self.state.unavailable_first -= 1
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "not yet")
         if self.state.slow_s:
             await asyncio.sleep(self.state.slow_s)
 

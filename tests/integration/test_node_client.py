@@ -20,8 +20,13 @@ from tests.integration.test_client_support import RouterProcess, router_process
 from tests.paths import REPO_ROOT
 
 NODE = shutil.which("node")
-NODE_PATH = os.environ.get("SHELLGATE_NODE_PATH", str(REPO_ROOT / ".tools" / "node_modules"))
-CLIENT_JS = REPO_ROOT / "client" / "examples" / "node" / "client.js"
+EXAMPLE = REPO_ROOT / "client" / "examples" / "node"
+CLIENT_JS = EXAMPLE / "client.js"
+# The example's own install (`npm ci` from its package-lock.json, scripts/setup-test.sh),
+# else the npm peers in .tools.
+NODE_PATH = os.environ.get("SHELLGATE_NODE_PATH") or str(
+    EXAMPLE / "node_modules" if (EXAMPLE / "node_modules").is_dir()
+    else REPO_ROOT / ".tools" / "node_modules")
 
 
 def _node_env() -> dict[str, str]:
@@ -110,3 +115,66 @@ def test_execute_stream_from_node(router: RouterProcess) -> None:
     assert json.loads(completed["output_item_json"])["call_id"] == "n-exec"
     with Client(router.target) as client:
         client.end_thread("node-exec")
+
+
+def _turn_file(tmp_path: Path, **turn: Any) -> str:
+    path = tmp_path / "turn.json"
+    path.write_text(json.dumps(_as_json(turn_context(cwd=str(tmp_path), **turn))))
+    return str(path)
+
+
+def _events(lines: list[dict[str, Any]]) -> list[str]:
+    return [next(iter(line["response"])) for line in lines]
+
+
+def _completions(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [line["response"]["completed"] for line in lines if "completed" in line["response"]]
+
+
+def test_run_resumes_an_approval(router: RouterProcess, tmp_path: Path) -> None:
+    turn = _turn_file(tmp_path, approval_policy="untrusted",
+                      permission_profile="danger-full-access")
+    lines = node("run", router.target, "--cmd", "touch made-by-node", "--turn", turn,
+                 "--thread", "node-approve", "--approve", "yes")
+    events = _events(lines)
+    assert "approval_required" in events
+    assert events.index("approval_required") < events.index("completed")
+    [done] = _completions(lines)
+    assert done["exit_code"] == 0 and (tmp_path / "made-by-node").exists()
+
+
+def test_run_denied_approval_runs_nothing(router: RouterProcess, tmp_path: Path) -> None:
+    turn = _turn_file(tmp_path, approval_policy="untrusted",
+                      permission_profile="danger-full-access")
+    lines = node("run", router.target, "--cmd", "touch denied-file", "--turn", turn,
+                 "--thread", "node-deny", "--approve", "no")
+    [done] = _completions(lines)
+    assert "started" not in _events(lines) and not (tmp_path / "denied-file").exists()
+    assert "rejected" in done["output_text"].lower()
+
+
+def test_run_polls_a_running_session_with_write_stdin(router: RouterProcess, tmp_path: Path) -> None:
+    turn = _turn_file(tmp_path, approval_policy="never", permission_profile="danger-full-access")
+    lines = node("run", router.target, "--cmd", "echo first; sleep 1; echo second",
+                 "--yield-ms", "250", "--turn", turn, "--thread", "node-poll")
+    done = _completions(lines)
+    assert len(done) >= 2  # the exec_command yielded with a session, then write_stdin polls
+    assert "session_id" in done[0] and "session_id" not in done[-1]
+    assert done[-1]["exit_code"] == 0
+    data = b"".join(base64.b64decode(line["response"]["output"]["data"])
+                    for line in lines if "output" in line["response"])
+    assert data.index(b"first") < data.index(b"second")
+    assert json.loads(done[-1]["output_item_json"])["type"] == "function_call_output"
+
+
+def test_run_apply_patch(router: RouterProcess, tmp_path: Path) -> None:
+    turn = _turn_file(tmp_path, approval_policy="on-request")
+    patch = tmp_path / "change.patch"
+    patch.write_text("*** Begin Patch\n*** Add File: from-node.txt\n+patched by node\n"
+                     "*** End Patch")
+    lines = node("run", router.target, "--patch", str(patch), "--turn", turn,
+                 "--thread", "node-patch", "--approve", "yes")
+    [done] = _completions(lines)
+    assert done["success"] is True, done
+    assert json.loads(done["output_item_json"])["type"] == "custom_tool_call_output"
+    assert (tmp_path / "from-node.txt").read_text() == "patched by node\n"

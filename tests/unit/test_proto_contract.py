@@ -24,7 +24,8 @@ from tests.paths import REPO_ROOT
 PROTO_ROOT = REPO_ROOT / "protos"
 PROTO_DIR = PROTO_ROOT / "shellgate" / "v1"
 PROTOS = sorted(PROTO_DIR.glob("*.proto"))
-STUB_SUFFIXES = ("_pb2.py", "_pb2_grpc.py", "_pb2.pyi")
+# The descriptor set with source info is what reflection serves (proto comments included).
+STUB_SUFFIXES = ("_pb2.py", "_pb2_grpc.py", "_pb2.pyi", "descriptors.binpb")
 
 # FileDescriptorProto / DescriptorProto / ... field numbers used in SourceCodeInfo paths.
 FILE_MESSAGE, FILE_ENUM, FILE_SERVICE = 4, 5, 6
@@ -51,8 +52,10 @@ def _stub_names(folder: Path) -> set[str]:
 def test_committed_stubs_match_regeneration(tmp_path: Path) -> None:
     """Regenerating into a temp dir yields byte-identical stubs and no missing/extra files."""
     assert PROTOS, "no .proto files found"
-    _protoc(f"--python_out={tmp_path}", f"--grpc_python_out={tmp_path}", f"--pyi_out={tmp_path}")
     fresh_dir = tmp_path / "shellgate" / "v1"
+    fresh_dir.mkdir(parents=True)
+    _protoc(f"--python_out={tmp_path}", f"--grpc_python_out={tmp_path}", f"--pyi_out={tmp_path}",
+            "--include_source_info", f"--descriptor_set_out={fresh_dir / 'descriptors.binpb'}")
     fresh, committed = _stub_names(fresh_dir), _stub_names(PROTO_DIR)
     assert fresh == committed, f"missing: {fresh - committed}, stale: {committed - fresh}"
     stale = [

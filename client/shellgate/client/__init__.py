@@ -14,6 +14,12 @@ A harness loop, with the blocking client::
 started, output, terminal_interaction, completed). A harness that cancels a call itself
 pairs it with `abort_output_item(call_id, tool_name, elapsed)`. Create an AsyncClient
 inside the running event loop.
+
+Also: `wait_until_ready()` right after launching a router; `write_stdin_item` (poll or type
+into an exec_command session) and `apply_patch_item` build the other tools' calls; the
+channel keeps quiet streams alive and retries the idempotent unary RPCs on UNAVAILABLE
+(`ClientOptions.keepalive_time_s`, `retry_attempts`); failures raise `ClientError`
+subclasses carrying the router's stable `reason`. Installable alone as `shellgate-client`.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from shellgate.client.events import (
 )
 from shellgate.client.items import (
     CallIdentity,
+    apply_patch_item,
     call_identity,
     custom_tool_call_item,
     exec_command_item,
@@ -52,6 +59,7 @@ from shellgate.client.items import (
     new_call_id,
     shell_command_item,
     to_tool_call_item,
+    write_stdin_item,
 )
 from shellgate.client.options import DEFAULT_TARGET, ClientOptions, TlsOptions, token_from_file
 from shellgate.client.records import (
@@ -102,6 +110,7 @@ __all__ = [
     "UnavailableError",
     "abort_message",
     "abort_output_item",
+    "apply_patch_item",
     "call_identity",
     "custom_tool_call_item",
     "exec_command_item",
@@ -114,4 +123,5 @@ __all__ = [
     "token_from_file",
     "turn_context",
     "turn_from_json",
+    "write_stdin_item",
 ]

@@ -74,14 +74,17 @@ class AsyncClient:
     ) -> None:
         await self.close()
 
-    async def _unary(self, method: str, request: object) -> object:
+    async def _unary(
+        self, method: str, request: object, timeout_s: float | None = None, wait: bool = False
+    ) -> object:
         # Every unary call carries the deadline and the bearer token.
         call = getattr(self._stub, method)
         try:
             return await call(
                 request,
-                timeout=self.options.unary_timeout_s,
+                timeout=timeout_s if timeout_s is not None else self.options.unary_timeout_s,
                 metadata=self.options.metadata(),
+                wait_for_ready=wait,
             )
         except grpc.aio.AioRpcError as error:
             raise from_rpc_error(error) from None
@@ -199,3 +202,12 @@ class AsyncClient:
     async def server_info(self) -> ServerInfo:
         """Version, instance id, environments, rules files and the last rules error."""
         return await self._call(calls.server_info())
+
+    async def wait_until_ready(self, timeout_s: float = 30.0) -> ServerInfo:
+        """Wait (at most timeout_s) until the router is up and answering; its ServerInfo.
+
+        The call waits for the connection instead of failing fast, so a harness can start
+        right after launching the router. DeadlineExceededError when it never came up.
+        """
+        call = calls.server_info()
+        return call.read(await self._unary(call.method, call.request, timeout_s, wait=True))

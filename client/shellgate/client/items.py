@@ -13,6 +13,7 @@ from shellgate.v1 import common_pb2
 __all__ = [
     "CallIdentity",
     "ItemLike",
+    "apply_patch_item",
     "call_identity",
     "custom_tool_call_item",
     "exec_command_item",
@@ -20,6 +21,7 @@ __all__ = [
     "new_call_id",
     "shell_command_item",
     "to_tool_call_item",
+    "write_stdin_item",
 ]
 
 # A ToolCallItem, its split form, the raw output item as JSON text, or that item as a dict.
@@ -122,6 +124,38 @@ def shell_command_item(
         environment_id=environment_id,
     )
     return function_call_item("shell_command", args, call_id)
+
+
+def write_stdin_item(
+    session_id: int,
+    chars: str = "",
+    *,
+    call_id: str | None = None,
+    yield_time_ms: int | None = None,
+    max_output_tokens: int | None = None,
+) -> common_pb2.ToolCallItem:
+    """A `write_stdin` function call: send `chars` to a running exec_command session.
+
+    Empty `chars` polls: the call waits up to `yield_time_ms` and returns what the process
+    printed meanwhile (the session id comes from `Completed.session_id`).
+    """
+    args = {"session_id": session_id, "chars": chars} | _present(
+        yield_time_ms=yield_time_ms, max_output_tokens=max_output_tokens
+    )
+    return function_call_item("write_stdin", args, call_id)
+
+
+def apply_patch_item(
+    patch: str, *, call_id: str | None = None, freeform: bool = True
+) -> common_pb2.ToolCallItem:
+    """An `apply_patch` call with a `*** Begin Patch` … `*** End Patch` body.
+
+    Freeform (a `custom_tool_call`, what ListTools offers by default) or, with
+    `freeform=False`, the JSON function form `{"input": patch}`.
+    """
+    if freeform:
+        return custom_tool_call_item("apply_patch", patch, call_id)
+    return function_call_item("apply_patch", {"input": patch}, call_id)
 
 
 def to_tool_call_item(item: ItemLike) -> common_pb2.ToolCallItem:

@@ -1,7 +1,8 @@
-"""Connection settings: target, TLS/mTLS, bearer token and per-call timeouts."""
+"""Connection settings: target, TLS/mTLS, bearer token, timeouts, keepalive and retries."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -11,10 +12,12 @@ from shellgate.client.local_token import local_token_for
 __all__ = [
     "DEFAULT_TARGET",
     "DEFAULT_UNARY_TIMEOUT_S",
+    "IDEMPOTENT_METHODS",
     "ClientOptions",
     "TlsOptions",
     "aio_channel",
     "merge_options",
+    "service_config",
     "sync_channel",
     "token_from_file",
 ]
@@ -26,6 +29,33 @@ DEFAULT_UNARY_TIMEOUT_S = 30.0
 # The router's own limit for a message is the grpc default (4 MiB); projections of large
 # scripts and long outputs stay well below it, but allow headroom on receive.
 DEFAULT_MAX_RECEIVE_BYTES = 64 * 1024 * 1024
+# An Execute stream can stay quiet for minutes (a long build, an approval wait): keepalive
+# pings keep NATs and load balancers from dropping the connection and notice a dead peer.
+# Not below the router's `connections.min_ping_interval_ms` (60 s by default), which counts
+# closer pings as abuse and closes the connection.
+DEFAULT_KEEPALIVE_TIME_S = 60.0
+DEFAULT_KEEPALIVE_TIMEOUT_S = 20.0
+# Attempts (first try included) of an idempotent unary RPC that fails UNAVAILABLE.
+DEFAULT_RETRY_ATTEMPTS = 4
+_SERVICE = "shellgate.v1.ToolRouterService"
+# Unary RPCs that only read (or, like Project, compute): running one twice changes nothing.
+# Execute, Interrupt, TerminateSession and EndThread act, so gRPC never retries them here.
+IDEMPOTENT_METHODS = ("ListTools", "Project", "ListEnvironments", "ListSessions", "GetServerInfo")
+
+
+def service_config(retry_attempts: int) -> str:
+    """gRPC service config JSON: a retry policy (UNAVAILABLE, backoff) for the idempotent RPCs."""
+    if retry_attempts <= 1:
+        return json.dumps({"methodConfig": []})
+    policy = {
+        "maxAttempts": retry_attempts,
+        "initialBackoff": "0.2s",
+        "maxBackoff": "3s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": ["UNAVAILABLE"],
+    }
+    names = [{"service": _SERVICE, "method": method} for method in IDEMPOTENT_METHODS]
+    return json.dumps({"methodConfig": [{"name": names, "retryPolicy": policy}]})
 
 
 @dataclass(frozen=True)
@@ -63,6 +93,11 @@ class ClientOptions:
     # command's own timeout (shell_command) or yield time (exec_command) bounds the stream.
     execute_timeout_s: float | None = None
     max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES
+    # HTTP/2 keepalive pings on an otherwise quiet connection; None turns them off.
+    keepalive_time_s: float | None = DEFAULT_KEEPALIVE_TIME_S
+    keepalive_timeout_s: float = DEFAULT_KEEPALIVE_TIMEOUT_S
+    # 1 turns retries off; gRPC retries only IDEMPOTENT_METHODS, and only on UNAVAILABLE.
+    retry_attempts: int = DEFAULT_RETRY_ATTEMPTS
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """Per-call metadata: the bearer token when one is set."""
@@ -72,7 +107,18 @@ class ClientOptions:
         """grpc channel arguments."""
         options: list[tuple[str, str | int]] = [
             ("grpc.max_receive_message_length", self.max_receive_bytes),
+            ("grpc.enable_retries", 1),
+            ("grpc.service_config", service_config(self.retry_attempts)),
         ]
+        if self.keepalive_time_s is not None:
+            options += [
+                ("grpc.keepalive_time_ms", int(self.keepalive_time_s * 1000)),
+                ("grpc.keepalive_timeout_ms", int(self.keepalive_timeout_s * 1000)),
+                # Keep pinging through a stream that sends nothing (the default stops at 2).
+                ("grpc.http2.max_pings_without_data", 0),
+                # No pings without a call: the router counts those as strikes.
+                ("grpc.keepalive_permit_without_calls", 0),
+            ]
         if self.tls is not None and self.tls.server_name:
             options.append(("grpc.ssl_target_name_override", self.tls.server_name))
         return options

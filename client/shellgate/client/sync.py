@@ -72,14 +72,17 @@ class Client:
     ) -> None:
         self.close()
 
-    def _unary(self, method: str, request: object) -> object:
+    def _unary(
+        self, method: str, request: object, timeout_s: float | None = None, wait: bool = False
+    ) -> object:
         # Every unary call carries the deadline and the bearer token.
         call = getattr(self._stub, method)
         try:
             response: object = call(
                 request,
-                timeout=self.options.unary_timeout_s,
+                timeout=timeout_s if timeout_s is not None else self.options.unary_timeout_s,
                 metadata=self.options.metadata(),
+                wait_for_ready=wait,
             )
         except grpc.RpcError as error:
             raise from_rpc_error(error) from None
@@ -193,3 +196,12 @@ class Client:
     def server_info(self) -> ServerInfo:
         """Version, instance id, environments, rules files and the last rules error."""
         return self._call(calls.server_info())
+
+    def wait_until_ready(self, timeout_s: float = 30.0) -> ServerInfo:
+        """Wait (at most timeout_s) until the router is up and answering; its ServerInfo.
+
+        The call waits for the connection instead of failing fast, so a harness can start
+        right after launching the router. DeadlineExceededError when it never came up.
+        """
+        call = calls.server_info()
+        return call.read(self._unary(call.method, call.request, timeout_s, wait=True))

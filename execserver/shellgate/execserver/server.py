@@ -10,7 +10,6 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
-from grpc_reflection.v1alpha import reflection
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.grpc.connections import PeerCalls, raise_nofile_limit, server_options
 from shellgate.common.grpc.health_listener import (
@@ -25,6 +24,7 @@ from shellgate.common.grpc.listen import (
     split_listen,
 )
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
+from shellgate.common.grpc.reflection import enable_reflection
 from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
 from shellgate.common.local_token import LocalToken
 from shellgate.common.process.base import Backend
@@ -153,10 +153,8 @@ async def start_server(config: ServerConfig) -> RunningServer:
     add_exec_service(servicer, server)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-         reflection.SERVICE_NAME),
-        server,
+    enable_reflection(
+        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name), server
     )
     port = bind(server, config.listen, creds)
     health_server, health_port = await start_with_health(

@@ -11,11 +11,11 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
-from grpc_reflection.v1alpha import reflection
 from shellgate.common.grpc.connections import PeerCalls, raise_nofile_limit, server_options
 from shellgate.common.grpc.health_listener import set_serving, start_with_health
 from shellgate.common.grpc.listen import EXCLUSIVE_PORT_OPTIONS, bind
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
+from shellgate.common.grpc.reflection import enable_reflection
 from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
 from shellgate.common.local_token import LocalToken
 from shellgate.common.tasks import cancel_and_wait
@@ -128,9 +128,7 @@ async def start_router(
     )
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, HEALTH_NAME, reflection.SERVICE_NAME), server
-    )
+    enable_reflection((SERVICE_NAME, HEALTH_NAME), server)
     creds = server_credentials(config)
     port = bind(server, config.listen, creds)
     if config.metrics_listen and not (
