@@ -47,10 +47,10 @@ def layout() -> Iterator[tuple[Path, Path]]:
 
 def _patch(router: Router, ws: Path, body: str, call_id: str,
            approval: int = common_pb2.APPROVAL_POLICY_KIND_ON_REQUEST, env: str = "local",
-           ) -> list[router_pb2.ExecuteResponse]:  # fmt: skip
+           thread: str = "t") -> list[router_pb2.ExecuteResponse]:  # fmt: skip
     script = f"apply_patch <<'EOF'\n*** Begin Patch\n{body}*** End Patch\nEOF\n"
     request = router_pb2.ExecuteRequest(
-        thread_id="t",
+        thread_id=thread,
         turn=turn(profile=WORKSPACE_WRITE, cwd=str(ws), approval=approval, environment_id=env),
         item=function_item("exec_command", {"cmd": script}, call_id),
     )
@@ -118,7 +118,10 @@ def test_a_symlink_swapped_in_while_patches_apply_never_leads_out(
             for i in range(150):
                 if time.monotonic() > deadline:
                     break
-                events = _patch(router, ws, f"*** Add File: sub/f{i}.txt\n+x\n", f"r{i}")
+                # A thread per patch: one that asks (the link is in place) stays parked,
+                # and a thread holds at most limits.max_pending_approvals_per_thread.
+                body = f"*** Add File: sub/f{i}.txt\n+x\n"
+                events = _patch(router, ws, body, f"r{i}", thread=f"t{i}")
                 if events[-1].WhichOneof("event") == "completed" and "Success" in (
                     events[-1].completed.output_text
                 ):
