@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import Any
@@ -22,6 +23,9 @@ def turn(cwd: str) -> Any:
         permission_profile=common_pb2.PermissionProfile(
             kind=common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS),
     )  # fmt: skip
+
+
+_CALL_NUMBERS = itertools.count(1)
 
 
 def shell_item(command: str, call_id: str = "call_bench") -> str:
@@ -53,11 +57,16 @@ async def execute(stub: Any, item: str, turn_pb: Any) -> RunTimes:
     Timed to the `completed` event, which carries the tool output the harness needs (like
     the ExecService client, timed to `closed`); the stream's trailing status follows it.
     """
+    # A fresh call_id per Execute: the router answers a repeated one as a retry of the
+    # first call (its stored result) instead of running it again.
+    raw = json.loads(item)
+    raw["call_id"] = f"{raw.get('call_id', 'call')}-{next(_CALL_NUMBERS)}"
+    request = router_pb2.ExecuteRequest(
+        thread_id=THREAD, turn=turn_pb, item=common_pb2.ToolCallItem(raw_json=json.dumps(raw))
+    )
     t0 = time.perf_counter()
     nbytes = 0
     code: int | None = None
-    request = router_pb2.ExecuteRequest(thread_id=THREAD, turn=turn_pb,
-                                        item=common_pb2.ToolCallItem(raw_json=item))  # fmt: skip
     call = stub.Execute(request)
     async for message in call:
         kind = message.WhichOneof("event")
