@@ -27,7 +27,11 @@ _SERVE_EXAMPLES = """examples:
   shellgate-execserver serve --listen 127.0.0.1:7000   # loopback: generated token, no TLS
   shellgate-execserver serve --listen 0.0.0.0:7000 --tls-cert host.pem --tls-key host.key \\
       --token-file /etc/shellgate/tokens
+  shellgate-execserver serve --listen 127.0.0.1:7000 --codex-listen ws://127.0.0.1:7001
   (a router then names it: [[environments]] id = "build", target = "HOST:7000")"""
+_STDIO_EXAMPLES = """examples:
+  shellgate-execserver codex-stdio --config /etc/shellgate/execserver.toml
+  # Codex's environments.toml: program = "ssh", args = ["buildhost", "shellgate-execserver", "codex-stdio"]"""
 _HASH_EXAMPLES = """examples:
   printf '%s\\n' "$TOKEN" | shellgate-execserver hash-token router-1 >> /etc/shellgate/tokens"""
 
@@ -73,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="One Codex exec-server session as NDJSON on stdin/stdout, for "
         "environments.toml `program` entries (e.g. program = \"ssh\", args = "
         "[\"buildhost\", \"shellgate-execserver\", \"codex-stdio\"]). Logs go to stderr.",
+        epilog=_STDIO_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     stdio.add_argument("--config", help="TOML configuration file (backend, limits)")
     stdio.add_argument("--root", help="default cwd reported by environment/info")
