@@ -45,7 +45,7 @@ SCRIPT: list[tuple[str, Any]] = [
     ("exec_command", {"cmd": "read x; echo got $x; sleep 0.3; echo end", "tty": True,
                       "yield_time_ms": 300}),
     ("write_stdin", {"session_id": "__SID__", "chars": "abc\n", "yield_time_ms": 3000}),
-    ("exec_command", {"cmd": "sleep 0.6; echo late", "yield_time_ms": 100}),
+    ("exec_command", {"cmd": "sleep 1; echo late", "yield_time_ms": 100}),
     ("write_stdin", {"session_id": "__SID__", "chars": "", "yield_time_ms": 5000}),
     ("exec_command", {"cmd": "ls /nonexistent-shellgate; exit 3"}),
     ("apply_patch", PATCH),
