@@ -16,7 +16,26 @@ def _p50(r: dict[str, Any], who: str) -> str:
     return _g(r["contenders"].get(who, {}).get("p50"))
 
 
+def _same_protocol(r: dict[str, Any], unit: str) -> str:
+    """The apples-to-apples pair: both daemons behind Codex's protocol, one client."""
+    if "shellgate_codex" not in r["contenders"]:
+        return ""
+    return (
+        f" Same protocol and client: shellgate-execserver {_p50(r, 'shellgate_codex')} {unit} "
+        f"vs codex exec-server {_p50(r, 'codex')} {unit} "
+        f"({_g(r['metrics'].get('same_protocol_speedup_vs_codex_p50'))}×)."
+    )
+
+
 def _sentence(r: dict[str, Any]) -> str:
+    text = _sentence_of(r)
+    unit = {"spawn": "ms", "throughput": "MiB/s", "concurrency": "s"}.get(r["name"])
+    if unit is None or r["verdict"] in ("skipped", "error"):
+        return text
+    return text + _same_protocol(r, unit)
+
+
+def _sentence_of(r: dict[str, Any]) -> str:
     m, name, v = r["metrics"], r["name"], r["verdict"]
     if v in ("skipped", "error"):
         return f"{r['title']}: {v} — {r['note']}"

@@ -67,6 +67,7 @@ class Peers:
         self._astack = contextlib.AsyncExitStack()
         self._servers: dict[str, procs.Server] = {}
         self._clients: dict[str, Any] = {}
+        self._codex_front_url = ""
         self.tmp = tempfile.mkdtemp(prefix="sg-bench-")
         self._stack.callback(shutil.rmtree, self.tmp, True)
 
@@ -95,6 +96,25 @@ class Peers:
             env = {**os.environ, "HOME": self.home}
             self._servers[name] = self._stack.enter_context(procs.serve(argv, env=env))
         return self._servers[name]
+
+    def codex_front(self) -> str:
+        """A second daemon (same config) also speaking Codex's protocol; its ws:// URL.
+
+        Same client, same protocol as the `codex` peer: the apples-to-apples pair.
+        """
+        if "codex_front" not in self._servers:
+            cfg = Path(self.tmp) / "daemon.toml"
+            cfg.write_text(DAEMON_TOML)
+            port = procs.free_port()
+            argv = [
+                procs.python(), "-m", "shellgate.execserver.cli", "serve", "--no-local-token",
+                "--config", str(cfg), "--listen", "127.0.0.1:0", "--print-port",
+                "--root", self.home, "--codex-listen", f"ws://127.0.0.1:{port}",
+            ]  # fmt: skip
+            env = {**os.environ, "HOME": self.home}
+            self._servers["codex_front"] = self._stack.enter_context(procs.serve(argv, env=env))
+            self._codex_front_url = f"ws://127.0.0.1:{port}"
+        return self._codex_front_url
 
     def stop(self, name: str) -> None:
         """Forget a server (it is still stopped at close); used after a memory bench."""

@@ -12,16 +12,23 @@ The oracle declines (nothing runs) and moves on; one codex process serves every 
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from tests.integration.codex_harness import (
+    ScriptedResponses,
+    codex_env,
+    final_message,
+    function_call,
+    stream,
+    write_config,
+)
 
 ORACLE_PREFIX = "ORACLE "
 APPROVAL_METHOD = "item/commandExecution/requestApproval"
@@ -42,45 +49,10 @@ def scripted_events(body: dict[str, Any]) -> list[dict[str, Any]]:
     last = users[-1] if users else -1
     text = _user_text(items[last]) if users else ""
     answered = any(i.get("type") == "function_call_output" for i in items[last + 1 :])
-    events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": "r"}}]
     if text.startswith(ORACLE_PREFIX) and not answered:
         spec = json.loads(text[len(ORACLE_PREFIX) :])
-        item = {"type": "function_call", "name": spec["name"], "call_id": spec["call_id"],
-                "arguments": json.dumps(spec["args"])}  # fmt: skip
-    else:
-        item = {"type": "message", "role": "assistant", "id": "m",
-                "content": [{"type": "output_text", "text": "done"}]}  # fmt: skip
-    events.append({"type": "response.output_item.done", "item": item})
-    usage = {"input_tokens": 1, "input_tokens_details": None, "output_tokens": 1,
-             "output_tokens_details": None, "total_tokens": 2}  # fmt: skip
-    events.append({"type": "response.completed", "response": {"id": "r", "usage": usage}})
-    return events
-
-
-class _ResponsesHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the test output shows the table, not the access log."""
-
-    def _send(self, status: int, ctype: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self) -> None:
-        """Model listings: none (Codex falls back to its default metadata)."""
-        self._send(200, "application/json", b'{"data":[],"models":[]}')
-
-    def do_POST(self) -> None:
-        """POST /v1/responses: one scripted SSE stream."""
-        length = int(self.headers.get("content-length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        events = scripted_events(body)
-        sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-        self._send(200, "text/event-stream", sse.encode())
+        return stream(function_call(spec["name"], spec["call_id"], spec["args"]))
+    return stream(final_message())
 
 
 @dataclass(frozen=True)
@@ -95,21 +67,11 @@ class CodexAppServer:
     """One `codex app-server` process on a scripted model, answering amendment questions."""
 
     def __init__(self, codex: Path, home: Path, cwd: Path, approval: str = "on-request") -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _ResponsesHandler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        port = self._server.server_address[1]
-        home.mkdir(parents=True, exist_ok=True)
+        self._server = ScriptedResponses(scripted_events)
         cwd.mkdir(parents=True, exist_ok=True)
-        (home / "config.toml").write_text(
-            'model = "gpt-5.1-codex"\nmodel_provider = "oracle"\n'
-            'approval_policy = "on-request"\nsandbox_mode = "workspace-write"\n'
-            "[model_providers.oracle]\n"
-            f'name = "oracle"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
-            'wire_api = "responses"\nenv_key = "ORACLE_API_KEY"\n',
-            encoding="utf-8",
-        )
-        env = {**os.environ, "CODEX_HOME": str(home), "ORACLE_API_KEY": "dummy",
-               "SHELL": "/bin/bash", "RUST_LOG": "error", "NO_COLOR": "1"}  # fmt: skip
+        write_config(home, self._server.port,
+                     'approval_policy = "on-request"\nsandbox_mode = "workspace-write"\n')
+        env = codex_env(home)
         self._stderr = (home / "stderr.log").open("w")
         self._proc = subprocess.Popen(
             [str(codex), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -191,5 +153,4 @@ class CodexAppServer:
         if self._proc.stdout is not None:
             self._proc.stdout.close()
         self._stderr.close()
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.close()

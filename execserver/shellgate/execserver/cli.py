@@ -27,7 +27,11 @@ _SERVE_EXAMPLES = """examples:
   shellgate-execserver serve --listen 127.0.0.1:7000   # loopback: generated token, no TLS
   shellgate-execserver serve --listen 0.0.0.0:7000 --tls-cert host.pem --tls-key host.key \\
       --token-file /etc/shellgate/tokens
+  shellgate-execserver serve --listen 127.0.0.1:7000 --codex-listen ws://127.0.0.1:7001
   (a router then names it: [[environments]] id = "build", target = "HOST:7000")"""
+_STDIO_EXAMPLES = """examples:
+  shellgate-execserver codex-stdio --config /etc/shellgate/execserver.toml
+  # Codex's environments.toml: program = "ssh", args = ["buildhost", "shellgate-execserver", "codex-stdio"]"""
 _HASH_EXAMPLES = """examples:
   printf '%s\\n' "$TOKEN" | shellgate-execserver hash-token router-1 >> /etc/shellgate/tokens"""
 
@@ -64,7 +68,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-client-ca", dest="tls_client_ca_file",
                        help="CA verifying client certificates: turns on mTLS")
     serve.add_argument("--root", help="default cwd reported by GetInfo")
+    serve.add_argument("--codex-listen", dest="codex_listen",
+                       help="also speak Codex's exec-server protocol: ws://127.0.0.1:PORT "
+                       "(loopback, no auth) or wss://HOST:PORT (TLS + --token-file)")
     serve.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
+    stdio = sub.add_parser(
+        "codex-stdio", help="speak Codex's exec-server protocol on stdin/stdout",
+        description="One Codex exec-server session as NDJSON on stdin/stdout, for "
+        "environments.toml `program` entries (e.g. program = \"ssh\", args = "
+        "[\"buildhost\", \"shellgate-execserver\", \"codex-stdio\"]). Logs go to stderr.",
+        epilog=_STDIO_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    stdio.add_argument("--config", help="TOML configuration file (backend, limits)")
+    stdio.add_argument("--root", help="default cwd reported by environment/info")
+    stdio.add_argument("--log-level", default="WARNING", help=LOG_LEVEL_HELP)
     hash_token = sub.add_parser(
         "hash-token",
         help="print a token-file line holding a token's SHA-256 instead of the token",
@@ -120,17 +137,31 @@ async def _serve(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:  # bad settings, unreadable files, a busy port
         print(f"shellgate-execserver serve: {exc}", file=sys.stderr)
         return 2
+    codex = None
+    if args.codex_listen:
+        from shellgate.execserver.codex.runner import start_beside
+
+        try:
+            codex = await start_beside(running, config, args.codex_listen)
+        except (ValueError, OSError) as exc:
+            await running.stop(0)
+            print(f"shellgate-execserver serve: {exc}", file=sys.stderr)
+            return 2
     # Malloc thresholds and GC, once everything loaded at start is in place.
     tune_process()
     _announce_sandbox(config)
     if args.print_port:
         print(running.port, flush=True)
+        if codex is not None:
+            print(codex.port, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signo in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signo, stop.set)
     await stop.wait()
     logging.getLogger(__name__).info("shutting down")
+    if codex is not None:
+        await codex.stop()  # its sessions kill their processes before the table drains
     await running.stop(config.shutdown_grace_ms)
     return 0
 
@@ -147,6 +178,18 @@ def _announce_sandbox(config: ServerConfig) -> None:
         log.warning("shellgate-execserver %s: sandbox: %s", package_version(), local_sandbox_summary())
     else:
         log.info("shellgate-execserver %s: sandbox: %s", package_version(), local_sandbox_summary())
+
+
+async def _codex_stdio(args: argparse.Namespace) -> int:
+    from shellgate.execserver.codex.runner import run_stdio
+
+    try:
+        config = load_config(args.config, {"root": args.root}, _FLAGS)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    await run_stdio(config)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         level=level, stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.command == "codex-stdio":
+        return asyncio.run(_codex_stdio(args))
     return asyncio.run(_serve(args))
 
 

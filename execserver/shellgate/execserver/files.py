@@ -52,6 +52,11 @@ def _os_error(exc: OSError) -> ServiceError:
     return FileOperationError(text, exc.errno)
 
 
+def domain_error(exc: OSError) -> ServiceError:
+    """The domain error for an OS error (`{strerror} (os error {errno})`)."""
+    return _os_error(exc)
+
+
 @contextlib.contextmanager
 def _confined(
     confine: Confinement, path: str, field: str, *, follow_final: bool = False

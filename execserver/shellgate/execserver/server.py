@@ -74,6 +74,21 @@ async def build_backend(config: ServerConfig) -> tuple[Backend, HostInfo]:
     return LocalBackend(config.process, run_as=run_as), local_host_info(config.root)
 
 
+def table_limits(config: ServerConfig) -> TableLimits:
+    """The process table's bounds from the configuration."""
+    return TableLimits(
+        max_processes_per_caller=config.max_processes_per_caller,
+        max_processes_total=config.max_processes_total,
+        retained_bytes=config.retained_bytes,
+        exited_retention_ms=config.exited_retention_ms,
+        owner_ttl_ms=config.owner_ttl_ms,
+        idempotency_ttl_ms=config.idempotency_ttl_ms,
+        exit_drain_ms=config.exit_drain_ms,
+        exit_drain_cap_ms=config.exit_drain_cap_ms,
+        slow_consumer_stall_ms=config.slow_consumer_stall_ms,
+    )
+
+
 @dataclass
 class RunningServer:
     """A started daemon: its bound port and the pieces shutdown needs."""
@@ -90,6 +105,8 @@ class RunningServer:
     health_port: int | None = None
     # The generated local token (the default on loopback without credentials).
     local_token: LocalToken | None = None
+    # The host facts GetInfo reports (shared with the Codex-protocol listener).
+    host_info: HostInfo | None = None
 
     async def stop(self, grace_ms: int = 5_000) -> None:
         """NOT_SERVING, stop accepting, kill every process group, then stop the server."""
@@ -123,17 +140,7 @@ async def start_server(config: ServerConfig) -> RunningServer:
         tokens = (TokenEntry("local", local.token.encode()),)
     auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))
     backend, host_info = await build_backend(config)
-    limits = TableLimits(
-        max_processes_per_caller=config.max_processes_per_caller,
-        max_processes_total=config.max_processes_total,
-        retained_bytes=config.retained_bytes,
-        exited_retention_ms=config.exited_retention_ms,
-        owner_ttl_ms=config.owner_ttl_ms,
-        idempotency_ttl_ms=config.idempotency_ttl_ms,
-        exit_drain_ms=config.exit_drain_ms,
-        exit_drain_cap_ms=config.exit_drain_cap_ms,
-        slow_consumer_stall_ms=config.slow_consumer_stall_ms,
-    )
+    limits = table_limits(config)
     table = ProcessTable(backend, limits)
     servicer = ExecServicer(config, table, host_info, auth)
     config.connections.validate()
@@ -166,7 +173,8 @@ async def start_server(config: ServerConfig) -> RunningServer:
     if health_port is not None:
         log.info("exec-server health listening on port %d (plaintext, health only)", health_port)
     running = RunningServer(
-        server, port, table, servicer, health, sweeper, health_server, health_port
+        server, port, table, servicer, health, sweeper, health_server, health_port,
+        host_info=host_info,
     )
     if local is not None:
         try:

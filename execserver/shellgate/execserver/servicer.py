@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -27,6 +26,7 @@ from shellgate.execserver.follow import Awaiting, Closed, Event, Exited, Gap, fo
 from shellgate.execserver.info import HostInfo
 from shellgate.execserver.managed import ManagedProcess, ProcessState
 from shellgate.execserver.process_table import ProcessTable, StartSpec
+from shellgate.execserver.reads import read_retained
 from shellgate.execserver.start_spec import build_start_spec
 from shellgate.v1 import exec_pb2 as pb
 from shellgate.v1 import exec_pb2_grpc as pb_grpc
@@ -174,19 +174,7 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         if (max_bytes is not None and max_bytes > self._config.max_read_bytes) or max_bytes is None:
             max_bytes = self._config.max_read_bytes
         wait_ms = min(request.wait_ms, self._config.max_read_wait_ms)
-        after = request.after_seq
-        ret = proc.retention
-
-        def ready() -> bool:
-            unseen_exit = ret.exited_seq is not None and after < ret.exited_seq
-            return bool(ret.chunks_after(after)) or proc.closed or unseen_exit
-
-        if wait_ms and not ready():
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(wait_ms / 1000):
-                    while not ready():
-                        await proc.changed.wait()
-        result = ret.read(after, max_bytes)
+        result = await read_retained(proc, request.after_seq, max_bytes, wait_ms)
         reply = pb.ReadResponse(
             next_seq=result.next_seq,
             exited=proc.exited,
