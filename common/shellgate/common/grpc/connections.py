@@ -46,8 +46,10 @@ class ConnectionLimits:
     # and a client past `max_ping_strikes` is disconnected.
     min_ping_interval_ms: int = 60_000
     max_ping_strikes: int = 2
-    # Concurrent calls (HTTP/2 streams) per connection.
-    max_concurrent_streams: int = 256
+    # Concurrent calls (HTTP/2 streams) per connection. A harness multiplexes its calls on
+    # one channel, and a stream past this is refused (UNAVAILABLE), so it matches the
+    # per-peer cap; the admission limits bound the work itself.
+    max_concurrent_streams: int = 4_096
     # Open connections at once (0 = the descriptor limit minus `fd_reserve`).
     max_connections: int = 0
     fd_reserve: int = DEFAULT_FD_RESERVE
