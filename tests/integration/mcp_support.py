@@ -12,10 +12,11 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp.types as types
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
@@ -86,18 +87,27 @@ class Elicitations:
         return types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
 
 
+def bearer_http(token: str | None) -> httpx2.AsyncClient:
+    """An HTTP client sending the bearer token (when given) on every request."""
+    return create_mcp_http_client(headers={"Authorization": f"Bearer {token}"} if token else None)
+
+
 def stdio_client(args: list[str], mode: str = "auto", elicit: Elicitations | None = None) -> Client:
     """The SDK client launching `shellgate mcp ARGS` over stdio."""
     params = StdioServerParameters(command=MCP[0], args=[*MCP[1:], *args], env=router_env())
     return Client(params, mode=mode, elicitation_callback=elicit)
 
 
-def http_client(url: str, token: str | None, mode: str = "auto",
-                elicit: Elicitations | None = None) -> Client:
+@contextlib.asynccontextmanager
+async def http_client(url: str, token: str | None, mode: str = "auto",
+                      elicit: Elicitations | None = None) -> AsyncIterator[Client]:
     """The SDK client over streamable HTTP (with a bearer token when given)."""
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    transport = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
-    return Client(transport, mode=mode, elicitation_callback=elicit)
+    # The caller of streamable_http_client owns the HTTP client: closed here, even when
+    # the test cancels mid-call.
+    async with bearer_http(token) as http:
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode=mode, elicitation_callback=elicit) as client:
+            yield client
 
 
 @contextlib.contextmanager

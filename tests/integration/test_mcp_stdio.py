@@ -159,6 +159,19 @@ def test_session_end_kills_live_process(router: RouterProcess, tmp_path: Path, m
     assert wait_gone(name) == []
 
 
+def test_disconnect_mid_call_leaves_nothing(router: RouterProcess, tmp_path: Path) -> None:
+    name = marker()
+
+    async def main() -> None:
+        with anyio.move_on_after(2):
+            async with stdio_client(_args(router, tmp_path), mode="legacy") as client:
+                await client.call_tool("exec_command", {"cmd": sleeper(name), "yield_time_ms": 30000})
+                raise AssertionError("the call should still be running")
+
+    anyio.run(main)
+    assert wait_gone(name) == []
+
+
 def test_item_json_is_codex_shape(tmp_path: Path) -> None:
     # The items the front builds are the ones Execute takes (a check of the translation).
     from shellgate.client.mcp.tools import call_item

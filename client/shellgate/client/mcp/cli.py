@@ -23,6 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--http-token-file",
         help="file holding the bearer token HTTP clients must send (required off loopback)",
     )
+    parser.add_argument(
+        "--session-idle-timeout", type=float, default=1800.0, metavar="SECONDS",
+        help="with --http: end a session (and kill its processes) after this long without "
+        "requests (default 1800)",
+    )  # fmt: skip
     parser.add_argument("--print-port", action="store_true", help="with --http: print the bound port")
     parser.add_argument(
         "--router", metavar="HOST:PORT",
@@ -108,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             token=token_from_file(args.token_file) if args.token_file else None,
             http=args.http,
             http_token=token_from_file(args.http_token_file) if args.http_token_file else None,
-            print_port=args.print_port,
+            print_port=args.print_port, idle_timeout_s=args.session_idle_timeout,
             # A remote router's host has its own directories: its default cwd applies there.
             cwd=args.cwd or (os.getcwd() if embedded is not None else None),
             approval_policy=args.approval_policy,

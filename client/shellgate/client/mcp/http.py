@@ -44,10 +44,15 @@ class BearerGate:
 
 
 async def serve_http(
-    server: Server[Any], host: str, port: int, token: str | None, print_port: bool
+    server: Server[Any], host: str, port: int, token: str | None, print_port: bool,
+    idle_timeout_s: float,
 ) -> None:
     """Serve `server` at http://host:port/mcp until cancelled (SIGINT/SIGTERM)."""
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    # A dropped HTTP stream is no session end (the client may resume it): a session that
+    # nobody DELETEs ends, with its processes, after `idle_timeout_s` without requests.
+    app: ASGIApp = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, session_idle_timeout=idle_timeout_s
+    )
     if token:
         app = BearerGate(app, token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

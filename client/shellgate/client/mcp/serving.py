@@ -15,7 +15,8 @@ from shellgate.client.turn import turn_context
 
 async def _serve(
     *, target: str, tls: TlsOptions | None, token: str | None, http: str | None,
-    http_token: str | None, print_port: bool, cwd: str | None, approval_policy: str, fallback: Decision,
+    http_token: str | None, print_port: bool, idle_timeout_s: float, cwd: str | None,
+    approval_policy: str, fallback: Decision,
 ) -> None:  # fmt: skip
     async with AsyncClient(target, tls=tls, token=token) as client:
         environments = tuple(await client.list_environments())
@@ -33,7 +34,7 @@ async def _serve(
                 await server.run(read, write, server.create_initialization_options())
             return
         host, _, port = http.rpartition(":")
-        await serve_http(server, host, int(port), http_token, print_port)
+        await serve_http(server, host, int(port), http_token, print_port, idle_timeout_s)
 
 
 def serve(**kwargs: object) -> int:
