@@ -99,8 +99,9 @@ def stdio_client(args: list[str], mode: str = "auto", elicit: Elicitations | Non
 
 
 @contextlib.asynccontextmanager
-async def http_client(url: str, token: str | None, mode: str = "auto",
-                      elicit: Elicitations | None = None) -> AsyncIterator[Client]:
+async def http_client(
+    url: str, token: str | None, mode: str = "auto", elicit: Elicitations | None = None
+) -> AsyncIterator[Client]:
     """The SDK client over streamable HTTP (with a bearer token when given)."""
     # The caller of streamable_http_client owns the HTTP client: closed here, even when
     # the test cancels mid-call.
@@ -111,7 +112,9 @@ async def http_client(url: str, token: str | None, mode: str = "auto",
 
 
 @contextlib.contextmanager
-def http_server(args: list[str], timeout_s: float = 60.0) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+def http_server(
+    args: list[str], timeout_s: float = 60.0
+) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """`shellgate mcp --http 127.0.0.1:0 --print-port ARGS` as a real process; SIGTERM at exit."""
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     proc = subprocess.Popen([*MCP, "--http", "127.0.0.1:0", "--print-port", *args],

@@ -71,8 +71,11 @@ def test_commands_approvals_and_session_end(served: Served, mode: str) -> None:
                 # Approved for the session: the same command is not asked again.
                 again = text_of(await client.call_tool("exec_command", {"cmd": "echo ask-me one"}))
                 assert "ask-me one" in again and len(asks.asked) == 1
-                live = text_of(await client.call_tool("exec_command", {
-                    "cmd": sleeper(name), "yield_time_ms": 300}))
+                live = text_of(
+                    await client.call_tool(
+                        "exec_command", {"cmd": sleeper(name), "yield_time_ms": 300}
+                    )
+                )
                 assert "Process running with session ID" in live, live
                 assert pids_with(name) != []
 
@@ -90,7 +93,9 @@ def test_disconnect_mid_call_leaves_nothing(tmp_path: Path) -> None:
     async def main(url: str) -> None:
         with anyio.move_on_after(1.5):
             async with http_client(url, token, "legacy") as client:
-                await client.call_tool("exec_command", {"cmd": sleeper(name), "yield_time_ms": 2000})
+                await client.call_tool(
+                    "exec_command", {"cmd": sleeper(name), "yield_time_ms": 2000}
+                )
                 raise AssertionError("the call should still be running")
         assert pids_with(name) != []
         # The server keeps serving other sessions.

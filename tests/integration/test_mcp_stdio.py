@@ -54,8 +54,16 @@ def test_tools_commands_patch_and_policy(router: RouterProcess, tmp_path: Path) 
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert list(tools) == ["exec_command", "write_stdin", "apply_patch"]
             async with AsyncClient(f"127.0.0.1:{router.port}") as direct:
-                specs = {s.name: s.spec for s in await direct.list_tools(turn_context(
-                    cwd=str(tmp_path), approval_policy="on-request", shell_tool_type="unified_exec"))}
+                specs = {
+                    s.name: s.spec
+                    for s in await direct.list_tools(
+                        turn_context(
+                            cwd=str(tmp_path),
+                            approval_policy="on-request",
+                            shell_tool_type="unified_exec",
+                        )
+                    )
+                }
             for name in ("exec_command", "write_stdin"):
                 assert tools[name].description == specs[name]["description"]
                 assert tools[name].input_schema == specs[name]["parameters"]
@@ -64,24 +72,39 @@ def test_tools_commands_patch_and_policy(router: RouterProcess, tmp_path: Path) 
 
             short = await client.call_tool("exec_command", {"cmd": "printf 'hi %s' there"})
             assert not short.is_error
-            reference = await _execute_text(router.port, tmp_path, "exec_command",
-                                            {"cmd": "printf 'hi %s' there"})
+            reference = await _execute_text(
+                router.port, tmp_path, "exec_command", {"cmd": "printf 'hi %s' there"}
+            )
             assert stable(text_of(short)) == stable(reference)
             assert "Process exited with code 0" in text_of(short) and "hi there" in text_of(short)
 
             # A long one yields a session; write_stdin polls until it ends.
-            long = text_of(await client.call_tool("exec_command", {
-                "cmd": "read line; echo got-$line; sleep 0.3; echo done", "tty": True,
-                "yield_time_ms": 300}))
+            long = text_of(
+                await client.call_tool(
+                    "exec_command",
+                    {
+                        "cmd": "read line; echo got-$line; sleep 0.3; echo done",
+                        "tty": True,
+                        "yield_time_ms": 300,
+                    },
+                )
+            )
             assert "Process running with session ID" in long, long
             session_id = int(long.split("session ID ")[1].split()[0])
-            typed = text_of(await client.call_tool("write_stdin", {
-                "session_id": session_id, "chars": "abc\n", "yield_time_ms": 2000}))
+            typed = text_of(
+                await client.call_tool(
+                    "write_stdin",
+                    {"session_id": session_id, "chars": "abc\n", "yield_time_ms": 2000},
+                )
+            )
             for _ in range(10):
                 if "done" in typed:
                     break
-                typed += text_of(await client.call_tool("write_stdin", {
-                    "session_id": session_id, "yield_time_ms": 1000}))
+                typed += text_of(
+                    await client.call_tool(
+                        "write_stdin", {"session_id": session_id, "yield_time_ms": 1000}
+                    )
+                )
             assert "got-abc" in typed and "done" in typed, typed
 
             patch = "*** Begin Patch\n*** Add File: made.txt\n+made by mcp\n*** End Patch\n"
@@ -96,7 +119,8 @@ def test_tools_commands_patch_and_policy(router: RouterProcess, tmp_path: Path) 
             forbidden = await client.call_tool("exec_command", {"cmd": "echo forbidden-thing x"})
             assert len(asks.asked) == 1  # forbidden is never asked, never run
             assert text_of(forbidden) == await _execute_text(
-                router.port, tmp_path, "exec_command", {"cmd": "echo forbidden-thing x"})
+                router.port, tmp_path, "exec_command", {"cmd": "echo forbidden-thing x"}
+            )
             assert "forbidden-thing x\n" not in text_of(forbidden).split("Output:")[-1]
 
     anyio.run(main)
@@ -108,7 +132,8 @@ def test_bad_calls_are_tool_errors(router: RouterProcess, tmp_path: Path) -> Non
             malformed = await client.call_tool("exec_command", {"cmd": 42})
             assert malformed.is_error
             assert text_of(malformed) == await _execute_text(
-                router.port, tmp_path, "exec_command", {"cmd": 42})
+                router.port, tmp_path, "exec_command", {"cmd": 42}
+            )
             unknown = await client.call_tool("no_such_tool", {})
             assert unknown.is_error and text_of(unknown) == "unsupported call: no_such_tool"
             patch_args = await client.call_tool("apply_patch", {"patch": "x"})
@@ -150,8 +175,9 @@ def test_session_end_kills_live_process(router: RouterProcess, tmp_path: Path, m
 
     async def main() -> None:
         async with stdio_client(_args(router, tmp_path), mode=mode) as client:
-            text = text_of(await client.call_tool("exec_command", {
-                "cmd": sleeper(name), "yield_time_ms": 300}))
+            text = text_of(
+                await client.call_tool("exec_command", {"cmd": sleeper(name), "yield_time_ms": 300})
+            )
             assert "Process running with session ID" in text, text
             assert wait_gone(name, 0) != []
 
@@ -165,7 +191,9 @@ def test_disconnect_mid_call_leaves_nothing(router: RouterProcess, tmp_path: Pat
     async def main() -> None:
         with anyio.move_on_after(2):
             async with stdio_client(_args(router, tmp_path), mode="legacy") as client:
-                await client.call_tool("exec_command", {"cmd": sleeper(name), "yield_time_ms": 30000})
+                await client.call_tool(
+                    "exec_command", {"cmd": sleeper(name), "yield_time_ms": 30000}
+                )
                 raise AssertionError("the call should still be running")
 
     anyio.run(main)
@@ -179,4 +207,9 @@ def test_item_json_is_codex_shape(tmp_path: Path) -> None:
 
     spec = ToolSpec("apply_patch", json.dumps({"type": "custom", "name": "apply_patch"}), False)
     item = json.loads(call_item(spec, {"input": "P"}, "c1").raw_json)
-    assert item == {"type": "custom_tool_call", "name": "apply_patch", "input": "P", "call_id": "c1"}
+    assert item == {
+        "type": "custom_tool_call",
+        "name": "apply_patch",
+        "input": "P",
+        "call_id": "c1",
+    }

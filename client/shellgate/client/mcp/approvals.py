@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import mcp.types as types
-
 from shellgate.client.events import ApprovalKind, ApprovalRequired, Decision
 
 DECISION_FIELD = "decision"
@@ -58,7 +57,9 @@ def requested_schema(ask: ApprovalRequired) -> types.ElicitRequestedSchema:
 def elicit_request(ask: ApprovalRequired) -> types.ElicitRequest:
     """The elicitation request (the input request of the 2026 multi-round-trip form)."""
     return types.ElicitRequest(
-        params=types.ElicitRequestFormParams(message=message(ask), requested_schema=requested_schema(ask))
+        params=types.ElicitRequestFormParams(
+            message=message(ask), requested_schema=requested_schema(ask)
+        )
     )
 
 

@@ -28,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --http: end a session (and kill its processes) after this long without "
         "requests (default 1800)",
     )  # fmt: skip
-    parser.add_argument("--print-port", action="store_true", help="with --http: print the bound port")
+    parser.add_argument(
+        "--print-port", action="store_true", help="with --http: print the bound port"
+    )
     parser.add_argument(
         "--router", metavar="HOST:PORT",
         help="front this running router (default: start a private one, like `shellgate serve`)",
@@ -38,8 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-cert", help="client certificate (PEM) for mTLS to --router")
     parser.add_argument("--tls-key", help="client key (PEM) for mTLS to --router")
     parser.add_argument("--config", help="TOML configuration of the private router")
-    parser.add_argument("--rules-dir", action="append", default=[], help="private router: .rules folder")
-    parser.add_argument("--sandbox", metavar="PROFILE", help="private router: default permission profile")
+    parser.add_argument(
+        "--rules-dir", action="append", default=[], help="private router: .rules folder"
+    )
+    parser.add_argument(
+        "--sandbox", metavar="PROFILE", help="private router: default permission profile"
+    )
     parser.add_argument("--cwd", default=None, help="working directory of commands (default: here)")
     parser.add_argument(
         "--approval-policy", choices=_APPROVAL_POLICIES, default="on-request",
@@ -83,12 +89,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         import mcp  # noqa: F401
     except ImportError:
-        print("shellgate mcp: needs the `mcp` package: pip install 'shellgate[mcp]'", file=sys.stderr)
+        print(
+            "shellgate mcp: needs the `mcp` package: pip install 'shellgate[mcp]'", file=sys.stderr
+        )
         return 2
     from shellgate.client.mcp.embedded import EmbeddedRouter
     from shellgate.client.mcp.serving import serve
 
     problem = _check(args)
+    if args.log_level.upper() not in logging.getLevelNamesMapping():
+        problem = f"--log-level: not a log level (got {args.log_level!r})"
     if problem is not None:
         print(f"shellgate mcp: {problem}", file=sys.stderr)
         return 2

@@ -37,9 +37,9 @@ class EmbeddedRouter:
     def start(self) -> None:
         """Start it and wait for its port (RuntimeError with the reason when it fails)."""
         # stderr is inherited: an MCP client shows a stdio server's stderr as its log.
-        proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        proc = subprocess.Popen(
             self._args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - before any thread starts
+            preexec_fn=_die_with_parent,
         )  # fmt: skip
         self._proc = proc
         assert proc.stdout is not None

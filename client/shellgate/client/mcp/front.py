@@ -17,7 +17,6 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
-
 from shellgate.client.aio import AsyncClient
 from shellgate.client.calls import RunLoop
 from shellgate.client.errors import ClientError
@@ -143,7 +142,9 @@ class Front:
         if spec is None:
             return _text_result(f"unsupported call: {params.name}", is_error=True)
         item = call_item(spec, params.arguments, new_call_id())
-        return await self._drive(ctx, self._client.execute(item, self._settings.turn, thread), thread)
+        return await self._drive(
+            ctx, self._client.execute(item, self._settings.turn, thread), thread
+        )
 
     async def _answer(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, thread: str
@@ -177,7 +178,9 @@ class Front:
         if not _can_elicit(ctx):
             return self._settings.fallback
         answer = await ctx.session.elicit_form(
-            approvals.message(ask), approvals.requested_schema(ask), related_request_id=ctx.request_id
+            approvals.message(ask),
+            approvals.requested_schema(ask),
+            related_request_id=ctx.request_id,
         )
         return approvals.decision_from(answer.action, answer.content, approvals.choices(ask))
 
@@ -209,7 +212,11 @@ def build_server(client: AsyncClient, settings: FrontSettings) -> Server[Any]:
             await front.end_thread(front.process_thread)
 
     server: Server[Any] = Server(
-        SERVER_NAME, version=_version(), on_list_tools=front.list_tools, on_call_tool=front.call_tool, lifespan=lifespan
+        SERVER_NAME,
+        version=_version(),
+        on_list_tools=front.list_tools,
+        on_call_tool=front.call_tool,
+        lifespan=lifespan,
     )
     # The request_state of a 2026-era approval round trip is sealed: a client cannot
     # forge one that resumes another call's approval.

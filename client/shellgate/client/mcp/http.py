@@ -44,7 +44,11 @@ class BearerGate:
 
 
 async def serve_http(
-    server: Server[Any], host: str, port: int, token: str | None, print_port: bool,
+    server: Server[Any],
+    host: str,
+    port: int,
+    token: str | None,
+    print_port: bool,
     idle_timeout_s: float,
 ) -> None:
     """Serve `server` at http://host:port/mcp until cancelled (SIGINT/SIGTERM)."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import anyio
 from mcp.server.stdio import stdio_server
-
 from shellgate.client.aio import AsyncClient
 from shellgate.client.events import Decision
 from shellgate.client.mcp.front import FrontSettings, build_server
@@ -27,7 +26,9 @@ async def _serve(
             cwd=cwd, approval_policy=approval_policy, shell_tool_type="unified_exec",
         )  # fmt: skip
         specs = tuple(await client.list_tools(turn))
-        settings = FrontSettings(turn=turn, specs=specs, environments=environments, fallback=fallback)
+        settings = FrontSettings(
+            turn=turn, specs=specs, environments=environments, fallback=fallback
+        )
         server = build_server(client, settings)
         if http is None:
             async with stdio_server() as (read, write):

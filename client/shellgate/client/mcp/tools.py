@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp.types as types
-
 from shellgate.client.items import custom_tool_call_item, function_call_item
 from shellgate.client.records import EnvironmentInfo, ToolSpec
 from shellgate.v1 import common_pb2
@@ -47,7 +46,9 @@ def mcp_tool(spec: ToolSpec) -> types.Tool:
     return types.Tool(name=spec.name, description=body.get("description", ""), input_schema=schema)
 
 
-def mcp_tools(specs: Sequence[ToolSpec], environments: Sequence[EnvironmentInfo]) -> list[types.Tool]:
+def mcp_tools(
+    specs: Sequence[ToolSpec], environments: Sequence[EnvironmentInfo]
+) -> list[types.Tool]:
     """The MCP tool list: the visible specs, plus list_environments when there is a choice."""
     tools = [mcp_tool(spec) for spec in specs if not spec.hidden]
     if len(environments) > 1:
