@@ -63,6 +63,9 @@ async def serve_http(
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host.strip("[]"), port))
+    # Listening before the port is printed: a client that connects at once waits in the
+    # backlog until uvicorn accepts, instead of being refused.
+    sock.listen(128)
     if print_port:
         print(sock.getsockname()[1], flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
