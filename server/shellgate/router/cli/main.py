@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("shellgate.router.cli.eval", "conformance: JSON lines in, answers out"),
     "policy": ("shellgate.router.cli.policy", "exec-policy tools (check)"),
     "token": ("shellgate.client.token_cli", "print the local router's generated token"),
+    "mcp": ("shellgate.client.mcp.cli", "serve Codex's shell tools to MCP clients (stdio or HTTP)"),
 }
 
 # Shown at the end of each subcommand's --help: help that teaches starts from an example.
@@ -42,6 +43,11 @@ EXAMPLES: dict[str, str] = {
   shellgate policy check --rules default.rules git push --force""",
     "token": """examples:
   grpcurl -plaintext -H "authorization: Bearer $(shellgate token)" 127.0.0.1:50051 list""",
+    "mcp": """examples:
+  shellgate mcp                                   # stdio, private router, cwd = here
+  shellgate mcp --http 127.0.0.1:8765             # streamable HTTP at http://127.0.0.1:8765/mcp
+  shellgate mcp --rules-dir ~/.codex/rules        # the private router enforces these rules
+  shellgate mcp --router 127.0.0.1:50051          # front a running router (its policy, its audit)""",
 }
 
 

@@ -1,0 +1,1 @@
+"""`shellgate mcp`: Codex's shell tools served to MCP clients (optional extra `[mcp]`)."""
