@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.errors import EnvironmentNotAllowedError
@@ -38,6 +38,7 @@ from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.tally import StateLimits
 from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
 from shellgate.router.service.admission import Admission
+from shellgate.router.service.audit_log import AuditLog, FsyncPolicy
 from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.metrics import Metrics
 from shellgate.router.service.redaction import Redactor, load_values
@@ -104,6 +105,13 @@ class RouterApp:
             if config.redact_values_files
             else None
         )
+        self.audit: AuditLog | None = None
+        if config.audit_log:
+            self.audit = AuditLog(
+                config.audit_log, fsync=cast(FsyncPolicy, config.audit_fsync), max_bytes=config.audit_max_bytes,
+                keep=config.audit_keep, command_text=config.audit_command_text,
+                redact=self.redactor.json_text if self.redactor is not None else None,
+            )  # fmt: skip
         self.policy_store: PolicyStore | None = None
         if config.rules_dirs:
             self.policy_store = PolicyStore([Path(d).expanduser() for d in config.rules_dirs])
@@ -361,3 +369,6 @@ class RouterApp:
         await self.threads.aclose()
         await self.environments.aclose()
         self.cpu.shutdown(wait=False, cancel_futures=True)
+        if self.audit is not None:
+            # Last: the outcomes of the processes killed above are still recorded.
+            await asyncio.to_thread(self.audit.close)

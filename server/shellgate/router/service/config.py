@@ -164,6 +164,15 @@ class RouterConfig:
     # last result; a daemon found down fails calls fast until it answers); 0 = never.
     environment_probe_interval_ms: int = 5_000
     redact_values_files: tuple[str, ...] = ()
+    # Hash-chained audit log of every decision and outcome (docs/operations.md); empty = off.
+    audit_log: str = ""
+    # Whether audit records carry the command text (redacted); false keeps only its digest.
+    audit_command_text: bool = True
+    # fsync after every record, after each burst of records, or never (the OS decides).
+    audit_fsync: str = "batch"
+    # Rotate the audit log past this size (0 = never), keeping this many old files.
+    audit_max_bytes: int = 100 * 1024 * 1024
+    audit_keep: int = 10
     # The file this configuration was read from (empty: none); set by load_config.
     source_file: str = ""
 
@@ -312,6 +321,7 @@ ROUTER_TABLE = model_of(
         "listen": ListenAddress,
         "health_listen": OptionalListenAddress,
         "metrics_listen": OptionalListenAddress,
+        "audit_fsync": Literal["always", "batch", "never"],
         "client_environments": dict[str, list[str]],
         "environments": list[model_of(RemoteConfig, aliases={"environment_id": "id"})],  # type: ignore[misc]
         "discovery": list[model_of(DnsDiscoveryConfig, types={"port": Port})],  # type: ignore[misc]

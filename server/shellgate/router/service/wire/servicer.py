@@ -194,6 +194,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 policy_store=self._app.policy_store,
                 instance_id=self._app.instance_id,
                 rng=self._rng,
+                audit=self._app.audit,
+                caller_subject=caller.subject,
             )
             events: AsyncIterator[ExecuteEvent]
             if which == "resume":
