@@ -17,6 +17,7 @@ from shellgate.common.cli_options import (
 )
 from shellgate.common.config_schema import ConfigError, log_level
 from shellgate.common.held_env import scrub_and_reexec, take_held
+from shellgate.common.log_setup import LOG_FORMAT_HELP, LOG_FORMATS, configure_logging
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.sandbox import local_sandbox_summary, sandbox_unavailable_reason
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="CA verifying client certificates: turns on mTLS")
     serve.add_argument("--root", help="default cwd reported by GetInfo")
     serve.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
+    serve.add_argument("--log-format", choices=LOG_FORMATS, default="text", help=LOG_FORMAT_HELP)
     hash_token = sub.add_parser(
         "hash-token",
         help="print a token-file line holding a token's SHA-256 instead of the token",
@@ -166,10 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     take_held()
     # This process runs commands: their escapes die with them.
     enable_escape_reaping()
-    logging.basicConfig(
-        level=level, stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(level, args.log_format, "execserver")
     return asyncio.run(_serve(args))
 
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from shellgate.execserver.confine import Confinement
 from shellgate.execserver.follow import Awaiting, Closed, Event, Exited, Gap, follow
 from shellgate.execserver.info import HostInfo
 from shellgate.execserver.managed import ManagedProcess, ProcessState
+from shellgate.execserver.metrics import ExecServerMetrics
 from shellgate.execserver.process_table import ProcessTable, StartSpec
 from shellgate.execserver.start_spec import build_start_spec
 from shellgate.v1 import exec_pb2 as pb
@@ -88,6 +90,9 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
     ) -> None:
         self._config = config
         self._table = table
+        self.metrics = ExecServerMetrics(table.running)
+        # The boundary (shellgate.common.boundary) counts every error status here.
+        self.on_rpc_error = self.metrics.rpc_rejected
         self._host = host
         self._auth = auth
         # Cleanup that must survive the cancellation of the RPC that triggered it (owned
@@ -121,9 +126,11 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
     ) -> AsyncIterator[pb.StartResponse | bytes]:
         """Spawn and stream started, output, exited, closed (events as wire bytes)."""
         spec = self._spec(request, self._caller(context))
+        metrics, began = self.metrics, time.monotonic()
         try:
             proc, reused = await self._table.start(spec)
         except SpawnError as exc:
+            metrics.spawns.labels("spawn_failed").inc()
             failed = pb.SpawnFailed(errno=exc.errno or 0, message=exc.message)
             yield pb.StartResponse(event=pb.ProcessEvent(spawn_failed=failed))
             return
@@ -135,10 +142,19 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
             sandboxed=proc.sandboxed,
             reused=reused,
         )
+        metrics.spawns.labels("reused" if reused else "started").inc()
+        if not reused:
+            metrics.spawn_seconds.observe(time.monotonic() - began)
         completed = False
+        first_byte = False
         try:
             yield pb.StartResponse(event=pb.ProcessEvent(started=started))
             async for event in follow(proc, 0, pacer=pacer):
+                if type(event) is SeqChunk and event.data:
+                    if not first_byte:
+                        first_byte = True
+                        metrics.first_byte_seconds.observe(time.monotonic() - began)
+                    metrics.output_bytes.inc(len(event.data))
                 yield _wire_event(event)
             completed = True
         finally:

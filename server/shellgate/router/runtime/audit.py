@@ -22,6 +22,7 @@ __all__ = [
     "AuditCall",
     "AuditNotes",
     "AuditSink",
+    "AuditTee",
     "AuditTrail",
     "decision_record",
     "outcome_record",
@@ -38,6 +39,18 @@ class AuditSink(Protocol):
     def record(self, entry: dict[str, Any]) -> None:
         """Queue one record (a JSON-able dict without time, sequence or chain fields)."""
         ...
+
+
+class AuditTee:
+    """Hands every record to several sinks (the audit file, the decision metrics)."""
+
+    def __init__(self, *sinks: AuditSink) -> None:
+        self.sinks = sinks
+
+    def record(self, entry: dict[str, Any]) -> None:
+        """Give `entry` to every sink."""
+        for sink in self.sinks:
+            sink.record(entry)
 
 
 @dataclass

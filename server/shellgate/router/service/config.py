@@ -152,6 +152,11 @@ class RouterConfig:
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     policy: PolicyOptions = field(default_factory=PolicyOptions)
     metrics_listen: str = ""
+    # The metrics listener's own protection (docs/operations.md): a bearer-token file (first
+    # line) and/or TLS; a non-loopback metrics_listen needs one of them.
+    metrics_token_file: str = ""
+    metrics_tls_cert_file: str = ""
+    metrics_tls_key_file: str = ""
     # Shared thread state across router replicas; empty = in this process's memory.
     redis_url: str = ""
     # A file holding the whole Redis URL (password included), e.g. a mounted Kubernetes
@@ -193,6 +198,7 @@ class RouterConfig:
     def secret_files(self) -> tuple[str, ...]:
         """Files that hold the router's credentials, masked inside every sandbox."""
         files = [self.source_file, self.token_file, self.tls_key_file, self.redis_url_file]
+        files += [self.metrics_token_file, self.metrics_tls_key_file, self.audit_log]
         files += self.redact_values_files
         for env in self.environments:
             files += [env.token_file, env.tls_key_file]
