@@ -98,9 +98,7 @@ def test_every_documented_metric_moves(tmp_path: Path) -> None:
             snaps: list[dict[str, float]] = []
 
             def snap() -> None:
-                snaps.append(
-                    scrape(router_metrics, "scrape-4c1f0a9e") | scrape(daemon_metrics)
-                )
+                snaps.append(scrape(router_metrics, "scrape-4c1f0a9e") | scrape(daemon_metrics))
 
             with pytest.raises(urllib.error.HTTPError, match="401"):
                 scrape(router_metrics)
