@@ -21,6 +21,7 @@ from shellgate.common.log_setup import LOG_FORMAT_HELP, LOG_FORMATS, configure_l
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.sandbox import local_sandbox_summary, sandbox_unavailable_reason
+from shellgate.common.tracing import configure_tracing
 from shellgate.execserver.config import ServerConfig, load_config
 from shellgate.execserver.server import start_server
 
@@ -117,6 +118,12 @@ async def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
+    if config.otel_endpoint:
+        try:
+            configure_tracing("shellgate-execserver", config.otel_endpoint)
+        except ValueError as exc:
+            print(f"shellgate-execserver serve: {exc}", file=sys.stderr)
+            return 2
     try:
         running = await start_server(config)
     except (ValueError, OSError) as exc:  # bad settings, unreadable files, a busy port

@@ -64,6 +64,8 @@ class ServerConfig:
     metrics_token_file: str = ""
     metrics_tls_cert_file: str = ""
     metrics_tls_key_file: str = ""
+    # OTLP/gRPC collector for OpenTelemetry traces (`shellgate[otel]`); empty = no tracing.
+    otel_endpoint: str = ""
     tls_cert_file: str = ""
     tls_key_file: str = ""
     # Client CA for mTLS; when set, clients must present a certificate it signed.

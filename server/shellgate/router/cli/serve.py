@@ -17,6 +17,7 @@ from shellgate.common.log_setup import LOG_FORMAT_HELP, LOG_FORMATS, configure_l
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.tasks import TaskSet
+from shellgate.common.tracing import configure_tracing
 from shellgate.router.cli.banner import PROFILES, banner_lines, sandbox_refusal
 from shellgate.router.cli.detach import detach
 from shellgate.router.policy import RulesLoadError
@@ -86,6 +87,12 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     if refusal is not None:
         print(f"shellgate serve: {refusal}", file=sys.stderr)
         return 2
+    if config.otel_endpoint:
+        try:
+            configure_tracing("shellgate-router", config.otel_endpoint)
+        except ValueError as exc:
+            print(f"shellgate serve: {exc}", file=sys.stderr)
+            return 2
     try:
         # Commands may still see the held variables, but only through a policy that sets
         # ignore_default_excludes: they are in parent_env, never in os.environ.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
+from shellgate.common.tracing import span
 from shellgate.router.envelope import ExecutionEnvelope
 from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile
 from shellgate.router.policy.model import PrefixRuleMatch
@@ -214,7 +215,8 @@ async def orchestrate(
     # 1) Approval: a resumed element applies the user's answer; a new one meets its gate.
     match answer:
         case None:
-            gate = await runtime.approval(approved_for_session)
+            with span("shellgate.policy"):
+                gate = await runtime.approval(approved_for_session)
             match gate:
                 case Refuse(answer=refused):
                     forbidden = refused.termination is Termination.FORBIDDEN
@@ -262,7 +264,8 @@ async def orchestrate(
             sandbox = NO_SANDBOX
     trail.notes.sandbox = sandbox_name(sandbox)
     try:
-        result = await runtime.run(sandbox)
+        with span("shellgate.run", {"sandbox": trail.notes.sandbox, "tool": request.tool}):
+            result = await runtime.run(sandbox)
     except EnvironmentUnavailableError as exc:
         unavailable = request.unavailable(exc)
         trail.ended(unavailable)

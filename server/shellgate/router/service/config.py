@@ -178,6 +178,8 @@ class RouterConfig:
     # Rotate the audit log past this size (0 = never), keeping this many old files.
     audit_max_bytes: int = 100 * 1024 * 1024
     audit_keep: int = 10
+    # OTLP/gRPC collector for OpenTelemetry traces (`shellgate[otel]`); empty = no tracing.
+    otel_endpoint: str = ""
     # The file this configuration was read from (empty: none); set by load_config.
     source_file: str = ""
 

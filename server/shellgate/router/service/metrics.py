@@ -23,10 +23,17 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
-from shellgate.router.runtime.events import ExecuteEvent, OutputEvent, StartedEvent
+from shellgate.common.tracing import set_attributes, span_event
+from shellgate.router.runtime.events import (
+    ApprovalRequiredEvent,
+    CompletedEvent,
+    ExecuteEvent,
+    OutputEvent,
+    StartedEvent,
+)
 from shellgate.router.runtime.store.monitor import StoreMonitor
 
-__all__ = ["KNOWN_TOOLS", "CallClock", "Metrics"]
+__all__ = ["KNOWN_TOOLS", "CallClock", "Metrics", "trace_event"]
 
 # `*_created` series double the output and no alert uses them (process-wide switch).
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -48,6 +55,25 @@ class CallClock:
         self.started = time.monotonic()
         self.spawned = False
         self.first_byte = False
+
+
+def trace_event(trace: Any, clock: CallClock, event: ExecuteEvent) -> None:
+    """The call span's events: each process start, the first output byte, the end.
+
+    Called before `Metrics.observe_event` marks the clock's first byte.
+    """
+    if trace is None:
+        return
+    if isinstance(event, StartedEvent):
+        span_event(trace, "spawned", {"environment": event.environment_id,
+                                      "sandboxed": event.sandboxed})  # fmt: skip
+    elif isinstance(event, OutputEvent) and event.data and not clock.first_byte:
+        span_event(trace, "first_byte")
+    elif isinstance(event, ApprovalRequiredEvent):
+        span_event(trace, "approval_required", {"kind": event.kind.value})
+    elif isinstance(event, CompletedEvent):
+        set_attributes(trace, {"outcome": event.termination.value})
+        span_event(trace, "exited", {"outcome": event.termination.value})
 
 
 class _StateCollector(Collector):

@@ -13,6 +13,7 @@ import grpc
 from shellgate.common.boundary import streaming, unary
 from shellgate.common.errors import InvalidArgumentError
 from shellgate.common.log_setup import tag_log
+from shellgate.common.tracing import set_attributes, span
 from shellgate.router.decode.tool_call import PayloadKind, ToolCall, ToolName
 from shellgate.router.decode.tools import list_tools
 from shellgate.router.pipeline import HostContext, RouterTurn, project
@@ -32,7 +33,7 @@ from shellgate.router.runtime.events import (
 from shellgate.router.runtime.execute import execute_call, resume_call
 from shellgate.router.runtime.threads import ThreadState, owned_thread_key
 from shellgate.router.service.app import VERSION, Caller, RouterApp
-from shellgate.router.service.metrics import CallClock
+from shellgate.router.service.metrics import CallClock, trace_event
 from shellgate.router.service.wire.events import DECISIONS, event_pb, status_pb
 from shellgate.router.service.wire.projection import fill_projection
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
@@ -128,6 +129,12 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
     async def _project(
         self, request: Any, caller: Caller, thread: ThreadState | None
     ) -> tuple[ProjectedCall, Any]:
+        with span("shellgate.project"):
+            return await self._project_traced(request, caller, thread)
+
+    async def _project_traced(
+        self, request: Any, caller: Caller, thread: ThreadState | None
+    ) -> tuple[ProjectedCall, Any]:
         turn = await self._app.turn(request.thread_id, request.turn, caller)
         item = item_of(request.item, self._app.config.limits.max_item_bytes)
         host = self._host(thread)
@@ -188,6 +195,14 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.ExecuteRequest, context: Ctx
     ) -> AsyncIterator[router_pb2.ExecuteResponse | bytes]:
         """The whole pipeline for one item, or the continuation of a parked call."""
+        # The trace context a caller sent (W3C traceparent) is the parent of the call's span.
+        with span("shellgate.execute", metadata=context.invocation_metadata()) as trace:
+            async for reply in self._execute(request, context, trace):
+                yield reply
+
+    async def _execute(
+        self, request: router_pb2.ExecuteRequest, context: Ctx, trace: Any
+    ) -> AsyncIterator[router_pb2.ExecuteResponse | bytes]:
         caller = self._caller(context)
         async with self._app.execute_admission.slot(caller.subject):
             which = request.WhichOneof("input")
@@ -233,7 +248,9 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             tool, environment = _labels(projected if which == "item" else None)
             metrics = self._app.metrics
             clock = CallClock(metrics.tool(tool))
+            set_attributes(trace, {"tool": clock.tool, "environment": environment or ""})
             async for event in events:
+                trace_event(trace, clock, event)
                 metrics.observe_event(clock, event)
                 if isinstance(event, CompletedEvent):
                     self._app.metrics.call_completed(
