@@ -150,3 +150,11 @@ def test_every_documented_metric_moves(tmp_path: Path) -> None:
         if not any(s.get(name, 0.0) != first.get(name, 0.0) for s in snaps[1:]):
             not_moved.append(name)
     assert not not_moved, (not_moved, snaps)
+
+
+def test_alert_rules_and_dashboard_use_only_documented_metrics() -> None:
+    known = set(documented())
+    for path in ("deploy/prometheus/alerts.yaml", "deploy/grafana/shellgate-dashboard.json"):
+        used = set(re.findall(r"\b(shellgate_[a-z_]+)", (REPO_ROOT / path).read_text()))
+        used = {name.removesuffix("_bucket") for name in used}
+        assert used and used <= known, (path, used - known)
