@@ -121,3 +121,34 @@ def test_no_planted_secret_in_any_log_line_or_audit_record(tmp_path: Path) -> No
     failed = [r for r in records if r["message"].startswith("rules reload failed")]
     assert failed and failed[0]["level"] == "ERROR" and "broken.rules:" in failed[0]["message"]
     assert all(r["component"] == "router" for r in records)
+
+
+def test_execserver_logs_json_without_its_tokens(tmp_path: Path) -> None:
+    from shellgate.v1 import exec_pb2, exec_pb2_grpc
+
+    from tests.execserver_harness import daemon_subprocess, start_request
+
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"router {TOKEN}\n")
+    args = ["--token-file", str(tokens), "--log-format", "json", "--log-level", "DEBUG"]
+    with daemon_subprocess(args) as daemon:
+        with grpc.insecure_channel(daemon.target) as channel:
+            stub = exec_pb2_grpc.ExecServiceStub(channel)
+            good = [("authorization", f"Bearer {TOKEN}")]
+            replies = list(
+                stub.Start(start_request(["/bin/echo", "hi"]), timeout=30, metadata=good)
+            )
+            assert replies[0].event.WhichOneof("event") == "started"
+            with pytest.raises(grpc.RpcError):
+                stub.Read(exec_pb2.ReadRequest(process_id="x"), timeout=10,
+                          metadata=[("authorization", f"Bearer {WRONG_TOKEN}")])  # fmt: skip
+        daemon.proc.terminate()
+        assert daemon.proc.stderr is not None
+        _, err = daemon.proc.communicate(timeout=20)
+    text = err.decode()
+    assert TOKEN not in text and WRONG_TOKEN not in text
+    records = [json.loads(line) for line in text.splitlines()]
+    assert any(r["message"].startswith("exec-server listening on") for r in records), text
+    assert {r["component"] for r in records} == {"execserver"}
+    assert all(r["level"] in ("DEBUG", "INFO", "WARNING", "ERROR") and r["time"].endswith("Z")
+               for r in records)  # fmt: skip
