@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,8 @@ def test_one_record_per_decision_and_outcome(tmp_path: Path) -> None:
     assert forbid["segments"] == [["rm", "-rf", "keep"]]
     assert forbid["matched_rules"][0]["matchedPrefix"] == ["rm"]
     assert len(forbid["command_digest"]) == 64 and forbid["environment"]["id"] == "local"
+    assert forbid["environment"]["host"] == socket.gethostname()
+    assert forbid["environment"]["shell"] == "/bin/bash"
     approved = by_call["asked", "decision", "approved"]
     assert approved["approval"] == {"source": "caller", "who": "alice"}
     assert approved["for_session"] is True

@@ -8,6 +8,7 @@ sink may drop or redact) and the facts of the decision and the end.
 
 from __future__ import annotations
 
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -25,6 +26,7 @@ __all__ = [
     "AuditTee",
     "AuditTrail",
     "decision_record",
+    "environment_host",
     "outcome_record",
     "sandbox_name",
 ]
@@ -77,10 +79,17 @@ class AuditCall:
     element_index: int
 
 
-def _element_fields(subject: ApprovalSubject, digest: str) -> dict[str, Any]:
+def environment_host(environment: Any) -> str:
+    """Where an environment runs: a remote daemon's target, else this host's name."""
+    target = getattr(getattr(environment, "config", None), "target", None)
+    return str(target) if target else socket.gethostname()
+
+
+def _element_fields(subject: ApprovalSubject, digest: str, host: str) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "environment": {
             "id": subject.environment_id,
+            "host": host,
             "shell": subject.argv[0] if subject.argv else "",
         },
         "cwd": subject.cwd,
@@ -112,11 +121,11 @@ def _base(call: AuditCall, kind: str) -> dict[str, Any]:
 
 
 def decision_record(
-    call: AuditCall, subject: ApprovalSubject, digest: str, notes: AuditNotes
+    call: AuditCall, subject: ApprovalSubject, digest: str, notes: AuditNotes, host: str = ""
 ) -> dict[str, Any]:
     """The record of what was decided about one element, and by whom."""
     entry = _base(call, "decision")
-    entry.update(_element_fields(subject, digest))
+    entry.update(_element_fields(subject, digest, host))
     entry["decision"] = notes.decision
     entry["reason"] = notes.reason
     approval: dict[str, Any] = {"source": notes.source}
@@ -170,9 +179,15 @@ class AuditTrail:
     """One element's audit: writes its decision when made and its outcome when it ends."""
 
     def __init__(
-        self, sink: AuditSink | None, call: AuditCall, subject: ApprovalSubject, digest: str
+        self,
+        sink: AuditSink | None,
+        call: AuditCall,
+        subject: ApprovalSubject,
+        digest: str,
+        host: str = "",
     ) -> None:
         self.sink = sink
+        self.host = host
         self.call = call
         self.subject = subject
         self.digest = digest
@@ -194,7 +209,8 @@ class AuditTrail:
         )  # fmt: skip
         notes.extra = extra
         if self.sink is not None:
-            self.sink.record(decision_record(self.call, self.subject, self.digest, notes))
+            record = decision_record(self.call, self.subject, self.digest, notes, self.host)
+            self.sink.record(record)
 
     def ended(self, result: Finished | Aborted, **extra: Any) -> None:
         """Record how the element (or one attempt of it) ended."""

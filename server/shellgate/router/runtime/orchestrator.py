@@ -13,12 +13,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from shellgate.common.errors import EnvironmentNotFoundError
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.common.tracing import span
 from shellgate.router.envelope import ExecutionEnvelope
 from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile
 from shellgate.router.policy.model import PrefixRuleMatch
-from shellgate.router.runtime.audit import AuditCall, AuditTrail, sandbox_name
+from shellgate.router.runtime.audit import AuditCall, AuditTrail, environment_host, sandbox_name
 from shellgate.router.runtime.call_state import (
     Aborted,
     Answer,
@@ -297,7 +298,12 @@ def _trail(runtime: ToolRuntime, request: RuntimeRequest) -> AuditTrail:
     )  # fmt: skip
     if sink is None:
         return AuditTrail(None, call, ApprovalSubject((), "", "", None), "")
-    return AuditTrail(sink, call, runtime.approval_subject(), runtime.approval_key().digest())
+    subject = runtime.approval_subject()
+    try:
+        host = environment_host(request.ctx.environments.get(subject.environment_id))
+    except EnvironmentNotFoundError:
+        host = ""
+    return AuditTrail(sink, call, subject, runtime.approval_key().digest(), host)
 
 
 def _allow_source(runtime: ToolRuntime) -> str:
