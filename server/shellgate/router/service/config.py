@@ -178,6 +178,8 @@ class RouterConfig:
     # Rotate the audit log past this size (0 = never), keeping this many old files.
     audit_max_bytes: int = 100 * 1024 * 1024
     audit_keep: int = 10
+    # The level of the one-line summary logged per completed call: "info" or "debug".
+    call_log_level: str = "info"
     # OTLP/gRPC collector for OpenTelemetry traces (`shellgate[otel]`); empty = no tracing.
     otel_endpoint: str = ""
     # The file this configuration was read from (empty: none); set by load_config.
@@ -330,6 +332,7 @@ ROUTER_TABLE = model_of(
         "health_listen": OptionalListenAddress,
         "metrics_listen": OptionalListenAddress,
         "audit_fsync": Literal["always", "batch", "never"],
+        "call_log_level": Literal["info", "debug"],
         "client_environments": dict[str, list[str]],
         "environments": list[model_of(RemoteConfig, aliases={"environment_id": "id"})],  # type: ignore[misc]
         "discovery": list[model_of(DnsDiscoveryConfig, types={"port": Port})],  # type: ignore[misc]

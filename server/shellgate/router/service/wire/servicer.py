@@ -99,6 +99,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self._app = app
         # The boundary (shellgate.common.boundary) counts every error status here.
         self.on_rpc_error = app.metrics.rpc_rejected
+        self._call_log_level = logging.getLevelName(app.config.call_log_level.upper())
         # One generator for every call's chunk ids: seeding one per call reads the OS
         # entropy pool each time (calls all run on the event loop, so sharing is safe).
         self._rng = random.Random()
@@ -256,7 +257,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                     self._app.metrics.call_completed(
                         tool, event.termination.value, environment, event.wall_time_ms
                     )
-                    log.info(
+                    log.log(
+                        self._call_log_level,
                         "call completed: tool=%s environment=%s outcome=%s exit=%s wall_ms=%d",
                         tool or "-", environment or "-", event.termination.value,
                         event.exit_code, event.wall_time_ms,
