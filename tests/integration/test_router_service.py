@@ -403,7 +403,8 @@ def test_metrics_endpoint_counts_calls_with_bounded_labels(tmp_path: Path) -> No
     text = body.decode()
     assert text.startswith("HTTP/1.1 200 OK")
     assert (
-        'shellgate_calls_total{tool="exec_command",outcome="exited",environment="local"} 1' in text
+        'shellgate_calls_total{environment="local",outcome="exited",tool="exec_command"} 1.0'
+        in text
     )
     assert "metrics-label-probe" not in text and "m1" not in text
 

@@ -41,6 +41,9 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
         parser = _subparsers(build_parser(name))[name]
         if name == "policy":
             found["shellgate policy check"] = _subparsers(parser)["check"]
+        elif name == "audit":
+            for sub, sub_parser in _subparsers(parser).items():
+                found[f"shellgate audit {sub}"] = sub_parser
         else:
             found[f"shellgate {name}"] = parser
     for name, parser in _subparsers(execserver_cli.build_parser()).items():

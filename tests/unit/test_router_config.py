@@ -117,3 +117,15 @@ def test_a_limit_without_room_is_refused(key: str) -> None:
     with pytest.raises(ConfigError, match=f"limits.{key}: must be >= 1 \\(got 0\\)"):
         parse_config({"limits": {key: 0}})
     assert parse_config({"limits": {"max_concurrent_executes_per_subject": 0}})
+
+
+def test_observability_keys_are_checked() -> None:
+    config = parse_config(
+        {"audit_log": "/var/log/a.log", "audit_fsync": "always", "call_log_level": "debug"}
+    )
+    assert (config.audit_log, config.audit_fsync, config.call_log_level) == (
+        "/var/log/a.log", "always", "debug",
+    )  # fmt: skip
+    for key, bad in (("audit_fsync", "sometimes"), ("call_log_level", "loud")):
+        with pytest.raises(ConfigError, match=key):
+            parse_config({key: bad})

@@ -17,11 +17,19 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-async def _abort_for(exc: BaseException, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+async def _abort_for(
+    exc: BaseException, context: grpc.aio.ServicerContext[Any, Any], servicer: Any
+) -> None:
+    # A servicer may count error statuses (metrics): `on_rpc_error(code_name)`.
+    observe: Callable[[str], None] | None = getattr(servicer, "on_rpc_error", None)
     if isinstance(exc, ServiceError):
         # The reason and errno ride in the grpc-status-details-bin trailer (ErrorInfo).
         status = status_for(exc)
+        if observe is not None:
+            observe(status.code.name)
         await context.abort(status.code, status.details, status.trailing_metadata)
+    if observe is not None:
+        observe(grpc.StatusCode.INTERNAL.name)
     incident = uuid.uuid4().hex[:12]
     # The exception goes to our log only; callers get the incident id, never the text.
     log.error("internal error, incident %s", incident, exc_info=exc)
@@ -40,7 +48,7 @@ def unary(
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception as exc:
-            await _abort_for(exc, context)
+            await _abort_for(exc, context, self)
             raise  # unreachable: abort raises
 
     return wrapper
@@ -59,7 +67,7 @@ def streaming(
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception as exc:
-            await _abort_for(exc, context)
+            await _abort_for(exc, context, self)
             raise
 
     return wrapper

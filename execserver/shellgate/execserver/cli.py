@@ -17,9 +17,11 @@ from shellgate.common.cli_options import (
 )
 from shellgate.common.config_schema import ConfigError, log_level
 from shellgate.common.held_env import scrub_and_reexec, take_held
+from shellgate.common.log_setup import LOG_FORMAT_HELP, LOG_FORMATS, configure_logging
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.sandbox import local_sandbox_summary, sandbox_unavailable_reason
+from shellgate.common.tracing import configure_tracing
 from shellgate.execserver.config import ServerConfig, load_config
 from shellgate.execserver.server import start_server
 
@@ -72,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also speak Codex's exec-server protocol: ws://127.0.0.1:PORT "
                        "(loopback, no auth) or wss://HOST:PORT (TLS + --token-file)")
     serve.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
+    serve.add_argument("--log-format", choices=LOG_FORMATS, default="text", help=LOG_FORMAT_HELP)
     stdio = sub.add_parser(
         "codex-stdio", help="speak Codex's exec-server protocol on stdin/stdout",
         description="One Codex exec-server session as NDJSON on stdin/stdout, for "
@@ -132,6 +135,12 @@ async def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
+    if config.otel_endpoint:
+        try:
+            configure_tracing("shellgate-execserver", config.otel_endpoint)
+        except ValueError as exc:
+            print(f"shellgate-execserver serve: {exc}", file=sys.stderr)
+            return 2
     try:
         running = await start_server(config)
     except (ValueError, OSError) as exc:  # bad settings, unreadable files, a busy port
@@ -209,10 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     take_held()
     # This process runs commands: their escapes die with them.
     enable_escape_reaping()
-    logging.basicConfig(
-        level=level, stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(level, getattr(args, "log_format", "text"), "execserver")
     if args.command == "codex-stdio":
         return asyncio.run(_codex_stdio(args))
     return asyncio.run(_serve(args))

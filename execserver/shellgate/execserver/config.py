@@ -58,6 +58,14 @@ class ServerConfig:
     # allowed without TLS or `insecure` (unlike `listen`): it exposes nothing but
     # SERVING / NOT_SERVING, no ExecService and no reflection.
     health_listen: str = ""
+    # GET /metrics (Prometheus) on its own listener; empty = off. A non-loopback address
+    # needs metrics_token_file (bearer token, first line) or metrics TLS (not `insecure`).
+    metrics_listen: str = ""
+    metrics_token_file: str = ""
+    metrics_tls_cert_file: str = ""
+    metrics_tls_key_file: str = ""
+    # OTLP/gRPC collector for OpenTelemetry traces (`shellgate[otel]`); empty = no tracing.
+    otel_endpoint: str = ""
     tls_cert_file: str = ""
     tls_key_file: str = ""
     # Client CA for mTLS; when set, clients must present a certificate it signed.
@@ -120,7 +128,10 @@ class ServerConfig:
 
     def secret_files(self) -> tuple[str, ...]:
         """Files that hold the daemon's credentials, masked inside every sandbox."""
-        files = (self.source_file, self.token_file, self.tls_key_file, self.ssh.key_file)
+        files = (
+            self.source_file, self.token_file, self.tls_key_file, self.ssh.key_file,
+            self.metrics_token_file, self.metrics_tls_key_file,
+        )  # fmt: skip
         return tuple(dict.fromkeys(f for f in files if f))
 
 
@@ -132,6 +143,7 @@ SERVER_TABLE = model_of(
         "backend": Literal["local", "ssh"],
         "listen": ListenAddress,
         "health_listen": OptionalListenAddress,
+        "metrics_listen": OptionalListenAddress,
         "connections": CONNECTIONS_TABLE,
         "ssh": model_of(
             SshConfig,

@@ -67,6 +67,10 @@ class ProcessTable:
         self._disposing = TaskSet(log)
         self._draining = False
 
+    def running(self) -> int:
+        """Processes that have not exited yet (the metrics gauge)."""
+        return sum(not p.exited for p in list(self._procs.values()))
+
     def _count(self, caller: str) -> int:
         return self._by_caller.get(caller, 0) + self._pending_by_caller.get(caller, 0)
 

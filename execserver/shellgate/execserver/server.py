@@ -27,6 +27,11 @@ from shellgate.common.grpc.output_encoding import add_with_pre_encoded
 from shellgate.common.grpc.reflection import enable_reflection
 from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
 from shellgate.common.local_token import LocalToken
+from shellgate.common.metrics_http import (
+    MetricsEndpoint,
+    check_metrics_listen,
+    start_metrics_server,
+)
 from shellgate.common.process.base import Backend
 from shellgate.common.process.local import LocalBackend
 from shellgate.common.process.run_as import RunAs
@@ -107,6 +112,9 @@ class RunningServer:
     local_token: LocalToken | None = None
     # The host facts GetInfo reports (shared with the Codex-protocol listener).
     host_info: HostInfo | None = None
+    # GET /metrics (metrics_listen), when configured, and its bound port.
+    metrics_server: asyncio.Server | None = None
+    metrics_port: int | None = None
 
     async def stop(self, grace_ms: int = 5_000) -> None:
         """NOT_SERVING, stop accepting, kill every process group, then stop the server."""
@@ -119,6 +127,9 @@ class RunningServer:
         # The health port goes last, so probes see NOT_SERVING for the whole shutdown.
         if self.health_server is not None:
             await self.health_server.stop(0)
+        if self.metrics_server is not None:
+            self.metrics_server.close()
+            await self.metrics_server.wait_closed()
         if self.local_token is not None:
             self.local_token.withdraw()
 
@@ -133,6 +144,13 @@ async def start_server(config: ServerConfig) -> RunningServer:
     if not is_loopback_host(host) and creds is None and not config.insecure:
         raise ValueError(f"refusing to listen on non-loopback {host} without TLS or --insecure")
     check_health_listen(config.health_listen, config.listen)
+    endpoint = MetricsEndpoint(
+        config.metrics_listen, config.metrics_token_file, config.metrics_tls_cert_file,
+        config.metrics_tls_key_file,
+    )  # fmt: skip
+    refused = check_metrics_listen(endpoint)
+    if refused is not None:
+        raise ValueError(refused)
     tokens = load_tokens(config.token_file) if config.token_file else ()
     local = None
     if config.wants_local_token():
@@ -176,6 +194,10 @@ async def start_server(config: ServerConfig) -> RunningServer:
         server, port, table, servicer, health, sweeper, health_server, health_port,
         host_info=host_info,
     )
+    if endpoint.listen:
+        running.metrics_server = await start_metrics_server(endpoint, servicer.metrics.render)
+        running.metrics_port = running.metrics_server.sockets[0].getsockname()[1]
+        log.info("exec-server metrics listening on port %d", running.metrics_port)
     if local is not None:
         try:
             path = local.publish(port)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,12 +20,14 @@ from shellgate.common.errors import (
 from shellgate.common.grpc import output_encoding as wire
 from shellgate.common.process.retention import SeqChunk
 from shellgate.common.tasks import TaskSet
+from shellgate.common.tracing import span, span_event
 from shellgate.execserver import convert, files, validate
 from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.confine import Confinement
 from shellgate.execserver.follow import Awaiting, Closed, Event, Exited, Gap, follow
 from shellgate.execserver.info import HostInfo
 from shellgate.execserver.managed import ManagedProcess, ProcessState
+from shellgate.execserver.metrics import ExecServerMetrics
 from shellgate.execserver.process_table import ProcessTable, StartSpec
 from shellgate.execserver.reads import read_retained
 from shellgate.execserver.start_spec import build_start_spec
@@ -88,6 +91,9 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
     ) -> None:
         self._config = config
         self._table = table
+        self.metrics = ExecServerMetrics(table.running)
+        # The boundary (shellgate.common.boundary) counts every error status here.
+        self.on_rpc_error = self.metrics.rpc_rejected
         self._host = host
         self._auth = auth
         # Cleanup that must survive the cancellation of the RPC that triggered it (owned
@@ -120,10 +126,21 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         self, request: pb.StartRequest, context: Ctx
     ) -> AsyncIterator[pb.StartResponse | bytes]:
         """Spawn and stream started, output, exited, closed (events as wire bytes)."""
+        # A child of the router's span when its trace context came in the metadata.
+        with span("shellgate.execserver.start", metadata=context.invocation_metadata()) as trace:
+            async for reply in self._start(request, context, trace):
+                yield reply
+
+    async def _start(
+        self, request: pb.StartRequest, context: Ctx, trace: Any
+    ) -> AsyncIterator[pb.StartResponse | bytes]:
         spec = self._spec(request, self._caller(context))
+        metrics, began = self.metrics, time.monotonic()
         try:
             proc, reused = await self._table.start(spec)
         except SpawnError as exc:
+            metrics.spawns.labels("spawn_failed").inc()
+            span_event(trace, "spawn_failed")
             failed = pb.SpawnFailed(errno=exc.errno or 0, message=exc.message)
             yield pb.StartResponse(event=pb.ProcessEvent(spawn_failed=failed))
             return
@@ -135,11 +152,23 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
             sandboxed=proc.sandboxed,
             reused=reused,
         )
+        metrics.spawns.labels("reused" if reused else "started").inc()
+        if not reused:
+            metrics.spawn_seconds.observe(time.monotonic() - began)
+        span_event(trace, "spawned", {"reused": reused})
         completed = False
+        first_byte = False
         try:
             yield pb.StartResponse(event=pb.ProcessEvent(started=started))
             async for event in follow(proc, 0, pacer=pacer):
+                if type(event) is SeqChunk and event.data:
+                    if not first_byte:
+                        first_byte = True
+                        metrics.first_byte_seconds.observe(time.monotonic() - began)
+                        span_event(trace, "first_byte")
+                    metrics.output_bytes.inc(len(event.data))
                 yield _wire_event(event)
+            span_event(trace, "exited")
             completed = True
         finally:
             if pacer is not None:

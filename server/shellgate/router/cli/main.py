@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "policy": ("shellgate.router.cli.policy", "exec-policy tools (check)"),
     "token": ("shellgate.client.token_cli", "print the local router's generated token"),
     "mcp": ("shellgate.client.mcp.cli", "serve Codex's shell tools to MCP clients (stdio or HTTP)"),
+    "audit": ("shellgate.router.cli.audit", "check or print an audit log (verify, tail)"),
 }
 
 # Shown at the end of each subcommand's --help: help that teaches starts from an example.
@@ -41,6 +42,9 @@ EXAMPLES: dict[str, str] = {
   echo '{"fn":"detect_shell_type","input":"bash"}' | shellgate eval""",
     "policy": """examples:
   shellgate policy check --rules default.rules git push --force""",
+    "audit": """examples:
+  shellgate audit verify audit.log.1 audit.log    # oldest first; exit 1 at the first broken line
+  shellgate audit tail -n 50 audit.log""",
     "token": """examples:
   grpcurl -plaintext -H "authorization: Bearer $(shellgate token)" 127.0.0.1:50051 list""",
     "mcp": """examples:

@@ -13,9 +13,11 @@ import sys
 from shellgate.common.cli_options import LOG_LEVEL_HELP
 from shellgate.common.config_schema import log_level
 from shellgate.common.held_env import scrub_and_reexec, take_held
+from shellgate.common.log_setup import LOG_FORMAT_HELP, LOG_FORMATS, configure_logging
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.tasks import TaskSet
+from shellgate.common.tracing import configure_tracing
 from shellgate.router.cli.banner import PROFILES, banner_lines, sandbox_refusal
 from shellgate.router.cli.detach import detach
 from shellgate.router.policy import RulesLoadError
@@ -56,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "it cannot start); its log goes to a file the banner names",
     )  # fmt: skip
     parser.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default="text", help=LOG_FORMAT_HELP)
 
 
 # Config key -> the flag that sets it: a bad flag value is reported under the flag's name.
@@ -84,6 +87,12 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     if refusal is not None:
         print(f"shellgate serve: {refusal}", file=sys.stderr)
         return 2
+    if config.otel_endpoint:
+        try:
+            configure_tracing("shellgate-router", config.otel_endpoint)
+        except ValueError as exc:
+            print(f"shellgate serve: {exc}", file=sys.stderr)
+            return 2
     try:
         # Commands may still see the held variables, but only through a policy that sets
         # ignore_default_excludes: they are in parent_env, never in os.environ.
@@ -121,9 +130,8 @@ def _reload(app: RouterApp, tasks: TaskSet) -> None:
     """SIGHUP: reload the rules on the CPU pool; the loop keeps answering meanwhile."""
 
     async def reload() -> None:
-        result = await app.reload_rules()
-        if result is not None and not result.ok:
-            logging.getLogger(__name__).error("rules reload failed; keeping the last good policy")
+        # The store logs the result (with the error's file:line) and counts it.
+        await app.reload_rules()
 
     tasks.spawn(reload(), name="rules-reload")
 
@@ -142,5 +150,5 @@ def run(args: argparse.Namespace) -> int:
     held = take_held()
     # This process runs commands (the embedded environment): escapes die with them.
     enable_escape_reaping()
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(level, args.log_format, "router")
     return asyncio.run(_main(args, held))

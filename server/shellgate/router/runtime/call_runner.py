@@ -79,6 +79,7 @@ class CallRunner:
         return RuntimeRequest(
             self.ctx, self.call.turn, projected.call_id, index, self.emit, self.interrupt,
             self.output_room, exec_frame=name is not None and name.name == "exec_command",
+            tool=name.name if name is not None else "",
         )  # fmt: skip
 
     async def run(self, answer: Answer | None) -> None:

@@ -14,6 +14,7 @@ from shellgate.router.decode.rust_text import debug_str
 from shellgate.router.envelope import ExecutionEnvelope
 from shellgate.router.output.texts import exec_command_failed
 from shellgate.router.pipeline import RouterTurn
+from shellgate.router.runtime.audit import AuditSink
 from shellgate.router.runtime.call_state import Finished
 from shellgate.router.runtime.events import ExecuteEvent, OutputEvent, Termination
 from shellgate.router.runtime.registry import EnvironmentRegistry
@@ -47,6 +48,10 @@ class RuntimeContext:
     instance_id: str = "shellgate"
     extra_writable_roots: tuple[str, ...] = ()
     rng: random.Random = field(default_factory=random.Random)
+    # Where decisions and outcomes are recorded (None: no audit log configured).
+    audit: AuditSink | None = None
+    # The authenticated caller (audit records name who approved).
+    caller_subject: str = ""
 
     @property
     def owner(self) -> str:
@@ -69,6 +74,8 @@ class RuntimeRequest:
     output_room: OutputRoom | None
     # The call is exec_command: refusals use its `exec_command failed: …` layout.
     exec_frame: bool
+    # The tool's name (audit records); empty when unknown.
+    tool: str = ""
 
     def spawner(self, environment_id: str) -> Spawner:
         """The environment that runs the element; a missing one is unavailable (06 §5)."""

@@ -13,9 +13,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from shellgate.common.errors import EnvironmentNotFoundError
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
+from shellgate.common.tracing import span
 from shellgate.router.envelope import ExecutionEnvelope
 from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile
+from shellgate.router.policy.model import PrefixRuleMatch
+from shellgate.router.runtime.audit import AuditCall, AuditTrail, environment_host, sandbox_name
 from shellgate.router.runtime.call_state import (
     Aborted,
     Answer,
@@ -27,7 +31,7 @@ from shellgate.router.runtime.call_state import (
     Parked,
 )
 from shellgate.router.runtime.context import RuntimeRequest
-from shellgate.router.runtime.events import ApprovalKind
+from shellgate.router.runtime.events import ApprovalKind, Termination
 from shellgate.router.runtime.spawn import NO_SANDBOX, EnvironmentUnavailableError
 
 __all__ = [
@@ -198,28 +202,48 @@ async def orchestrate(
     """Drive one element: approval, first attempt, sandbox-denial retry.
 
     `answer` is the user's decision when the call resumes at this element; later elements
-    meet their own gates.
+    meet their own gates. Every decision and every end is told to the audit trail.
     """
     thread = request.ctx.thread
-    bypass = unsandboxed = False
+    trail = _trail(runtime, request)
+    bypass = unsandboxed = cached = False
+
+    async def approved_for_session() -> bool:
+        nonlocal cached
+        cached = await thread.is_approved_for_session(runtime.approval_key().digest())
+        return cached
+
     # 1) Approval: a resumed element applies the user's answer; a new one meets its gate.
     match answer:
         case None:
-            gate = await runtime.approval(
-                lambda: thread.is_approved_for_session(runtime.approval_key().digest())
-            )
+            with span("shellgate.policy"):
+                gate = await runtime.approval(approved_for_session)
             match gate:
                 case Refuse(answer=refused):
+                    forbidden = refused.termination is Termination.FORBIDDEN
+                    trail.decide("forbidden" if forbidden else "rejected", "policy")
+                    trail.ended(refused)
                     return refused
                 case Ask(kind=kind, reason=reason, amendment=amendment):
+                    trail.decide("ask", "policy", reason, amendment, approval_kind=kind.value)
                     return _park(runtime, request, kind, reason, amendment)
                 case Proceed(bypass_sandbox=bypass):
-                    pass
+                    trail.decide("allow", "cached_grant" if cached else _allow_source(runtime))
         case Finished() | Aborted():
+            # Abort, or a denied sandbox retry: the stored answer stands.
+            trail.decide("abort" if isinstance(answer, Aborted) else "denied", "caller")
+            trail.ended(answer)
             return answer
         case Denied():
-            return runtime.rejected_by_user()
+            trail.decide("denied", "caller")
+            rejected = runtime.rejected_by_user()
+            trail.ended(rejected)
+            return rejected
         case Approved(unsandboxed=unsandboxed, remember=remember, amendment=amendment):
+            trail.decide(
+                "approved", "caller", amendment=amendment, for_session=remember is not None
+            )
+            trail.notes.sandbox_retry = unsandboxed
             if remember is not None:
                 await thread.approve_for_session(remember)
             store = request.ctx.policy_store
@@ -239,23 +263,59 @@ async def orchestrate(
             )  # fmt: skip
         case _:
             sandbox = NO_SANDBOX
+    trail.notes.sandbox = sandbox_name(sandbox)
     try:
-        result = await runtime.run(sandbox)
+        with span("shellgate.run", {"sandbox": trail.notes.sandbox, "tool": request.tool}):
+            result = await runtime.run(sandbox)
     except EnvironmentUnavailableError as exc:
-        return request.unavailable(exc)
+        unavailable = request.unavailable(exc)
+        trail.ended(unavailable)
+        return unavailable
 
     # 3) The sandbox blocked it: offer the unsandboxed retry where the policy allows one
     # (spec 06 §3.5); otherwise the sandboxed run's output is the answer.
     match result:
         case SandboxDenied(result=denied):
+            trail.ended(denied, sandbox_denied=True)
             if sandbox_retry_allowed(request.turn.approval_policy):
+                kind = ApprovalKind.SANDBOX_RETRY
+                trail.decide("ask", "policy", SANDBOX_RETRY_REASON, approval_kind=kind.value)
                 return _park(
-                    runtime, request, ApprovalKind.SANDBOX_RETRY, SANDBOX_RETRY_REASON, None,
-                    retry_result=denied,
+                    runtime, request, kind, SANDBOX_RETRY_REASON, None, retry_result=denied,
                 )  # fmt: skip
             return denied
         case _:
+            trail.ended(result)
             return result
+
+
+def _trail(runtime: ToolRuntime, request: RuntimeRequest) -> AuditTrail:
+    """The element's audit trail (a silent one when no audit log is configured)."""
+    sink = request.ctx.audit
+    call = AuditCall(
+        request.ctx.thread.thread_id, request.call_id, request.ctx.caller_subject,
+        request.tool, request.element_index,
+    )  # fmt: skip
+    if sink is None:
+        return AuditTrail(None, call, ApprovalSubject((), "", "", None), "")
+    subject = runtime.approval_subject()
+    try:
+        host = environment_host(request.ctx.environments.get(subject.environment_id))
+    except EnvironmentNotFoundError:
+        host = ""
+    return AuditTrail(sink, call, subject, runtime.approval_key().digest(), host)
+
+
+def _allow_source(runtime: ToolRuntime) -> str:
+    """`rule` when a prefix rule allowed the command, else `policy` (the turn's settings)."""
+    subject = runtime.approval_subject()
+    element = subject.element
+    approval = getattr(element, "approval", None)
+    if approval is not None and any(
+        isinstance(m, PrefixRuleMatch) for m in approval.segment_matches
+    ):
+        return "rule"
+    return "policy"
 
 
 def _park(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import uuid
 from collections import OrderedDict
@@ -15,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.errors import EnvironmentNotAllowedError
@@ -26,6 +27,7 @@ from shellgate.router.handler.shells import HostShellFacts
 from shellgate.router.pipeline import HostContext, RouterTurn
 from shellgate.router.policy import Policy
 from shellgate.router.projection import ProjectionMemo
+from shellgate.router.runtime.audit import AuditSink, AuditTee
 from shellgate.router.runtime.call_ledger import CallLedger
 from shellgate.router.runtime.registry import (
     EnvironmentRegistry,
@@ -38,6 +40,7 @@ from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.tally import StateLimits
 from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
 from shellgate.router.service.admission import Admission
+from shellgate.router.service.audit_log import AuditLog, FsyncPolicy
 from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.metrics import Metrics
 from shellgate.router.service.redaction import Redactor, load_values
@@ -67,6 +70,7 @@ class Caller:
     environments: frozenset[str] | None
 
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -77,6 +81,34 @@ def _run_as(user: str) -> RunAs | None:
         return RunAs.resolve(user)
     except RunAsError as exc:
         raise ConfigError(str(exc)) from exc
+
+
+ENVIRONMENT_GAUGES = {
+    "shellgate_environments_unreachable": "Remote environments unreachable now.",
+    "shellgate_environments_circuit_open": "Remote environments whose circuit is open.",
+    "shellgate_environment_calls_failed_fast": "Calls refused fast by an open circuit (total).",
+}
+
+
+def _audit_log(config: RouterConfig, redactor: Redactor | None) -> AuditLog | None:
+    """The audit log file when `audit_log` is configured."""
+    if not config.audit_log:
+        return None
+    return AuditLog(
+        config.audit_log, fsync=cast(FsyncPolicy, config.audit_fsync),
+        max_bytes=config.audit_max_bytes, keep=config.audit_keep,
+        command_text=config.audit_command_text,
+        redact=redactor.json_text if redactor is not None else None,
+    )  # fmt: skip
+
+
+def _reloaded(metrics: Metrics, result: ReloadResult) -> None:
+    """Count a rules reload and log it: INFO when applied, ERROR with file:line when not."""
+    metrics.rules_reloaded(result.ok)
+    if result.ok:
+        log.info("rules reloaded")
+    else:
+        log.error("rules reload failed; keeping the last good policy:\n%s", result.error)
 
 
 class RouterApp:
@@ -104,6 +136,7 @@ class RouterApp:
             if config.redact_values_files
             else None
         )
+        self.audit = _audit_log(config, self.redactor)
         self.policy_store: PolicyStore | None = None
         if config.rules_dirs:
             self.policy_store = PolicyStore([Path(d).expanduser() for d in config.rules_dirs])
@@ -205,6 +238,29 @@ class RouterApp:
         # by every host context it hands out and by the wire projection.
         self.memo = ProjectionMemo()
         self._host: tuple[object, asyncio.AbstractEventLoop, HostContext] | None = None
+        self._observe()
+
+    def _observe(self) -> None:
+        """Feed the metrics: decisions (with the audit log), reloads, state gauges."""
+        sinks: list[AuditSink] = [self.metrics]
+        if self.audit is not None:
+            sinks.append(self.audit)
+        self.audit_sink = AuditTee(*sinks)
+        metrics = self.metrics
+        if self.policy_store is not None:
+            self.policy_store.on_reload = lambda result: _reloaded(metrics, result)
+        threads = self.threads
+        metrics.gauge("shellgate_threads", "Threads held by this router.", lambda: len(threads))
+        metrics.gauge(
+            "shellgate_sessions", "Unified exec sessions (running processes) held.",
+            lambda: threads.session_tally.count,
+        )  # fmt: skip
+        metrics.gauge(
+            "shellgate_pending_approvals", "Calls parked for an approval decision.",
+            lambda: threads.pending_tally.count,
+        )  # fmt: skip
+        for name, help_text in ENVIRONMENT_GAUGES.items():
+            metrics.gauge(name, help_text, functools.partial(self._environment_gauge, name))
 
     # --- callers -------------------------------------------------------------------------
     def caller(
@@ -269,6 +325,9 @@ class RouterApp:
                 e.breaker.refused_total for e in remotes
             ),
         }
+
+    def _environment_gauge(self, name: str) -> float:
+        return self.environment_gauges()[name]
 
     def unreachable(self, environment_id: str) -> str | None:
         """The last error of a remote environment that is currently unreachable."""
@@ -361,3 +420,6 @@ class RouterApp:
         await self.threads.aclose()
         await self.environments.aclose()
         self.cpu.shutdown(wait=False, cancel_futures=True)
+        if self.audit is not None:
+            # Last: the outcomes of the processes killed above are still recorded.
+            await asyncio.to_thread(self.audit.close)

@@ -152,6 +152,11 @@ class RouterConfig:
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     policy: PolicyOptions = field(default_factory=PolicyOptions)
     metrics_listen: str = ""
+    # The metrics listener's own protection (docs/operations.md): a bearer-token file (first
+    # line) and/or TLS; a non-loopback metrics_listen needs one of them.
+    metrics_token_file: str = ""
+    metrics_tls_cert_file: str = ""
+    metrics_tls_key_file: str = ""
     # Shared thread state across router replicas; empty = in this process's memory.
     redis_url: str = ""
     # A file holding the whole Redis URL (password included), e.g. a mounted Kubernetes
@@ -164,6 +169,19 @@ class RouterConfig:
     # last result; a daemon found down fails calls fast until it answers); 0 = never.
     environment_probe_interval_ms: int = 5_000
     redact_values_files: tuple[str, ...] = ()
+    # Hash-chained audit log of every decision and outcome (docs/operations.md); empty = off.
+    audit_log: str = ""
+    # Whether audit records carry the command text (redacted); false keeps only its digest.
+    audit_command_text: bool = True
+    # fsync after every record, after each burst of records, or never (the OS decides).
+    audit_fsync: str = "batch"
+    # Rotate the audit log past this size (0 = never), keeping this many old files.
+    audit_max_bytes: int = 100 * 1024 * 1024
+    audit_keep: int = 10
+    # The level of the one-line summary logged per completed call: "info" or "debug".
+    call_log_level: str = "info"
+    # OTLP/gRPC collector for OpenTelemetry traces (`shellgate[otel]`); empty = no tracing.
+    otel_endpoint: str = ""
     # The file this configuration was read from (empty: none); set by load_config.
     source_file: str = ""
 
@@ -184,6 +202,7 @@ class RouterConfig:
     def secret_files(self) -> tuple[str, ...]:
         """Files that hold the router's credentials, masked inside every sandbox."""
         files = [self.source_file, self.token_file, self.tls_key_file, self.redis_url_file]
+        files += [self.metrics_token_file, self.metrics_tls_key_file, self.audit_log]
         files += self.redact_values_files
         for env in self.environments:
             files += [env.token_file, env.tls_key_file]
@@ -312,6 +331,8 @@ ROUTER_TABLE = model_of(
         "listen": ListenAddress,
         "health_listen": OptionalListenAddress,
         "metrics_listen": OptionalListenAddress,
+        "audit_fsync": Literal["always", "batch", "never"],
+        "call_log_level": Literal["info", "debug"],
         "client_environments": dict[str, list[str]],
         "environments": list[model_of(RemoteConfig, aliases={"environment_id": "id"})],  # type: ignore[misc]
         "discovery": list[model_of(DnsDiscoveryConfig, types={"port": Port})],  # type: ignore[misc]

@@ -1,42 +1,162 @@
-"""Prometheus text metrics on an opt-in HTTP port; labels are bounded (never commands or ids).
+"""The router's Prometheus metrics (prometheus_client); labels are bounded.
 
-Only three label kinds exist: the tool (one of the router's tools, else `other`), the
-outcome (a termination reason) and the environment id (one of the configured ids, else
-`other`), so the number of series is fixed by configuration, not by traffic.
+Only these label kinds exist: the tool (one of the router's tools, else `other`), the
+outcome (a termination reason), the environment id (one of the configured ids, else
+`other`), the decision and its source (fixed sets, runtime/audit.py), the gRPC status code
+name, the rules reload result and the shared store's operation name — so the number of
+series is fixed by configuration, never by traffic. docs/operations.md lists every metric;
+tests/integration/test_metrics.py scrapes each one and sees it move.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import threading
-from collections import Counter
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+from shellgate.common.tracing import set_attributes, span_event
+from shellgate.router.runtime.events import (
+    ApprovalRequiredEvent,
+    CompletedEvent,
+    ExecuteEvent,
+    OutputEvent,
+    StartedEvent,
+)
 from shellgate.router.runtime.store.monitor import StoreMonitor
 
+__all__ = ["KNOWN_TOOLS", "CallClock", "Metrics", "trace_event"]
+
+# `*_created` series double the output and no alert uses them (process-wide switch).
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
 KNOWN_TOOLS = frozenset({"shell_command", "exec_command", "write_stdin", "apply_patch"})
-# A request line plus headers larger than this is refused; the endpoint takes no body.
-MAX_REQUEST_BYTES = 8 * 1024
-READ_TIMEOUT_S = 5.0
+KNOWN_DECISIONS = frozenset(
+    {"allow", "forbidden", "rejected", "ask", "approved", "denied", "abort"}
+)
+KNOWN_SOURCES = frozenset({"policy", "rule", "cached_grant", "caller"})
+# Seconds: from a few milliseconds (an echo) to the 10-minute classic timeout.
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600)
+
+
+class CallClock:
+    """One Execute stream's timing: first start and first output byte are observed once."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        self.started = time.monotonic()
+        self.spawned = False
+        self.first_byte = False
+
+
+def trace_event(trace: Any, clock: CallClock, event: ExecuteEvent) -> None:
+    """The call span's events: each process start, the first output byte, the end.
+
+    Called before `Metrics.observe_event` marks the clock's first byte.
+    """
+    if trace is None:
+        return
+    if isinstance(event, StartedEvent):
+        span_event(trace, "spawned", {"environment": event.environment_id,
+                                      "sandboxed": event.sandboxed})  # fmt: skip
+    elif isinstance(event, OutputEvent) and event.data and not clock.first_byte:
+        span_event(trace, "first_byte")
+    elif isinstance(event, ApprovalRequiredEvent):
+        span_event(trace, "approval_required", {"kind": event.kind.value})
+    elif isinstance(event, CompletedEvent):
+        set_attributes(trace, {"outcome": event.termination.value})
+        span_event(trace, "exited", {"outcome": event.termination.value})
+
+
+class _StateCollector(Collector):
+    """Values read at scrape time: shared store, remote environments, thread state sizes."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Any]:
+        for name, (help_text, read) in self.metrics.gauges.items():
+            yield GaugeMetricFamily(name, help_text, value=read())
+        monitor = self.metrics.shared_state
+        if monitor is None:
+            return
+        yield GaugeMetricFamily(
+            "shellgate_shared_state_up", "1 while the shared store (Redis) answers.",
+            value=int(monitor.up),
+        )  # fmt: skip
+        errors = CounterMetricFamily(
+            "shellgate_shared_state_errors", "Failed shared-store operations.", labels=["op"]
+        )
+        # `op` is one of the store's fixed operation names: bounded.
+        for op, n in sorted(monitor.errors.items()):
+            errors.add_metric([op], n)
+        yield errors
+        yield CounterMetricFamily(
+            "shellgate_shared_state_resets", "Times the store was found to have lost its data.",
+            value=monitor.resets,
+        )  # fmt: skip
 
 
 class Metrics:
-    """Thread-safe counters rendered as Prometheus text."""
+    """Every router metric in one registry (one per router: tests run several in a process)."""
 
     def __init__(self, environments: Iterable[str]) -> None:
         self._environments = frozenset(environments)
-        self._lock = threading.Lock()
-        self._calls: Counter[tuple[str, str, str]] = Counter()
-        self._wall_sum: dict[str, float] = {}
-        self._rejected: Counter[str] = Counter()
-        self._shared_state: StoreMonitor | None = None
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.calls = Counter(
+            "shellgate_calls", "Execute calls that reached `completed`.",
+            ["tool", "outcome", "environment"], registry=r,
+        )  # fmt: skip
+        self.call_seconds = Histogram(
+            "shellgate_call_duration_seconds", "Wall time of completed calls.", ["tool"],
+            buckets=DURATION_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.spawn_seconds = Histogram(
+            "shellgate_spawn_seconds", "From the Execute request to its first process start.",
+            ["tool"], buckets=DURATION_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.first_byte_seconds = Histogram(
+            "shellgate_first_byte_seconds", "From the Execute request to its first output byte.",
+            ["tool"], buckets=DURATION_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.output_bytes = Counter(
+            "shellgate_output_bytes", "Process output bytes streamed to callers.", ["tool"],
+            registry=r,
+        )  # fmt: skip
+        self.decisions = Counter(
+            "shellgate_decisions", "Approval decisions about elements (docs/operations.md).",
+            ["decision", "source"], registry=r,
+        )  # fmt: skip
+        self.rpc_errors = Counter(
+            "shellgate_rpc_errors", "RPCs answered with an error status.", ["code"], registry=r
+        )
+        self.rules_reloads = Counter(
+            "shellgate_rules_reloads", "Rules reloads (SIGHUP, amendments), by result.",
+            ["result"], registry=r,
+        )  # fmt: skip
+        self.gauges: dict[str, tuple[str, Callable[[], float]]] = {}
+        self.shared_state: StoreMonitor | None = None
+        r.register(_StateCollector(self))
 
     def watch_shared_state(self, monitor: StoreMonitor) -> None:
         """Report the shared store's reachability, failures (by operation) and data losses."""
-        self._shared_state = monitor
+        self.shared_state = monitor
 
-    def _tool(self, tool: str | None) -> str:
+    def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
+        """A gauge read at scrape time (on the scraping thread: `read` must be cheap)."""
+        self.gauges[name] = (help_text, read)
+
+    def tool(self, tool: str | None) -> str:
+        """The bounded tool label."""
         return tool if tool in KNOWN_TOOLS else "other"
 
     def _env(self, environment_id: str | None) -> str:
@@ -45,101 +165,41 @@ class Metrics:
     def call_completed(
         self, tool: str | None, outcome: str, environment_id: str | None, wall_ms: int
     ) -> None:
-        """Count one completed call."""
-        key = (self._tool(tool), outcome, self._env(environment_id))
-        with self._lock:
-            self._calls[key] += 1
-            self._wall_sum[key[0]] = self._wall_sum.get(key[0], 0.0) + wall_ms / 1000
+        """Count one completed call and its wall time."""
+        label = self.tool(tool)
+        self.calls.labels(label, outcome, self._env(environment_id)).inc()
+        self.call_seconds.labels(label).observe(wall_ms / 1000)
+
+    def observe_event(self, clock: CallClock, event: ExecuteEvent) -> None:
+        """Spawn latency, time to first byte and bytes streamed, from an Execute stream."""
+        if isinstance(event, StartedEvent) and not clock.spawned:
+            clock.spawned = True
+            self.spawn_seconds.labels(clock.tool).observe(time.monotonic() - clock.started)
+        elif isinstance(event, OutputEvent) and event.data:
+            if not clock.first_byte:
+                clock.first_byte = True
+                self.first_byte_seconds.labels(clock.tool).observe(time.monotonic() - clock.started)
+            self.output_bytes.labels(clock.tool).inc(len(event.data))
 
     def rpc_rejected(self, code: str) -> None:
         """Count an RPC answered with an error status (code name only)."""
-        with self._lock:
-            self._rejected[code] += 1
+        self.rpc_errors.labels(code).inc()
 
-    def render(self, extra_gauges: dict[str, float] | None = None) -> str:
+    def rules_reloaded(self, ok: bool) -> None:
+        """Count one rules reload."""
+        self.rules_reloads.labels("ok" if ok else "failed").inc()
+
+    def record(self, entry: dict[str, Any]) -> None:
+        """AuditSink: count decisions by decision and source (both from fixed sets)."""
+        if entry.get("type") != "decision":
+            return
+        decision = entry.get("decision", "")
+        source = (entry.get("approval") or {}).get("source", "")
+        self.decisions.labels(
+            decision if decision in KNOWN_DECISIONS else "other",
+            source if source in KNOWN_SOURCES else "other",
+        ).inc()
+
+    def render(self) -> bytes:
         """The Prometheus text exposition."""
-        lines = [
-            "# HELP shellgate_calls_total Execute calls that reached `completed`.",
-            "# TYPE shellgate_calls_total counter",
-        ]
-        with self._lock:
-            for (tool, outcome, env), n in sorted(self._calls.items()):
-                lines.append(
-                    f'shellgate_calls_total{{tool="{tool}",outcome="{outcome}",'
-                    f'environment="{env}"}} {n}'
-                )
-            lines += [
-                "# HELP shellgate_call_wall_seconds_total Wall time of completed calls.",
-                "# TYPE shellgate_call_wall_seconds_total counter",
-            ]
-            for tool, total in sorted(self._wall_sum.items()):
-                lines.append(f'shellgate_call_wall_seconds_total{{tool="{tool}"}} {total:.6f}')
-            lines += [
-                "# HELP shellgate_rpc_errors_total RPCs answered with an error status.",
-                "# TYPE shellgate_rpc_errors_total counter",
-            ]
-            for code, n in sorted(self._rejected.items()):
-                lines.append(f'shellgate_rpc_errors_total{{code="{code}"}} {n}')
-        lines += self._shared_state_lines()
-        for name, value in sorted((extra_gauges or {}).items()):
-            lines += [f"# TYPE {name} gauge", f"{name} {value}"]
-        return "\n".join(lines) + "\n"
-
-    def _shared_state_lines(self) -> list[str]:
-        # The monitor is only touched on the event loop, like this render; `op` is one of
-        # the store's fixed operation names, so the series are bounded.
-        monitor = self._shared_state
-        if monitor is None:
-            return []
-        lines = [
-            "# HELP shellgate_shared_state_up 1 while the shared store (Redis) answers.",
-            "# TYPE shellgate_shared_state_up gauge",
-            f"shellgate_shared_state_up {int(monitor.up)}",
-            "# HELP shellgate_shared_state_errors_total Failed shared-store operations.",
-            "# TYPE shellgate_shared_state_errors_total counter",
-        ]
-        for op, n in sorted(monitor.errors.items()):
-            lines.append(f'shellgate_shared_state_errors_total{{op="{op}"}} {n}')
-        lines += [
-            "# HELP shellgate_shared_state_resets_total Times the store was found to have "
-            "lost its data.",
-            "# TYPE shellgate_shared_state_resets_total counter",
-            f"shellgate_shared_state_resets_total {monitor.resets}",
-        ]
-        return lines
-
-
-async def _handle(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, render: Callable[[], str]
-) -> None:
-    try:
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
-        writer.close()
-        return
-    request_line = head.split(b"\r\n", 1)[0].split()
-    if len(request_line) >= 2 and request_line[0] == b"GET" and request_line[1] == b"/metrics":
-        body = render().encode()
-        status = b"200 OK"
-        ctype = b"text/plain; version=0.0.4"
-    else:
-        body, status, ctype = b"not found\n", b"404 Not Found", b"text/plain"
-    writer.write(
-        b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype
-        + b"\r\nContent-Length: " + str(len(body)).encode()
-        + b"\r\nConnection: close\r\n\r\n" + body
-    )  # fmt: skip
-    with contextlib.suppress(ConnectionError):
-        await writer.drain()
-    writer.close()
-
-
-async def start_metrics_server(listen: str, render: Callable[[], str]) -> asyncio.AbstractServer:
-    """Serve `GET /metrics` on host:port (the caller checks the address is allowed)."""
-    host, _, port = listen.rpartition(":")
-    return await asyncio.start_server(
-        lambda r, w: _handle(r, w, render),
-        host.strip("[]"),
-        int(port),
-        limit=MAX_REQUEST_BYTES,
-    )
+        return generate_latest(self.registry)

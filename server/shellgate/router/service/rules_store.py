@@ -7,6 +7,7 @@ import fcntl
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,7 +107,11 @@ class PolicyStore:
         self._policy = Policy()
         self._files: list[Path] = []
         self.last_error: str | None = None
+        # When the last error happened (ms since the epoch; GetServerInfo's at_ms).
+        self.last_error_at_ms = 0
         self.reload_errors = 0
+        # Told the result of every reload (metrics, the reload log line).
+        self.on_reload: Callable[[ReloadResult], None] | None = None
         # The shared amendments layer (scaled mode): prefix rules approved on any replica,
         # applied on top of the files after every load. `share` publishes a new one.
         self._shared_rules: tuple[tuple[str, ...], ...] = ()
@@ -169,12 +174,18 @@ class PolicyStore:
             rendered = exc.render() if isinstance(exc, RulesLoadError) else str(exc)
             with self._lock:
                 self.last_error = rendered
+                self.last_error_at_ms = int(time.time() * 1000)
                 self.reload_errors += 1
-            return ReloadResult(False, rendered)
+            return self._reloaded(ReloadResult(False, rendered))
         with self._lock:
             self._policy, self._files = self._layered(policy), files
             self.last_error = None
-        return ReloadResult(True)
+        return self._reloaded(ReloadResult(True))
+
+    def _reloaded(self, result: ReloadResult) -> ReloadResult:
+        if self.on_reload is not None:
+            self.on_reload(result)
+        return result
 
     def append_prefix_rule(self, prefix: Sequence[str]) -> ReloadResult:
         """Persist an approved `prefix_rule(…, decision="allow")` and apply it live."""

@@ -18,13 +18,17 @@ from shellgate.common.grpc.output_encoding import add_with_pre_encoded
 from shellgate.common.grpc.reflection import enable_reflection
 from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
 from shellgate.common.local_token import LocalToken
+from shellgate.common.metrics_http import (
+    MetricsEndpoint,
+    check_metrics_listen,
+    start_metrics_server,
+)
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.runtime.remote.discovery import DnsDiscovery
 from shellgate.router.runtime.remote.monitor import run_health_probes
 from shellgate.router.runtime.sweeper import run_thread_sweeper
 from shellgate.router.service.app import RouterApp
-from shellgate.router.service.config import ConfigError, RouterConfig, is_loopback_address
-from shellgate.router.service.metrics import start_metrics_server
+from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.wire.servicer import ToolRouterServicer
 from shellgate.v1 import router_pb2, router_pb2_grpc
 
@@ -131,12 +135,13 @@ async def start_router(
     enable_reflection((SERVICE_NAME, HEALTH_NAME), server)
     creds = server_credentials(config)
     port = bind(server, config.listen, creds)
-    if config.metrics_listen and not (
-        is_loopback_address(config.metrics_listen) or config.insecure
-    ):
-        raise ConfigError(
-            f"metrics_listen {config.metrics_listen} is not loopback; set insecure = true"
-        )
+    endpoint = MetricsEndpoint(
+        config.metrics_listen, config.metrics_token_file, config.metrics_tls_cert_file,
+        config.metrics_tls_key_file,
+    )  # fmt: skip
+    refused = check_metrics_listen(endpoint)
+    if refused is not None:
+        raise ConfigError(refused)
     metrics_server = None
 
     async def start() -> None:
@@ -146,9 +151,7 @@ async def start_router(
             await app.start()
             await server.start()
             if config.metrics_listen:
-                metrics_server = await start_metrics_server(
-                    config.metrics_listen, lambda: app.metrics.render(app.environment_gauges())
-                )
+                metrics_server = await start_metrics_server(endpoint, app.metrics.render)
                 if isinstance(metrics_server, asyncio.Server):  # the bound port (listen :0)
                     port_bound = metrics_server.sockets[0].getsockname()[1]
                     log.info("metrics listening on port %d", port_bound)

@@ -18,6 +18,7 @@ from shellgate.common.env_policy import ShellEnvironmentPolicy, exec_server_env_
 from shellgate.common.process.base import ExitStatus, SpawnRequest
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.common.tasks import cancel_and_wait
+from shellgate.common.tracing import inject_metadata
 from shellgate.router.apply_patch.fs import PatchFileSystem
 from shellgate.router.runtime.remote.breaker import BreakerSettings, CircuitBreaker
 from shellgate.router.runtime.remote.config import (
@@ -111,7 +112,8 @@ class RemoteEnvironment:
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """Call metadata: the configured bearer token, else a local daemon's generated one."""
         token = self._token or self._local_token()
-        return (("authorization", f"Bearer {token}"),) if token else ()
+        # The current trace context rides along (W3C traceparent), when tracing is on.
+        return inject_metadata((("authorization", f"Bearer {token}"),) if token else ())
 
     def _local_token(self) -> str | None:
         # Re-read at most once a second, not once per RPC: the daemon may start, or restart

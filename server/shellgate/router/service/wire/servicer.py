@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import random
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,6 +12,8 @@ from typing import Any
 import grpc
 from shellgate.common.boundary import streaming, unary
 from shellgate.common.errors import InvalidArgumentError
+from shellgate.common.log_setup import tag_log
+from shellgate.common.tracing import set_attributes, span
 from shellgate.router.decode.tool_call import PayloadKind, ToolCall, ToolName
 from shellgate.router.decode.tools import list_tools
 from shellgate.router.pipeline import HostContext, RouterTurn, project
@@ -30,6 +33,7 @@ from shellgate.router.runtime.events import (
 from shellgate.router.runtime.execute import execute_call, resume_call
 from shellgate.router.runtime.threads import ThreadState, owned_thread_key
 from shellgate.router.service.app import VERSION, Caller, RouterApp
+from shellgate.router.service.metrics import CallClock, trace_event
 from shellgate.router.service.wire.events import DECISIONS, event_pb, status_pb
 from shellgate.router.service.wire.projection import fill_projection
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
@@ -86,11 +90,16 @@ def item_of(item: common_pb2.ToolCallItem, max_bytes: int) -> str | ToolCall:
     return ToolCall(ToolName(namespace, s.name), s.call_id, kind, arguments=s.arguments)
 
 
+log = logging.getLogger(__name__)
+
 class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ignore[misc]
     """The gRPC face of a RouterApp."""
 
     def __init__(self, app: RouterApp) -> None:
         self._app = app
+        # The boundary (shellgate.common.boundary) counts every error status here.
+        self.on_rpc_error = app.metrics.rpc_rejected
+        self._call_log_level = logging.getLevelName(app.config.call_log_level.upper())
         # One generator for every call's chunk ids: seeding one per call reads the OS
         # entropy pool each time (calls all run on the event loop, so sharing is safe).
         self._rng = random.Random()
@@ -119,6 +128,12 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         )
 
     async def _project(
+        self, request: Any, caller: Caller, thread: ThreadState | None
+    ) -> tuple[ProjectedCall, Any]:
+        with span("shellgate.project"):
+            return await self._project_traced(request, caller, thread)
+
+    async def _project_traced(
         self, request: Any, caller: Caller, thread: ThreadState | None
     ) -> tuple[ProjectedCall, Any]:
         turn = await self._app.turn(request.thread_id, request.turn, caller)
@@ -181,11 +196,21 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.ExecuteRequest, context: Ctx
     ) -> AsyncIterator[router_pb2.ExecuteResponse | bytes]:
         """The whole pipeline for one item, or the continuation of a parked call."""
+        # The trace context a caller sent (W3C traceparent) is the parent of the call's span.
+        with span("shellgate.execute", metadata=context.invocation_metadata()) as trace:
+            async for reply in self._execute(request, context, trace):
+                yield reply
+
+    async def _execute(
+        self, request: router_pb2.ExecuteRequest, context: Ctx, trace: Any
+    ) -> AsyncIterator[router_pb2.ExecuteResponse | bytes]:
         caller = self._caller(context)
         async with self._app.execute_admission.slot(caller.subject):
             which = request.WhichOneof("input")
             if which is None:
                 raise InvalidArgumentError("set item or resume")
+            # Every line logged for this call (this task and those it starts) names it.
+            tag_log(request.thread_id)
             key = owned_thread_key(caller.subject, request.thread_id)
             turn_thread = await self._app.threads.get_or_create(key)
             ctx = RuntimeContext(
@@ -194,6 +219,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 policy_store=self._app.policy_store,
                 instance_id=self._app.instance_id,
                 rng=self._rng,
+                audit=self._app.audit_sink,
+                caller_subject=caller.subject,
             )
             events: AsyncIterator[ExecuteEvent]
             if which == "resume":
@@ -216,14 +243,26 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 events = recording.wrap(self._redacted(events))
             else:
                 projected, turn = await self._project(request, caller, turn_thread)
+                tag_log(request.thread_id, projected.call_id)
                 self._check_environments(caller, projected, turn_thread)
                 events = await self._new_call(request, projected, turn, ctx)
             tool, environment = _labels(projected if which == "item" else None)
+            metrics = self._app.metrics
+            clock = CallClock(metrics.tool(tool))
+            set_attributes(trace, {"tool": clock.tool, "environment": environment or ""})
             async for event in events:
+                trace_event(trace, clock, event)
+                metrics.observe_event(clock, event)
                 if isinstance(event, CompletedEvent):
                     self._app.metrics.call_completed(
                         tool, event.termination.value, environment, event.wall_time_ms
                     )
+                    log.log(
+                        self._call_log_level,
+                        "call completed: tool=%s environment=%s outcome=%s exit=%s wall_ms=%d",
+                        tool or "-", environment or "-", event.termination.value,
+                        event.exit_code, event.wall_time_ms,
+                    )  # fmt: skip
                 yield event_pb(event, self._app.memo)
 
     def _redacted(self, events: AsyncIterator[ExecuteEvent]) -> AsyncIterator[ExecuteEvent]:
@@ -368,6 +407,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             if store.last_error:
                 out.last_rules_error.message = store.last_error.splitlines()[0]
                 out.last_rules_error.rendered = store.last_error
+                out.last_rules_error.at_ms = store.last_error_at_ms
         return out
 
 

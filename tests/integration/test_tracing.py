@@ -1,0 +1,98 @@
+"""One remote Execute yields one trace whose spans cross router and daemon (issue 19)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+from opentelemetry import propagate, trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from shellgate.execserver.server import RunningServer, start_server
+from shellgate.router.runtime.remote.environment import RemoteConfig
+from shellgate.v1 import router_pb2
+
+from tests.execserver_harness import daemon_config
+from tests.router_harness import function_item, router_config, running_router, turn
+
+
+def _exporter() -> InMemorySpanExporter:
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter
+
+
+@contextmanager
+def daemon_in_thread() -> Iterator[RunningServer]:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    running = asyncio.run_coroutine_threadsafe(start_server(daemon_config()), loop).result(30)
+    try:
+        yield running
+    finally:
+        asyncio.run_coroutine_threadsafe(running.stop(1_000), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+def test_remote_execute_is_one_trace_across_router_and_daemon(tmp_path: Path) -> None:
+    exporter = _exporter()
+    with daemon_in_thread() as daemon:
+        config = router_config(
+            local_cwd=str(tmp_path),
+            environments=(RemoteConfig("build", f"127.0.0.1:{daemon.port}"),),
+        )
+        with running_router(config) as router:
+            # The caller's own trace: the router's span must join it.
+            tracer = trace.get_tracer("test-caller")
+            with tracer.start_as_current_span("caller") as caller_span:
+                carrier: dict[str, str] = {}
+                propagate.inject(carrier)
+                request = router_pb2.ExecuteRequest(
+                    thread_id="t", turn=turn(environment_id="build"),
+                    item=function_item(
+                        "exec_command", {"cmd": "echo traced", "login": False}, "c1"
+                    ),
+                )  # fmt: skip
+                events = list(
+                    router.stub.Execute(request, timeout=30, metadata=list(carrier.items()))
+                )
+            assert events[-1].completed.exit_code == 0, events[-1]
+            assert events[-1].completed.termination == 1, events[-1]
+    spans = exporter.get_finished_spans()
+    trace_id = caller_span.get_span_context().trace_id
+    ours = [s for s in spans if s.context.trace_id == trace_id]
+    names = {s.name for s in ours}
+    assert {"caller", "shellgate.execute", "shellgate.project", "shellgate.policy",
+            "shellgate.run", "shellgate.execserver.start"} <= names, names  # fmt: skip
+    by_name = {s.name: s for s in ours}
+    execute = by_name["shellgate.execute"]
+    assert (
+        execute.parent is not None
+        and execute.parent.span_id == caller_span.get_span_context().span_id
+    )
+    events = [e.name for e in execute.events]
+    assert events[0] == "spawned" and "first_byte" in events and events[-1] == "exited"
+    assert execute.attributes is not None and execute.attributes["outcome"] == "exited"
+    daemon_span = by_name["shellgate.execserver.start"]
+    # The daemon's span hangs under the router's attempt (the run span), across gRPC.
+    assert daemon_span.parent is not None
+    assert daemon_span.parent.span_id == by_name["shellgate.run"].context.span_id
+    assert [e.name for e in daemon_span.events][:1] == ["spawned"]
+    assert "exited" in [e.name for e in daemon_span.events]
+    # No command text in any attribute.
+    for s in ours:
+        assert "echo traced" not in str(dict(s.attributes or {})), s.name
