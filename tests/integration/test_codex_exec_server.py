@@ -205,7 +205,14 @@ def test_ssh_backend_turn_equals_codex_exec_server(
     codex: Path, reference: list[str], sshd_server: Sshd, tmp_path: Path  # noqa: F811
 ) -> None:
     """The same turn over stdio with the daemon's SSH backend (a real sshd on loopback)."""
-    ssh = sshd_server.config()
+    toml = ssh_daemon_environment(sshd_server, tmp_path)
+    got = run_turn(codex, lambda _cwd: toml)
+    assert got == reference
+
+
+def ssh_daemon_environment(sshd: Sshd, tmp_path: Path) -> str:
+    """environments.toml for `codex-stdio` with the SSH backend to `sshd`."""
+    ssh = sshd.config()
     config = tmp_path / "execserver.toml"
     config.write_text(
         'backend = "ssh"\n[ssh]\n'
@@ -217,6 +224,4 @@ def test_ssh_backend_turn_equals_codex_exec_server(
     # Remote commands inherit the daemon's environment (Codex's envPolicy): its HOME must
     # be the SSH login user's, as it would be for a daemon started by that user over ssh.
     home = pwd.getpwnam(ssh.user).pw_dir
-    toml = _remote(program=argv[0], args=argv[1:]) + f"env = {{ HOME = {json.dumps(home)} }}\n"
-    got = run_turn(codex, lambda _cwd: toml)
-    assert got == reference
+    return _remote(program=argv[0], args=argv[1:]) + f"env = {{ HOME = {json.dumps(home)} }}\n"
