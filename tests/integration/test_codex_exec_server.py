@@ -63,19 +63,23 @@ def _text(item: dict[str, Any]) -> str:
     return output if isinstance(output, str) else json.dumps(output)
 
 
-def _script(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The next scripted call once the previous one's output is back, then a final message."""
-    outs = _outputs(body)
-    if len(outs) >= len(SCRIPT):
-        return stream(final_message())
-    tool, args = SCRIPT[len(outs)]
-    call_id = f"c{len(outs) + 1}"
-    if tool == "apply_patch":
-        return stream(custom_call(tool, call_id, args))
-    if args.get("session_id") == "__SID__":
-        found = re.search(r"session ID (\d+)", _text(outs[-1])) if outs else None
-        args = {**args, "session_id": int(found.group(1)) if found else 0}
-    return stream(function_call(tool, call_id, args))
+def _scripted(script: list[tuple[str, Any]]) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """The scripted model: the next call once the previous one's output is back, then done."""
+
+    def answer(body: dict[str, Any]) -> list[dict[str, Any]]:
+        outs = _outputs(body)
+        if len(outs) >= len(script):
+            return stream(final_message())
+        tool, args = script[len(outs)]
+        call_id = f"c{len(outs) + 1}"
+        if tool == "apply_patch":
+            return stream(custom_call(tool, call_id, args))
+        if args.get("session_id") == "__SID__":
+            found = re.search(r"session ID (\d+)", _text(outs[-1])) if outs else None
+            args = {**args, "session_id": int(found.group(1)) if found else 0}
+        return stream(function_call(tool, call_id, args))
+
+    return answer
 
 
 def _normalise(text: str, cwd: Path) -> str:
@@ -85,7 +89,12 @@ def _normalise(text: str, cwd: Path) -> str:
     return re.sub(r"session ID \d+", "session ID <sid>", text)
 
 
-def run_turn(codex: Path, environment: Callable[[Path], str]) -> list[str]:
+def run_turn(
+    codex: Path,
+    environment: Callable[[Path], str],
+    script: list[tuple[str, Any]] = SCRIPT,
+    sandbox_mode: str = "danger-full-access",
+) -> list[str]:
     """Run the scripted turn with `environments.toml` from `environment(cwd)`; outputs."""
     # Same-length paths in every run: Codex's token counts include the cwd's length.
     root = Path(tempfile.mkdtemp(prefix="codex-run-"))
@@ -93,10 +102,10 @@ def run_turn(codex: Path, environment: Callable[[Path], str]) -> list[str]:
     cwd.mkdir(parents=True)
     os.chmod(root, 0o755)
     os.chmod(cwd, 0o777)  # an SSH login user other than ours works in it too
-    server = ScriptedResponses(_script)
+    server = ScriptedResponses(_scripted(script))
     try:
         write_config(home, server.port, 'approval_policy = "never"\n'
-                     'sandbox_mode = "danger-full-access"\n', model="gpt-5.5")  # fmt: skip
+                     f'sandbox_mode = "{sandbox_mode}"\n', model="gpt-5.5")  # fmt: skip
         (home / "environments.toml").write_text(environment(cwd), encoding="utf-8")
         done = subprocess.run(
             [str(codex), "exec", "--skip-git-repo-check", "-C", str(cwd), "run the script"],
@@ -109,7 +118,7 @@ def run_turn(codex: Path, environment: Callable[[Path], str]) -> list[str]:
     finally:
         server.close()
         shutil.rmtree(root, ignore_errors=True)
-    assert [o["call_id"] for o in outs] == [f"c{n}" for n in range(1, len(SCRIPT) + 1)]
+    assert [o["call_id"] for o in outs] == [f"c{n}" for n in range(1, len(script) + 1)]
     return [_normalise(_text(o), cwd) for o in outs]
 
 
@@ -196,7 +205,14 @@ def test_ssh_backend_turn_equals_codex_exec_server(
     codex: Path, reference: list[str], sshd_server: Sshd, tmp_path: Path  # noqa: F811
 ) -> None:
     """The same turn over stdio with the daemon's SSH backend (a real sshd on loopback)."""
-    ssh = sshd_server.config()
+    toml = ssh_daemon_environment(sshd_server, tmp_path)
+    got = run_turn(codex, lambda _cwd: toml)
+    assert got == reference
+
+
+def ssh_daemon_environment(sshd: Sshd, tmp_path: Path) -> str:
+    """environments.toml for `codex-stdio` with the SSH backend to `sshd`."""
+    ssh = sshd.config()
     config = tmp_path / "execserver.toml"
     config.write_text(
         'backend = "ssh"\n[ssh]\n'
@@ -208,6 +224,4 @@ def test_ssh_backend_turn_equals_codex_exec_server(
     # Remote commands inherit the daemon's environment (Codex's envPolicy): its HOME must
     # be the SSH login user's, as it would be for a daemon started by that user over ssh.
     home = pwd.getpwnam(ssh.user).pw_dir
-    toml = _remote(program=argv[0], args=argv[1:]) + f"env = {{ HOME = {json.dumps(home)} }}\n"
-    got = run_turn(codex, lambda _cwd: toml)
-    assert got == reference
+    return _remote(program=argv[0], args=argv[1:]) + f"env = {{ HOME = {json.dumps(home)} }}\n"

@@ -24,6 +24,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
 from tests.certs import make_tls
+from tests.codex_sandbox_wire import codex_sandbox, entry
 from tests.execserver_harness import daemon_config, in_process_daemon
 
 REPLY_TIMEOUT_S = 10
@@ -116,7 +117,7 @@ def test_handshake_events_and_one_table(tmp_path: Path) -> None:
 
 
 def test_unknown_method_and_unenforceable_requests_are_refused(tmp_path: Path) -> None:
-    """-32601 for an unknown method; a sandbox or managed network is refused, nothing runs."""
+    """-32601 for an unknown method; an unenforceable sandbox or managed network: refused."""
     marker = tmp_path / "ran"
 
     async def main() -> None:
@@ -126,14 +127,20 @@ def test_unknown_method_and_unenforceable_requests_are_refused(tmp_path: Path) -
             assert unknown["error"]["code"] == -32601
             assert "http/request" in unknown["error"]["message"]
             touch = ["/bin/sh", "-c", f"touch {marker}"]
-            for extra in ({"sandbox": {"type": "workspaceWrite"}},
+            # A read restriction and an unknown path kind: bubblewrap here cannot enforce them.
+            unreadable = codex_sandbox(tmp_path.as_uri(), [
+                entry("root", "read"), entry("project_roots", "none", "secrets")])
+            unknown_kind = codex_sandbox(tmp_path.as_uri(), [
+                entry("root", "read"), entry("home", "write")])
+            for extra in ({"sandbox": unreadable}, {"sandbox": unknown_kind},
+                          {"sandbox": {"type": "workspaceWrite"}},
                           {"enforceManagedNetwork": True}):  # fmt: skip
                 refused = await client.call("process/start", _start("p", touch, tmp_path, **extra))
                 assert refused["error"]["code"] == -32600
                 assert "nothing ran" in refused["error"]["message"]
             fs = await client.call("fs/writeFile", {"path": marker.as_uri(), "dataBase64": "eA==",
-                                                    "sandbox": {"type": "readOnly"}})
-            assert fs["error"]["code"] == -32600
+                                                    "sandbox": unreadable})
+            assert fs["error"]["code"] == -32600 and "nothing ran" in fs["error"]["message"]
             native = await client.call("fs/readFile", {"path": str(marker)})
             assert native["error"]["code"] == -32602
             missing = await client.call("fs/getMetadata", {"path": marker.as_uri()})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from shellgate.common.errors import (
 from shellgate.common.process.base import Signal
 from shellgate.common.process.retention import SeqChunk
 from shellgate.common.tasks import TaskSet
+from shellgate.execserver.codex.sandbox_policy import sandbox_spec
 from shellgate.execserver.codex.wire import (
     INVALID_REQUEST,
     Message,
@@ -52,14 +53,6 @@ _CAPABILITIES = (
     "sandboxedFileStreaming", "fileWriteStreaming", "shellSnapshotV2", "windowsMxc",
     "linuxRootWritePreservesDevices", "linuxApprovedRootWritePreservesRestrictions",
 )  # fmt: skip
-
-
-def sandbox_refusal() -> SandboxUnavailableError:
-    """The refusal for a request carrying a Codex sandbox (nothing runs unsandboxed)."""
-    return SandboxUnavailableError(
-        "shellgate-execserver does not apply Codex sandbox policies (environment/info "
-        "reports no sandbox capability); refused, nothing ran"
-    )
 
 
 def environment_info(host: HostInfo) -> Message:
@@ -96,10 +89,10 @@ def _env_policy(raw: Any) -> ShellEnvironmentPolicy | None:
         raise InvalidArgumentError("envPolicy.inherit is not a known value") from None
 
 
-def start_order(params: Message, owner: str) -> StartOrder:
+def start_order(params: Message, owner: str, daemon_env: Mapping[str, str]) -> StartOrder:
     """The domain order for `process/start` (enforcement it cannot give is refused)."""
-    if params.get("sandbox") is not None:
-        raise sandbox_refusal()
+    # Translated before anything else, so an unenforceable sandbox refuses the whole start.
+    sandbox = sandbox_spec(params.get("sandbox"), daemon_env)
     if params.get("enforceManagedNetwork") or params.get("managedNetwork") is not None \
             or params.get("networkProxy") is not None:  # fmt: skip
         raise SandboxUnavailableError(
@@ -119,6 +112,7 @@ def start_order(params: Message, owner: str) -> StartOrder:
         tty=tty,
         stdin_open=tty or pipe_stdin,
         arg0=field(params, "arg0", str, required=False),
+        sandbox=sandbox,
         owner=owner,
     )
 
@@ -176,7 +170,7 @@ class SessionProcesses:
             raise RpcError(INVALID_REQUEST, f"process {name} already exists")
         ctx = self._ctx
         spec = build_start_spec(
-            start_order(params, self._owner), self._caller,
+            start_order(params, self._owner, ctx.daemon_env), self._caller,
             host=ctx.host, config=ctx.config, daemon_env=ctx.daemon_env,
         )  # fmt: skip
         try:
@@ -184,7 +178,8 @@ class SessionProcesses:
         except SpawnError as exc:
             raise RpcError(INVALID_REQUEST, exc.message) from None
         self._entries[name] = _Entry(proc, proc.add_pacer())
-        return {"processId": name, "sandboxType": "none"}
+        # As Codex's own server on Linux names its bubblewrap + seccomp sandbox.
+        return {"processId": name, "sandboxType": "linuxSeccomp" if spec.sandboxed else "none"}
 
     def start_pump(self, name: str) -> None:
         """Push this process's events (called once its start answer is sent)."""

@@ -54,7 +54,7 @@ _FS: dict[str, tuple[Callable[..., Message], bool]] = {
     "fs/writeFile": (fsops.write_file, True),
     "fs/createDirectory": (fsops.create_directory, False),
     "fs/remove": (fsops.remove, False),
-    "fs/copy": (fsops.copy, False),
+    "fs/copy": (fsops.copy, True),
     "fs/canonicalize": (fsops.canonicalize, False),
     "fs/readDirectory": (fsops.read_directory, False),
 }
@@ -135,12 +135,14 @@ class CodexSession:
             return await self._processes.call(method, params)
         fs = _FS.get(method)
         if fs is not None:
-            if params.get("sandbox") is not None:
-                raise process_ops.sandbox_refusal()
+            # The sandbox is checked before anything is touched (refused if unenforceable).
+            sandbox = fsops.FsSandbox.of(params, self._ctx.daemon_env)
             handler, sized = fs
             if sized:
-                return await asyncio.to_thread(handler, params, self._ctx.config.max_file_bytes)
-            return await asyncio.to_thread(handler, params)
+                return await asyncio.to_thread(
+                    handler, params, self._ctx.config.max_file_bytes, sandbox
+                )
+            return await asyncio.to_thread(handler, params, sandbox)
         raise RpcError(
             METHOD_NOT_FOUND,
             f"shellgate-execserver does not implement `{method}` "
