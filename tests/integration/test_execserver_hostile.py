@@ -5,7 +5,6 @@ Not timed: each test asserts an end state within a generous bound (issue 14).
 
 from __future__ import annotations
 
-import resource
 import socket
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.v1 import exec_pb2_grpc as pb_grpc
 
 from tests.execserver_harness import daemon_subprocess, start_request
+from tests.nofile import raise_own_nofile
 from tests.proc_scan import rss_bytes, wait_rss_below
 
 MIB = 1024 * 1024
@@ -48,20 +48,13 @@ def test_rejected_huge_starts_leave_the_daemon_s_memory_where_it_was() -> None:
             assert _health(channel) == health_pb2.HealthCheckResponse.SERVING
 
 
-def _raise_own_nofile(needed: int) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < needed <= hard or (soft < needed and hard == resource.RLIM_INFINITY):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
-    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < needed:
-        pytest.skip(f"this test needs {needed} descriptors")
-
 
 def test_idle_connections_past_nofile_leave_health_and_new_clients_working(
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "execserver.toml"
     config.write_text("[connections]\nhandshake_timeout_ms = 1000\nmax_idle_ms = 2000\n")
-    _raise_own_nofile(1_500)
+    raise_own_nofile(1_500)
     idle: list[socket.socket] = []
     with daemon_subprocess(["--config", str(config)], nofile=1024) as daemon:
         try:

@@ -7,7 +7,6 @@ and that they end with a clean answer within a generous bound (issue 14).
 from __future__ import annotations
 
 import json
-import resource
 import socket
 import time
 from collections.abc import Iterator, Sequence
@@ -18,6 +17,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
+from tests.nofile import raise_own_nofile
 from tests.proc_scan import rss_bytes, wait_rss_below
 from tests.router_harness import Router, router_config, router_subprocess, running_router, turn
 
@@ -148,20 +148,13 @@ def test_a_lone_surrogate_is_a_tool_error_in_both_tools(
     assert events and events[-1].WhichOneof("event") == "completed"
 
 
-def _raise_own_nofile(needed: int) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < needed <= hard or (soft < needed and hard == resource.RLIM_INFINITY):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
-    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < needed:
-        pytest.skip(f"this test needs {needed} descriptors")
-
 
 def test_idle_connections_past_nofile_leave_health_and_new_clients_working(
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "router.toml"
     config.write_text("[connections]\nhandshake_timeout_ms = 1000\nmax_idle_ms = 2000\n")
-    _raise_own_nofile(1_500)
+    raise_own_nofile(1_500)
     idle: list[socket.socket] = []
     with router_subprocess(["--config", str(config)], nofile=1024) as (_proc, port):
         try:
