@@ -41,7 +41,8 @@ RUN_TIMEOUT_S = 120
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+patched line\n*** End Patch\n"
 # (tool, args); "__SID__" becomes the session id of the last running command.
 SCRIPT: list[tuple[str, Any]] = [
-    ("exec_command", {"cmd": "echo hello; echo err >&2"}),
+    # stdout and stderr are two pipes: the pause orders them (else either may come first).
+    ("exec_command", {"cmd": "echo hello; sleep 0.3; echo err >&2"}),
     ("exec_command", {"cmd": "read x; echo got $x; sleep 0.3; echo end", "tty": True,
                       "yield_time_ms": 300}),
     ("write_stdin", {"session_id": "__SID__", "chars": "abc\n", "yield_time_ms": 3000}),
