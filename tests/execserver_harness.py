@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import select
 import signal
 import subprocess
@@ -20,6 +19,8 @@ from shellgate.execserver.server import RunningServer, start_server
 from shellgate.v1 import exec_pb2 as pb
 from shellgate.v1 import exec_pb2_grpc as pb_grpc
 from shellgate.v1 import shell_pb2 as shell_pb
+
+from tests.nofile import nofile_prefix
 
 # Tests let the whole daemon environment through (including SHELLGATE_TEST_MARK, so the
 # orphan sweep sees every child).
@@ -62,19 +63,13 @@ def daemon_subprocess(
     Without `local_token` the daemon trusts local callers (`--no-local-token`); `nofile`
     sets the child's descriptor limit (soft and hard, so it cannot raise it).
     """
-    args = [sys.executable, "-m", "shellgate.execserver.cli", "serve",
-            "--listen", "127.0.0.1:0", "--print-port", *extra_args]
+    args = [*nofile_prefix(nofile), sys.executable, "-m", "shellgate.execserver.cli", "serve",
+            "--listen", "127.0.0.1:0", "--print-port", *extra_args]  # fmt: skip
     if not local_token:
         args.append("--no-local-token")
-
-    def limit_nofile() -> None:
-        if nofile is not None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
     proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or dict(os.environ),
-        preexec_fn=limit_nofile if nofile is not None else None,
-    )  # fmt: skip
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or dict(os.environ)
+    )
     try:
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], timeout_s)

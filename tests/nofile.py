@@ -1,4 +1,4 @@
-"""The test process's own descriptor limit, raised for tests that open many sockets."""
+"""Descriptor limits in tests: the test process's own, and a child daemon's."""
 
 from __future__ import annotations
 
@@ -14,3 +14,13 @@ def raise_own_nofile(needed: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
     if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < needed:
         pytest.skip(f"this test needs {needed} descriptors")
+
+
+def nofile_prefix(nofile: int | None) -> list[str]:
+    """A `prlimit` prefix setting a child's descriptor limit (soft and hard), or nothing.
+
+    Never `preexec_fn`: it makes subprocess fork this gRPC-loaded process for real, and
+    grpcio's fork handler can then crash the child before its exec (grpc/grpc#43055:
+    "epoll_wait error: Bad file descriptor").
+    """
+    return [] if nofile is None else ["prlimit", f"--nofile={nofile}:{nofile}", "--"]

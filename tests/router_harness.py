@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import os
-import resource
 import select
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import grpc
 from shellgate.router.service.config import Limits, RouterConfig
 from shellgate.router.service.server import RunningRouter, start_router
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc, shell_pb2
+
+from tests.nofile import nofile_prefix
 
 # Let the whole environment through so the orphan sweep's marker reaches every child.
 INHERIT_ALL = shell_pb2.ShellEnvironmentPolicy(inherit=shell_pb2.SHELL_ENVIRONMENT_INHERIT_ALL)
@@ -137,18 +138,14 @@ def router_subprocess(
     use bare stubs; the default's generated token is tested on its own. `wrapper` is a
     command that execs the router as its last arguments (e.g. into a mount namespace).
     """
-    args = [*wrapper, sys.executable, "-m", "shellgate.router.cli.main", "serve", "--listen", "127.0.0.1:0",
-            "--print-port", *extra_args]  # fmt: skip
+    args = [*wrapper, *nofile_prefix(nofile), sys.executable, "-m",
+            "shellgate.router.cli.main", "serve", "--listen", "127.0.0.1:0", "--print-port",
+            *extra_args]  # fmt: skip
     if not local_token:
         args.append("--no-local-token")
-    def limit_nofile() -> None:
-        if nofile is not None:  # soft and hard: the child cannot raise it past this
-            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
     proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ),
-        preexec_fn=limit_nofile,
-    )  # fmt: skip
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)
+    )
     try:
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
