@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,10 +38,18 @@ class EmbeddedRouter:
     def start(self) -> None:
         """Start it and wait for its port (RuntimeError with the reason when it fails)."""
         # stderr is inherited: an MCP client shows a stdio server's stderr as its log.
-        proc = subprocess.Popen(
-            self._args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            preexec_fn=_die_with_parent,
-        )  # fmt: skip
+        # setpriv sets the parent-death signal and execs the router: no preexec_fn, which
+        # would fork this gRPC-loaded process for real (grpc/grpc#43055: grpcio's fork
+        # handler can crash the child before its exec).
+        setpriv = shutil.which("setpriv")
+        if setpriv is not None:
+            args = [setpriv, "--pdeathsig", "SIGTERM", "--", *self._args]
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        else:
+            proc = subprocess.Popen(
+                self._args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                preexec_fn=_die_with_parent,
+            )  # fmt: skip
         self._proc = proc
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], _START_TIMEOUT_S)
