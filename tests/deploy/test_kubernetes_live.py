@@ -24,7 +24,7 @@ from shellgate.v1 import router_pb2
 
 from tests.deploy.k8s_render import ROUTER, configmap_text, configmap_toml, redis_conf, rendered
 from tests.execserver_harness import daemon_subprocess
-from tests.integration.shared_support import REDIS_SERVER, free_port
+from tests.integration.shared_support import REDIS_SERVER, free_port, wait_listening
 from tests.router_harness import completed, function_item, running_router, turn
 
 redis = pytest.importorskip("redis", reason="redis-py is needed (test extra)")
@@ -48,12 +48,7 @@ def rendered_redis(tmp_path: Path, password: str) -> Iterator[int]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
+        wait_listening(proc, port, "redis-server")
         yield port
     finally:
         proc.terminate()

@@ -29,6 +29,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_listening(proc: subprocess.Popen[bytes], port: int, name: str) -> None:
+    """Wait (≤ 10 s) until `proc` accepts TCP on loopback `port`; RuntimeError if it died."""
+    deadline = time.monotonic() + 10
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise RuntimeError(f"{name} did not start")
+        time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def redis_server() -> Iterator[str]:
     """A throwaway redis-server on loopback (no persistence); yields its URL."""
@@ -40,13 +51,7 @@ def redis_server() -> Iterator[str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("redis-server did not start")
-            time.sleep(0.05)
+        wait_listening(proc, port, "redis-server")
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         proc.terminate()

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import grpc
 import pytest
 from shellgate.v1 import router_pb2, router_pb2_grpc
 
-from tests.integration.shared_support import free_port
+from tests.integration.shared_support import free_port, wait_listening
 from tests.router_harness import function_item, turn
 
 TOKEN = "tok-planted-8d2c41f07a"
@@ -38,12 +37,7 @@ def redis_with_password() -> Iterator[int]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
-            time.sleep(0.05)
+        wait_listening(proc, port, "redis-server")
         yield port
     finally:
         proc.terminate()
