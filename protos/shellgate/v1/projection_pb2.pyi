@@ -80,16 +80,18 @@ class CommandWords(_message.Message):
     def __init__(self, words: _Optional[_Iterable[str]] = ..., span: _Optional[_Union[ByteSpan, _Mapping]] = ...) -> None: ...
 
 class PrefixRuleMatch(_message.Message):
-    __slots__ = ("matched_prefix", "decision", "resolved_program", "justification")
+    __slots__ = ("matched_prefix", "decision", "resolved_program", "justification", "source")
     MATCHED_PREFIX_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
     RESOLVED_PROGRAM_FIELD_NUMBER: _ClassVar[int]
     JUSTIFICATION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     matched_prefix: _containers.RepeatedScalarFieldContainer[str]
     decision: PolicyDecision
     resolved_program: str
     justification: str
-    def __init__(self, matched_prefix: _Optional[_Iterable[str]] = ..., decision: _Optional[_Union[PolicyDecision, str]] = ..., resolved_program: _Optional[str] = ..., justification: _Optional[str] = ...) -> None: ...
+    source: str
+    def __init__(self, matched_prefix: _Optional[_Iterable[str]] = ..., decision: _Optional[_Union[PolicyDecision, str]] = ..., resolved_program: _Optional[str] = ..., justification: _Optional[str] = ..., source: _Optional[str] = ...) -> None: ...
 
 class HeuristicsRuleMatch(_message.Message):
     __slots__ = ("command", "decision")

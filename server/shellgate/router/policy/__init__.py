@@ -26,6 +26,7 @@ from shellgate.router.policy.evaluate import (
     matches_for_command,
 )
 from shellgate.router.policy.model import (
+    SHARED_SOURCE,
     Decision,
     Evaluation,
     HeuristicsRuleMatch,
@@ -35,6 +36,7 @@ from shellgate.router.policy.model import (
     PrefixRule,
     PrefixRuleMatch,
     RuleMatch,
+    RuleSource,
 )
 from shellgate.router.policy.requirement import (
     ApprovalOutcome,
@@ -56,6 +58,7 @@ from shellgate.router.policy.unwrap import MAX_UNWRAP_DEPTH, unwrapped_commands
 __all__ = [
     "BANNED_PREFIX_SUGGESTIONS",
     "MAX_UNWRAP_DEPTH",
+    "SHARED_SOURCE",
     "AmendError",
     "ApprovalMode",
     "ApprovalOutcome",
@@ -73,6 +76,7 @@ __all__ = [
     "PrefixRule",
     "PrefixRuleMatch",
     "RuleMatch",
+    "RuleSource",
     "RulesLoadError",
     "SandboxPermissions",
     "SandboxProfile",

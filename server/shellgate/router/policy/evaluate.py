@@ -23,7 +23,7 @@ def _exact(policy: Policy, cmd: tuple[str, ...]) -> list[RuleMatch]:
     for rule in policy.rules_for(cmd[0]):
         prefix = rule.matches(cmd)
         if prefix is not None:
-            out.append(PrefixRuleMatch(prefix, rule.decision, None, rule.justification))
+            out.append(PrefixRuleMatch(prefix, rule.decision, None, rule.justification, rule))
     return out
 
 
@@ -43,7 +43,7 @@ def _host_executable(policy: Policy, cmd: tuple[str, ...]) -> list[RuleMatch]:
     for rule in policy.rules_for(basename):
         prefix = rule.matches(renamed)
         if prefix is not None:
-            out.append(PrefixRuleMatch(prefix, rule.decision, program, rule.justification))
+            out.append(PrefixRuleMatch(prefix, rule.decision, program, rule.justification, rule))
     return out
 
 

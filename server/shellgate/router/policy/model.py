@@ -33,6 +33,20 @@ def strictest(decisions: tuple[Decision, ...] | list[Decision]) -> Decision | No
 # One pattern position: the accepted tokens (a single token is a 1-tuple).
 PatternToken = tuple[str, ...]
 
+# `file` of a rule amended through the shared (Redis) layer; its `line` is the list index.
+SHARED_SOURCE = "<shared>"
+
+
+@dataclass(frozen=True)
+class RuleSource:
+    """Where a rule was defined: the rules file and the 1-based line of its call."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
 
 @dataclass(frozen=True)
 class PrefixRule:
@@ -42,6 +56,12 @@ class PrefixRule:
     rest: tuple[PatternToken, ...]
     decision: Decision
     justification: str | None = None
+    # Provenance only: two rules with the same pattern and decision are the same rule.
+    source: RuleSource | None = field(default=None, compare=False)
+
+    def pattern(self) -> list[str | list[str]]:
+        """The pattern as written: a token, or a list of alternatives, per position."""
+        return [self.first, *(t[0] if len(t) == 1 else list(t) for t in self.rest)]
 
     def matches(self, cmd: tuple[str, ...]) -> tuple[str, ...] | None:
         """The matched prefix of `cmd`, or None."""
@@ -84,6 +104,7 @@ class NetworkRule:
     protocol: NetworkProtocol
     decision: Decision
     justification: str | None = None
+    source: RuleSource | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -94,6 +115,8 @@ class PrefixRuleMatch:
     decision: Decision
     resolved_program: str | None = None
     justification: str | None = None
+    # The rule that matched (its pattern and source); not part of the match's identity.
+    rule: PrefixRule | None = field(default=None, compare=False, repr=False)
 
     def debug(self) -> str:
         """Rust-Debug-like rendering used in example-validation errors."""
@@ -163,11 +186,13 @@ class Policy:
             {**self.host_executables, **other.host_executables},
         )
 
-    def with_prefix_rule(self, prefix: tuple[str, ...], decision: Decision) -> Policy:
+    def with_prefix_rule(
+        self, prefix: tuple[str, ...], decision: Decision, source: RuleSource | None = None
+    ) -> Policy:
         """Add a plain prefix rule (raises ValueError `prefix cannot be empty`)."""
         if not prefix:
             raise ValueError("prefix cannot be empty")
-        rule = PrefixRule(prefix[0], tuple((t,) for t in prefix[1:]), decision)
+        rule = PrefixRule(prefix[0], tuple((t,) for t in prefix[1:]), decision, source=source)
         return Policy((*self.rules, rule), self.network_rules, self.host_executables)
 
     def compiled_network_domains(self) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -78,6 +78,8 @@ class ApprovalOutcome:
     requirement: ExecApprovalRequirement
     segment_matches: tuple[RuleMatch, ...]
     scan_matches: tuple[PrefixRuleMatch, ...]
+    # How many of `segment_matches` each segment contributed, in order (for the audit log).
+    segment_counts: tuple[int, ...] = ()
 
 
 def render_decision_for_unmatched_command(
@@ -294,7 +296,8 @@ def create_exec_approval_requirement(
         )
         if asks:
             requirement = _opaque_requirement(ctx, cmd_text(), deny.named_rule)
-    return ApprovalOutcome(requirement, segment.matched_rules, scanned)
+    counts = tuple(len(found) for found in per_command)
+    return ApprovalOutcome(requirement, segment.matched_rules, scanned, counts)
 
 
 def _opaque_requirement(

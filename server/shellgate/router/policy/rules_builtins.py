@@ -13,6 +13,7 @@ from shellgate.router.policy.model import (
     NetworkRule,
     PatternToken,
     PrefixRule,
+    RuleSource,
 )
 from shellgate.router.policy.paths import normalize_absolute, path_basename
 from shellgate.router.policy.rules_errors import Span
@@ -48,6 +49,8 @@ class PendingExamples:
 @dataclass
 class PolicyBuilder:
     home: str | None
+    # The file being interpreted: rules record it with their call's line.
+    current_file: str = ""
     rules: list[PrefixRule] = field(default_factory=list)
     network: list[NetworkRule] = field(default_factory=list)
     hosts: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -154,7 +157,8 @@ def _prefix_rule(b: PolicyBuilder, args: dict[str, Any], span: Span) -> None:
     not_matches = [_example(v) for v in args.get("not_match") or []]
     rest = tuple(tokens[1:])
     # Alternatives in the first position give one rule per program; later ones match in place.
-    rules = tuple(PrefixRule(head, rest, decision, justification) for head in tokens[0])
+    source = RuleSource(b.current_file, span.line)
+    rules = tuple(PrefixRule(head, rest, decision, justification, source) for head in tokens[0])
     b.pending.append(PendingExamples(rules, matches, not_matches, span))
     b.rules.extend(rules)
 
@@ -216,7 +220,8 @@ def _network_rule(b: PolicyBuilder, args: dict[str, Any], span: Span) -> None:
         host = normalize_network_host(args["host"])
     except ValueError as exc:
         raise BuiltinFailure(f"invalid rule: {exc}") from None
-    b.network.append(NetworkRule(host, protocol, decision, justification))
+    source = RuleSource(b.current_file, span.line)
+    b.network.append(NetworkRule(host, protocol, decision, justification, source))
 
 
 def _host_executable(b: PolicyBuilder, args: dict[str, Any], span: Span) -> None:

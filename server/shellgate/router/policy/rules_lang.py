@@ -201,6 +201,7 @@ def load_rules(
         )
     for path, source in files:
         start = len(b.pending)
+        b.current_file = path
         _Interpreter(path, source, b).run()
         _validate(path, source, b, start)
     return Policy(tuple(b.rules), tuple(b.network), b.hosts)

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 from shellgate.common.sandbox import SandboxSpec
 from shellgate.router.policy.evaluate import match_to_flat_json
+from shellgate.router.policy.model import PrefixRuleMatch, RuleMatch
+from shellgate.router.policy.requirement import ApprovalOutcome
 from shellgate.router.projection import CommandElement, PatchElement
 from shellgate.router.runtime.call_state import Aborted, ApprovalSubject, Finished
 from shellgate.router.runtime.events import Termination
@@ -27,6 +29,7 @@ __all__ = [
     "AuditTrail",
     "decision_record",
     "environment_host",
+    "matched_rules",
     "outcome_record",
     "sandbox_name",
 ]
@@ -100,13 +103,34 @@ def _element_fields(subject: ApprovalSubject, digest: str, host: str) -> dict[st
     if isinstance(element, CommandElement):
         outcome = element.approval
         fields["segments"] = [list(c) for c in element.policy.commands]
-        fields["matched_rules"] = [
-            match_to_flat_json(m) for m in outcome.segment_matches + outcome.scan_matches
-        ]
+        fields["matched_rules"] = matched_rules(outcome)
     elif isinstance(element, PatchElement):
         fields["segments"] = []
         fields["matched_rules"] = []
     return fields
+
+
+def _match_record(match: RuleMatch, segment: int | None) -> dict[str, Any]:
+    entry = match_to_flat_json(match)
+    # None: a deny-side scan match (a command unwrapped from the argv, not a segment).
+    entry["segment"] = segment
+    rule = match.rule if isinstance(match, PrefixRuleMatch) else None
+    if rule is not None:
+        entry["pattern"] = rule.pattern()
+        if rule.source is not None:
+            entry["file"], entry["line"] = rule.source.file, rule.source.line
+    return entry
+
+
+def matched_rules(outcome: ApprovalOutcome) -> list[dict[str, Any]]:
+    """Every match behind an element's requirement, with its segment and rule's file:line."""
+    segments: list[int | None] = [
+        index for index, count in enumerate(outcome.segment_counts) for _ in range(count)
+    ]
+    if len(segments) != len(outcome.segment_matches):
+        segments = [None] * len(outcome.segment_matches)  # counts unknown: no attribution
+    out = [_match_record(m, s) for m, s in zip(outcome.segment_matches, segments, strict=True)]
+    return out + [_match_record(m, None) for m in outcome.scan_matches]
 
 
 def _base(call: AuditCall, kind: str) -> dict[str, Any]:

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shellgate.router.policy import (
+    SHARED_SOURCE,
     AmendError,
     Decision,
     Policy,
+    RuleSource,
     RulesLoadError,
     append_line,
     load_rules,
@@ -95,6 +97,22 @@ def append_rule_line(path: Path, line: str) -> bool:
         return True
 
 
+def _with_shared(policy: Policy, prefixes: Sequence[tuple[str, ...]], first: int) -> Policy:
+    """`policy` plus shared amendments; their source is `<shared>` and the list index."""
+    for index, prefix in enumerate(prefixes, start=first):
+        policy = policy.with_prefix_rule(prefix, Decision.ALLOW, RuleSource(SHARED_SOURCE, index))
+    return policy
+
+
+def _line_of(path: Path, line: str) -> int:
+    """The 1-based line of `line` in the file at `path` (0 when it is not there)."""
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except OSError:
+        return 0
+    return next((n for n, ln in enumerate(lines, 1) if ln.removesuffix("\r") == line), 0)
+
+
 class PolicyStore:
     """The live policy of a router: loaded from `rules_dirs`, reloaded, amended."""
 
@@ -118,9 +136,7 @@ class PolicyStore:
         self.share: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
 
     def _layered(self, policy: Policy) -> Policy:
-        for prefix in self._shared_rules:
-            policy = policy.with_prefix_rule(prefix, Decision.ALLOW)
-        return policy
+        return _with_shared(policy, self._shared_rules, 0)
 
     def set_shared_prefix_rules(self, rules: Sequence[tuple[str, ...]]) -> None:
         """Replace the shared amendments layer (from Redis) and apply it to the live policy."""
@@ -132,10 +148,7 @@ class PolicyStore:
             appended = rules[: len(self._shared_rules)] == self._shared_rules
             self._shared_rules = rules
             if appended:
-                policy = self._policy
-                for prefix in added:
-                    policy = policy.with_prefix_rule(prefix, Decision.ALLOW)
-                self._policy = policy
+                self._policy = _with_shared(self._policy, added, len(rules) - len(added))
                 return
         self.reload()
 
@@ -194,8 +207,11 @@ class PolicyStore:
         result = self.reload()
         if not result.ok:
             # The broken file is elsewhere; the approval still takes effect in memory.
+            source = RuleSource(str(self.amendments_path), _line_of(self.amendments_path, line))
             with self._lock:
-                self._policy = self._policy.with_prefix_rule(tuple(prefix), Decision.ALLOW)
+                self._policy = self._policy.with_prefix_rule(
+                    tuple(prefix), Decision.ALLOW, source
+                )
         return result
 
     def append_network_rule(

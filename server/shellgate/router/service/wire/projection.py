@@ -133,6 +133,8 @@ def _fill_rule_match(out: projection_pb2.RuleMatch, match: RuleMatch) -> None:
         prefix.resolved_program = match.resolved_program
     if match.justification is not None:
         prefix.justification = match.justification
+    if match.rule is not None and match.rule.source is not None:
+        prefix.source = str(match.rule.source)
 
 
 def _fill_requirement(
