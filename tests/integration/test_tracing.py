@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,3 +97,38 @@ def test_remote_execute_is_one_trace_across_router_and_daemon(tmp_path: Path) ->
     # No command text in any attribute.
     for s in ours:
         assert "echo traced" not in str(dict(s.attributes or {})), s.name
+
+
+def test_approval_wait_is_a_span_linked_to_the_parking_call(tmp_path: Path) -> None:
+    exporter = _exporter()
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "ask.rules").write_text('prefix_rule(pattern=["touch"], decision="prompt")\n')
+    config = router_config(local_cwd=str(tmp_path), rules_dirs=(str(tmp_path / "rules"),))
+    with running_router(config) as router:
+        item = function_item("shell_command", {"command": "touch a", "login": False}, "c1")
+        request = router_pb2.ExecuteRequest(thread_id="t", turn=turn(), item=item)
+        asked = list(router.stub.Execute(request, timeout=30))[-1].approval_required
+        assert asked.approval_id
+        parked_ns = time.time_ns()
+        time.sleep(0.05)  # a measurable wait
+        resume = router_pb2.ExecuteRequest(
+            thread_id="t", turn=turn(),
+            resume=router_pb2.ResumeCall(
+                approval_id=asked.approval_id, decision=router_pb2.APPROVAL_DECISION_APPROVED
+            ),
+        )  # fmt: skip
+        decided_ns = time.time_ns()
+        assert list(router.stub.Execute(resume, timeout=30))[-1].completed.exit_code == 0
+    spans = exporter.get_finished_spans()
+    (wait,) = [s for s in spans if s.name == "approval.wait"]
+    executes = [s for s in spans if s.name == "shellgate.execute"]
+    parking = next(s for s in executes if "approval_required" in [e.name for e in s.events])
+    resuming = next(s for s in executes if s.parent is None and s is not parking and (
+        s.context.trace_id == wait.context.trace_id))  # fmt: skip
+    # Child of the resume's Execute, linked to the Execute that parked the call.
+    assert wait.parent is not None and wait.parent.span_id == resuming.context.span_id
+    assert [link.context.span_id for link in wait.links] == [parking.context.span_id]
+    assert wait.start_time is not None and wait.end_time is not None
+    assert parking.start_time is not None and parking.start_time <= wait.start_time <= parked_ns
+    assert wait.end_time >= decided_ns and wait.end_time - wait.start_time >= 50_000_000
+    assert dict(wait.attributes or {}) == {"decision": "approved", "approval.source": "caller"}

@@ -93,6 +93,8 @@ def test_a_different_projection_is_refused() -> None:
         lambda d: d["parked"]["subject"].update(argv=[1, 2]),
         lambda d: d["parked"].update(retry_result={"text": "x"}),
         lambda d: d.pop("fingerprint"),
+        lambda d: d.update(parked_at="soon"),
+        lambda d: d.update(trace={"traceparent": 7}),
     ],
 )
 def test_a_bad_record_is_refused_not_guessed(mutate: object) -> None:
@@ -102,3 +104,15 @@ def test_a_bad_record_is_refused_not_guessed(mutate: object) -> None:
         decode_parked(json.dumps(data))
     with pytest.raises(ParkedCallChangedError):
         decode_parked(b"\x80not json")
+
+
+def test_parking_time_and_trace_context_are_optional_fields() -> None:
+    awaiting = _awaiting(ApprovalKind.EXEC_POLICY, amendment=None, key="k" * 64)
+    context = {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}
+    stored = decode_parked(encode_parked(awaiting, 1_700_000_000.5, context))
+    assert (stored.parked_at, dict(stored.trace_context)) == (1_700_000_000.5, context)
+    # A record written before the fields existed (same FORMAT) still reads back.
+    data = json.loads(encode_parked(awaiting))
+    del data["parked_at"], data["trace"]
+    older = decode_parked(json.dumps(data))
+    assert (older.parked_at, dict(older.trace_context)) == (None, {})

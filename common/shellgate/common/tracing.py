@@ -20,7 +20,15 @@ except ImportError:  # the optional extra is not installed: tracing is off
     propagate = None  # type: ignore[assignment]
     trace = None  # type: ignore[assignment]
 
-__all__ = ["configure_tracing", "inject_metadata", "set_attributes", "span", "span_event"]
+__all__ = [
+    "configure_tracing",
+    "current_trace_context",
+    "inject_metadata",
+    "record_approval_wait",
+    "set_attributes",
+    "span",
+    "span_event",
+]
 
 AttributeValue = str | int | float | bool
 
@@ -41,6 +49,44 @@ def configure_tracing(service_name: str, endpoint: str) -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     trace.set_tracer_provider(provider)
+
+
+def current_trace_context() -> dict[str, str]:
+    """The current span's W3C context (`traceparent`…) as a dict; empty when not tracing."""
+    carrier: dict[str, str] = {}
+    if propagate is not None:
+        propagate.inject(carrier)
+    return carrier
+
+
+def record_approval_wait(
+    parked_at: float,
+    decided_at: float,
+    decision: str,
+    source: str,
+    link: Mapping[str, str] | None = None,
+) -> None:
+    """An `approval.wait` span from parking to decision (wall seconds), child of the current
+    span and linked to the span that parked the call (`link`: its `current_trace_context`).
+
+    The wait crosses RPCs (and replicas), so it cannot be a `with` block: its start time is
+    the stored parking time.
+    """
+    if trace is None:
+        return
+    links = []
+    if link:
+        parked = trace.get_current_span(propagate.extract(dict(link))).get_span_context()
+        if parked.is_valid:
+            links.append(trace.Link(parked))
+    tracer = trace.get_tracer("shellgate")
+    waited = tracer.start_span(
+        "approval.wait",
+        attributes={"decision": decision, "approval.source": source},
+        links=links,
+        start_time=int(parked_at * 1e9),
+    )
+    waited.end(end_time=int(max(decided_at, parked_at) * 1e9))
 
 
 def inject_metadata(metadata: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from shellgate.common.tracing import current_trace_context
 from shellgate.router.decode.tool_call import PayloadKind
 from shellgate.router.output.texts import abort_message
 from shellgate.router.projection import (
@@ -128,7 +129,8 @@ class CallRunner:
     async def _park(self, awaiting: AwaitingApproval) -> None:
         parked, subject = awaiting.parked, awaiting.parked.subject
         # Stored as data, not as this object: any router of the thread may resume it.
-        stored = encode_parked(awaiting)
+        # When and under which span it parked: the resume (any replica) records the wait.
+        stored = encode_parked(awaiting, time.time(), current_trace_context())
         pending = await self.ctx.thread.add_pending(self.call.projected.call_id, stored)
         self.emit(
             ApprovalRequiredEvent(

@@ -18,6 +18,7 @@ from shellgate.common.errors import (
     SharedStateUnavailableError,
 )
 from shellgate.common.tasks import cancel_and_wait
+from shellgate.common.tracing import record_approval_wait
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import ProjectedCall
 from shellgate.router.runtime.call_runner import CallRunner
@@ -78,6 +79,10 @@ async def resume_call(
     projected, turn = await reproject(stored.origin)
     parked: AwaitingApproval = rebuild(stored, projected, turn)
     running, answer = resume(parked, decision)
+    # The wait spans two RPCs (maybe two replicas): a span from the stored parking time,
+    # linked to the span that parked it. `caller`: this Execute's resume decided it.
+    parked_at = stored.started_wall if stored.parked_at is None else stored.parked_at
+    record_approval_wait(parked_at, time.time(), decision.value, "caller", stored.trace_context)
     if on_start is not None:
         await on_start(parked.call)
     async for event in _drive(parked.call, ctx, running, answer):

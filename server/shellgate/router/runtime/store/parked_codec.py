@@ -16,7 +16,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shellgate.common.errors import ParkedCallChangedError
@@ -42,6 +42,8 @@ from shellgate.router.runtime.events import ApprovalKind, Termination
 __all__ = ["FORMAT", "StoredParked", "decode_parked", "encode_parked", "fingerprint", "rebuild"]
 
 # Bumped when the layout changes: a record of another format is refused, never guessed at.
+# Optional fields (`parked_at`, `trace`) were added without a bump: older routers ignore
+# them, and a record without them reads back with their defaults.
 FORMAT = 1
 
 
@@ -54,6 +56,10 @@ class StoredParked:
     fingerprint: str
     running: Running
     parked: Parked
+    # Wall-clock time it was parked (None in records written before the field existed).
+    parked_at: float | None = None
+    # The parking span's W3C trace context (`traceparent`…); empty when not tracing.
+    trace_context: Mapping[str, str] = field(default_factory=dict)
 
 
 def fingerprint(projected: ProjectedCall, index: int) -> str:
@@ -95,7 +101,11 @@ def _finished_json(done: Finished) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def encode_parked(awaiting: AwaitingApproval) -> str:
+def encode_parked(
+    awaiting: AwaitingApproval,
+    parked_at: float | None = None,
+    trace_context: Mapping[str, str] | None = None,
+) -> str:
     """The JSON text of a parked call (its origin request must be set)."""
     call, running, parked = awaiting.call, awaiting.running, awaiting.parked
     subject = parked.subject
@@ -103,6 +113,8 @@ def encode_parked(awaiting: AwaitingApproval) -> str:
         "format": FORMAT,
         "origin": base64.b64encode(call.origin).decode("ascii"),
         "started_wall": call.started_wall,
+        "parked_at": parked_at,
+        "trace": dict(trace_context or {}),
         "fingerprint": fingerprint(call.projected, running.index),
         "running": {
             "index": running.index, "blocks": list(running.blocks),
@@ -144,6 +156,8 @@ def decode_parked(text: str | bytes) -> StoredParked:
             fingerprint=_str(data["fingerprint"]),
             running=running,
             parked=parked,
+            parked_at=None if data.get("parked_at") is None else float(_num(data["parked_at"])),
+            trace_context=_str_map(data.get("trace") or {}),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise ParkedCallChangedError(f"the parked call's record cannot be read: {exc}") from exc
@@ -211,6 +225,10 @@ def _num(v: object) -> float | int:
 
 def _opt_int(v: object) -> int | None:
     return None if v is None else _int(v)
+
+
+def _str_map(v: object) -> dict[str, str]:
+    return {_str(k): _str(x) for k, x in _obj(v).items()}
 
 
 def _strs(v: object) -> tuple[str, ...]:
