@@ -26,6 +26,7 @@ __all__ = [
     "inject_metadata",
     "record_approval_wait",
     "set_attributes",
+    "shutdown_tracing",
     "span",
     "span_event",
 ]
@@ -47,8 +48,19 @@ def configure_tracing(service_name: str, endpoint: str) -> None:
             "otel_endpoint is set but OpenTelemetry is not installed: pip install 'shellgate[otel]'"
         ) from exc
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    # Batches leave every OTEL_BSP_SCHEDULE_DELAY ms (SDK default 5000); shutdown_tracing
+    # sends what is left.
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     trace.set_tracer_provider(provider)
+
+
+def shutdown_tracing() -> None:
+    """Export the spans still batched and stop the exporter (a daemon's graceful exit)."""
+    if trace is None:
+        return
+    shutdown = getattr(trace.get_tracer_provider(), "shutdown", None)
+    if shutdown is not None:
+        shutdown()
 
 
 def current_trace_context() -> dict[str, str]:

@@ -21,7 +21,7 @@ from shellgate.common.log_setup import LOG_FORMAT_HELP, LOG_FORMATS, configure_l
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.sandbox import local_sandbox_summary, sandbox_unavailable_reason
-from shellgate.common.tracing import configure_tracing
+from shellgate.common.tracing import configure_tracing, shutdown_tracing
 from shellgate.execserver.config import ServerConfig, load_config
 from shellgate.execserver.server import start_server
 
@@ -172,6 +172,8 @@ async def _serve(args: argparse.Namespace) -> int:
     if codex is not None:
         await codex.stop()  # its sessions kill their processes before the table drains
     await running.stop(config.shutdown_grace_ms)
+    # The last spans (this shutdown's calls) are still batched: send them before exiting.
+    await asyncio.to_thread(shutdown_tracing)
     return 0
 
 

@@ -17,7 +17,7 @@ from shellgate.common.log_setup import LOG_FORMAT_HELP, LOG_FORMATS, configure_l
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.tasks import TaskSet
-from shellgate.common.tracing import configure_tracing
+from shellgate.common.tracing import configure_tracing, shutdown_tracing
 from shellgate.router.cli.banner import PROFILES, banner_lines, sandbox_refusal
 from shellgate.router.cli.detach import detach
 from shellgate.router.policy import RulesLoadError
@@ -123,6 +123,8 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     if args.print_port:
         print(router.port, flush=True)
     await serve_forever(router, stop)
+    # The last spans (this shutdown's calls) are still batched: send them before exiting.
+    await asyncio.to_thread(shutdown_tracing)
     return 0
 
 
