@@ -12,8 +12,12 @@ so only the streamed `output` events are shaped here, over one `OutputChannel`:
   COALESCED_OUTPUT_BYTES, and later seqs shift down so they stay contiguous; a fast
   producer then costs one message per backlog instead of one per pipe read.
 * Pacing (classic commands only): `room` holds the classic reader while
-  PACED_OUTPUT_BYTES wait, at most OUTPUT_STALL_S per pause, so a fast producer is paced
-  by the client instead of having its stream output dropped at the budget.
+  PACED_OUTPUT_BYTES wait, for as long as the client takes: an attached client never
+  loses a byte of a running classic command (the pipe fills and the child blocks on its
+  write). A client that stalls forever holds the command until its timeout kills it or
+  the client cancels the stream (which cancels the call). Unified-exec output is not paced:
+  its session keeps reading between polls, so the stream is display only and drops past
+  the budget (seq gaps show it).
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from shellgate.router.runtime.events import (
 __all__ = [
     "COALESCED_OUTPUT_BYTES",
     "MAX_QUEUED_OUTPUT_BYTES",
-    "OUTPUT_STALL_S",
     "PACED_OUTPUT_BYTES",
     "CallStream",
     "coalesces",
@@ -41,12 +44,9 @@ MAX_QUEUED_OUTPUT_BYTES = 8 * 1024 * 1024
 # Largest message a backlog of output is merged into (well under gRPC's 4 MiB default).
 COALESCED_OUTPUT_BYTES = 1024 * 1024
 # A classic command's reader pauses while this much output waits for the client (two full
-# merged messages), so a fast producer is paced by the client instead of having its
-# stream output dropped at MAX_QUEUED_OUTPUT_BYTES.
+# merged messages), however long the client takes, so a fast producer is paced by the
+# client instead of having its stream output dropped at MAX_QUEUED_OUTPUT_BYTES.
 PACED_OUTPUT_BYTES = 2 * 1024 * 1024
-# How long one pause may wait for the backlog to drain; a client that reads nothing for
-# longer no longer holds the command back (its stream loses chunks instead).
-OUTPUT_STALL_S = 0.5
 
 
 def coalesces(projected: ProjectedCall) -> bool:
@@ -68,7 +68,7 @@ class CallStream:
             max_bytes=MAX_QUEUED_OUTPUT_BYTES,
             coalesce_bytes=COALESCED_OUTPUT_BYTES if coalesce else 0,
             pace_bytes=PACED_OUTPUT_BYTES if coalesce else None,
-            pace_stall_s=OUTPUT_STALL_S,
+            pace_stall_s=None,
         )
         # Per element: chunks merged into an earlier one (later seqs shift down by this),
         # and the original seq of the last chunk queued (a merge must not bridge a drop).
