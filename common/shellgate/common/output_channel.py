@@ -40,9 +40,16 @@ import enum
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["ChannelClosedError", "OutputChannel", "Received", "RoomCheck", "Sent"]
+__all__ = [
+    "ChannelClosedError",
+    "OutputChannel",
+    "Received",
+    "RoomCheck",
+    "Sent",
+    "pause_until",
+]
 
 M = TypeVar("M")
 
@@ -325,3 +332,22 @@ class OutputChannel(Generic[M]):
         """Every entry until the channel is closed and drained."""
         while (item := await self.receive()) is not None:
             yield item
+
+
+async def _wait(pause: Awaitable[None]) -> None:
+    await pause
+
+
+async def pause_until(pause: Awaitable[None], until: asyncio.Future[Any]) -> None:
+    """Wait out a pacing pause from `room`, but no longer than until `until` is done.
+
+    A producer paced by its consumer uses it to stop waiting at an event that makes the
+    rest urgent (a process's exit: what remains must drain within a bounded grace).
+    """
+    waiter = asyncio.ensure_future(_wait(pause))
+    try:
+        await asyncio.wait({waiter, until}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        # Cancelling the pause changes nothing in the channel; reap it before returning.
+        await asyncio.gather(waiter, return_exceptions=True)
