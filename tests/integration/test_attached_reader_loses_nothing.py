@@ -150,4 +150,3 @@ def test_a_stalled_execute_client_of_a_remote_environment_loses_nothing(tmp_path
             stub = router_pb2_grpc.ToolRouterServiceStub(channel)
             # Remote environments serve unified exec (direct mode).
             _stalled_execute(stub, "box", "exec_command", ROUTER_LINES)
-
