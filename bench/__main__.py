@@ -30,9 +30,10 @@ from bench.report import write
 from bench.suites.exec_benches import EXEC_BENCHES
 from bench.suites.memory_benches import MEMORY_BENCHES
 from bench.suites.router_benches import ROUTER_BENCHES
+from bench.suites.stream_benches import STREAM_BENCHES
 
 HERE = Path(__file__).resolve().parent
-BENCHES: dict[str, Any] = {**EXEC_BENCHES, **ROUTER_BENCHES, **MEMORY_BENCHES}
+BENCHES: dict[str, Any] = {**EXEC_BENCHES, **ROUTER_BENCHES, **MEMORY_BENCHES, **STREAM_BENCHES}
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -36,8 +36,8 @@ async def _sample_rss(pid: int, peak: list[int], stop: asyncio.Event) -> None:
 async def bench_slow_consumer(peers: Peers, mode: Mode) -> Result:
     """Stream N bytes to a consumer that reads one message every 10 ms; daemon RSS growth."""
     n = mode.slow_consumer_bytes
-    res = Result("slow_consumer", f"{n // MIB} MiB to a slow consumer", "daemon RSS growth ≤ 32 MiB",
-                 unit="MiB")  # fmt: skip
+    res = Result("slow_consumer", f"{n // MIB} MiB to a slow consumer",
+                 "every byte delivered, no gap; daemon RSS growth ≤ 32 MiB", unit="MiB")  # fmt: skip
     server = peers.daemon("daemon-mem")
     try:
         stub = await peers.enter_async(sg_exec.exec_stub(server.address))
@@ -62,7 +62,7 @@ async def bench_slow_consumer(peers: Peers, mode: Mode) -> Result:
                 elif kind == "closed":
                     finished = True
                     break
-                if time.perf_counter() - t0 > mode.max_seconds * 2:
+                if time.perf_counter() - t0 > mode.max_seconds * 4:
                     break  # bounded: the verdict still holds for what was seen
                 await asyncio.sleep(SLOW_READ_PAUSE_S)
         finally:
@@ -77,10 +77,11 @@ async def bench_slow_consumer(peers: Peers, mode: Mode) -> Result:
                    "rss_growth_mib": growth, "delivered_mib": delivered / MIB,
                    "messages": messages, "gap_events": gaps, "stream_finished": finished,
                    "seconds": time.perf_counter() - t0}  # fmt: skip
-    res.judge(growth <= 32)
+    # An attached reader never loses a byte: anything short of all of it is a miss.
+    res.judge(growth <= 32 and finished and delivered == n and gaps == 0)
     res.note = (
-        "consumer sleeps 10 ms after each message; the daemon keeps 1 MiB per process "
-        "and reports what it evicted as gaps instead of buffering"
+        "consumer sleeps 10 ms after each message; the attached stream holds the process "
+        "back (pipe back-pressure), so it must receive every byte with no gap"
     )
     return res
 

@@ -11,7 +11,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHES = {"spawn", "throughput", "concurrency", "project", "execute", "execute_concurrent",
-           "execute_bytes", "slow_consumer", "idle_pty"}  # fmt: skip
+           "execute_bytes", "slow_consumer", "idle_pty", "first_byte", "idle_sessions",
+           "project_under_load"}  # fmt: skip
 
 
 @pytest.mark.slow

@@ -97,9 +97,16 @@ def test_classic_merges_only_one_element_and_stream_at_a_time() -> None:
 def test_unified_output_is_never_merged_and_keeps_its_seqs() -> None:
     async def main() -> None:
         stream = CallStream(coalesce=False)
-        assert stream.room is None  # a unified reader is never paced
+        assert stream.room() is None  # nothing waits for the client yet
         for seq in range(1, 21):
             stream.emit(_out(seq))
+        # An attached unified reader is paced too: with the backlog at the pace it waits.
+        pause = stream.room()
+        assert pause is not None
+        waiter = asyncio.ensure_future(pause)
+        await asyncio.sleep(0)
+        assert not waiter.done()
+        waiter.cancel()
         stream.emit(_completed())  # never dropped, even on a full budget
         assert stream.dropped_chunks == 20 - MAX_QUEUED_OUTPUT_BYTES // HALF
         await _take(stream, 1)

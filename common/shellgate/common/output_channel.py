@@ -21,9 +21,12 @@ One consumer (`receive`, or `async for`), any number of producers on the same lo
 * Optional coalescing: a chunk with the same `key` as the newest queued entry, marked
   `contiguous`, is appended to it (up to `coalesce_bytes`); `receive` joins the parts.
 * Optional pacing (`room`): a producer that cannot wait inside `send` (a synchronous
-  callback feeds the channel) pauses while the backlog is at `pace_bytes`, but never
-  longer than `pace_stall_s`; after a stall pacing is suspended until the backlog drains
-  below `pace_bytes`, so a consumer that stopped reading cannot hold the producer.
+  callback feeds the channel) pauses while the backlog is at `pace_bytes`. With
+  `pace_stall_s=None` it waits as long as the consumer takes (an attached reader never
+  loses a byte; cancelling the producer or `abandon` ends the wait). With a number, a
+  pause lasts at most that long; after such a stall pacing is suspended until the
+  backlog drains below `pace_bytes`, so a consumer that stopped reading cannot hold the
+  producer.
 * `close` (producer side): queued entries are still delivered, then `receive` returns
   None; sending afterwards raises ChannelClosedError. `abandon` (consumer side): queued
   entries are discarded and every later send is dropped at once (counted), so a
@@ -37,9 +40,16 @@ import enum
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["ChannelClosedError", "OutputChannel", "Received", "RoomCheck", "Sent"]
+__all__ = [
+    "ChannelClosedError",
+    "OutputChannel",
+    "Received",
+    "RoomCheck",
+    "Sent",
+    "pause_until",
+]
 
 M = TypeVar("M")
 
@@ -95,7 +105,7 @@ class OutputChannel(Generic[M]):
         max_chunks: int | None = None,
         coalesce_bytes: int = 0,
         pace_bytes: int | None = None,
-        pace_stall_s: float = 0.5,
+        pace_stall_s: float | None = 0.5,
     ) -> None:
         if max_bytes is None and max_chunks is None:
             raise ValueError("an output channel needs max_bytes or max_chunks")
@@ -237,7 +247,7 @@ class OutputChannel(Generic[M]):
 
     def room(self) -> Awaitable[None] | None:
         """None while the backlog is below `pace_bytes` (or pacing is suspended after a stall);
-        otherwise an awaitable that waits for the consumer, at most `pace_stall_s`.
+        otherwise an awaitable that waits for the consumer (at most `pace_stall_s` unless None).
 
         Returning None instead of a finished awaitable keeps the common case allocation-free
         (it runs once per chunk). Cancelling the awaitable changes nothing in the channel.
@@ -247,6 +257,9 @@ class OutputChannel(Generic[M]):
         return self._wait_paced()
 
     async def _wait_paced(self) -> None:
+        if self._pace_stall_s is None:
+            await self._below_pace.wait()
+            return
         try:
             await asyncio.wait_for(self._below_pace.wait(), self._pace_stall_s)
         except TimeoutError:
@@ -319,3 +332,22 @@ class OutputChannel(Generic[M]):
         """Every entry until the channel is closed and drained."""
         while (item := await self.receive()) is not None:
             yield item
+
+
+async def _wait(pause: Awaitable[None]) -> None:
+    await pause
+
+
+async def pause_until(pause: Awaitable[None], until: asyncio.Future[Any]) -> None:
+    """Wait out a pacing pause from `room`, but no longer than until `until` is done.
+
+    A producer paced by its consumer uses it to stop waiting at an event that makes the
+    rest urgent (a process's exit: what remains must drain within a bounded grace).
+    """
+    waiter = asyncio.ensure_future(_wait(pause))
+    try:
+        await asyncio.wait({waiter, until}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        # Cancelling the pause changes nothing in the channel; reap it before returning.
+        await asyncio.gather(waiter, return_exceptions=True)

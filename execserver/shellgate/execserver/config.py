@@ -95,9 +95,10 @@ class ServerConfig:
     # Hard bound of that drain, even while a slow but live Start stream is still receiving
     # output queued before the exit (time spent waiting for it does not count above).
     exit_drain_cap_ms: int = 60_000
-    # A Start stream holds its process back rather than lose output, but only while it makes
-    # progress: after this long without any, retention evicts (SLOW_CONSUMER gap).
-    slow_consumer_stall_ms: int = 2_000
+    # An attached stream (Start, Attach, Codex `process/output`) holds its process back
+    # rather than lose output. 0 (default): for as long as it takes. > 0: after this long
+    # without progress, retention evicts what it did not deliver (SLOW_CONSUMER gap).
+    slow_consumer_stall_ms: int = 0
     max_processes_per_caller: int = 64
     max_processes_total: int = 256
     max_argv_items: int = 4_096

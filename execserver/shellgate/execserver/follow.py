@@ -77,14 +77,25 @@ def pending_events(proc: ManagedProcess, cursor: int) -> list[Event]:
     return events
 
 
+def delivered_offset(proc: ManagedProcess, cursor: int) -> int:
+    """The output offset a follower from `cursor` has seen: where its next retained chunk
+    starts (everything so far when none is retained after the cursor)."""
+    ret = proc.retention
+    after = ret.chunks_after(cursor)
+    if after:
+        return after[0].end - len(after[0].data)
+    return ret.added_bytes
+
+
 async def follow(
     proc: ManagedProcess, after_seq: int, *, pacer: int | None = None
 ) -> AsyncIterator[Event]:
     """Yield events after after_seq until closed; counts as attached while running.
 
-    A paced follower (the Start stream, `pacer` from `proc.add_pacer()`, removed by the
-    caller) holds the process back instead of losing output, until it stalls for the
-    process's stall_ms; its later gaps are SLOW_CONSUMER ones.
+    A paced follower (an attached stream: Start, Attach, Codex `process/output`; `pacer`
+    from `proc.add_pacer()`, removed by the caller) holds the process back instead of
+    losing output; the slowest one governs. Only with a positive stall_ms is a follower
+    that stalls that long dropped; its later gaps are SLOW_CONSUMER ones.
     """
     cursor = after_seq
     proc.attached += 1

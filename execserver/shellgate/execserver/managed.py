@@ -47,9 +47,10 @@ class ManagedProcess:
     # After the exit, how long output may keep flowing (a background grandchild holding
     # the pipes) before the streams are cut and `closed` is emitted.
     exit_drain_ms: int = 2_000
-    # How long a paced follower (the Start stream) may make no progress before the pump
-    # stops waiting for it and lets retention evict what it has not delivered.
-    stall_ms: int = 2_000
+    # 0 (the default): an attached follower (Start/Attach stream) holds the process back for
+    # as long as it takes, so it never loses a byte. > 0: after this long without progress
+    # the pump stops waiting for it and retention evicts (a SLOW_CONSUMER gap).
+    stall_ms: int = 0
     # Upper bound of the post-exit drain even while a paced consumer keeps it alive.
     exit_drain_cap_ms: int = 60_000
     started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
@@ -75,10 +76,15 @@ class ManagedProcess:
     def __post_init__(self) -> None:
         self.touch()
 
-    def add_pacer(self) -> int:
-        """Register a follower the pump must not outrun by more than the retention bound."""
+    def add_pacer(self, delivered: int | None = None) -> int:
+        """Register a follower the pump must not outrun by more than the retention bound.
+
+        `delivered`: the output offset the follower has seen up to (default: everything
+        so far, i.e. a follower from the start or from the live end).
+        """
         self._next_token += 1
-        self._pacers[self._next_token] = self.retention.added_bytes
+        start = self.retention.added_bytes if delivered is None else delivered
+        self._pacers[self._next_token] = start
         return self._next_token
 
     def pacer_progress(self, token: int, end: int) -> bool:
@@ -102,20 +108,25 @@ class ManagedProcess:
 
     async def _pace(self, size: int) -> None:
         # Adding `size` bytes must not evict anything a paced follower has not delivered:
-        # wait for it, but never longer than stall_ms without progress, so a consumer that
-        # stopped reading cannot block the process (it then sees a SLOW_CONSUMER gap).
+        # wait for it. While the pump waits it reads nothing, so the pipe fills and the
+        # child blocks on its write (back-pressure). By default the wait has no bound (an
+        # attached reader never loses a byte; its stall holds only this process, and the
+        # timeout watchdog, Terminate and the stream's end still work); with stall_ms > 0 a
+        # follower without progress for that long is dropped (it sees a SLOW_CONSUMER gap).
         # Not an OutputChannel: retention is a replay log read by many followers (Start,
         # Attach, Read) at their own cursors, and chunks leave it by eviction, not by being
         # taken; only the slowest paced cursor bounds the producer.
         ret = self.retention
         while self._pacers:
             slowest = min(self._pacers.values())
-            if ret.added_bytes + size - slowest <= ret.max_bytes:
+            # A follower that has everything admits any chunk, even one larger than the
+            # retention bound (it is kept whole), so an oversized chunk cannot wait forever.
+            if ret.added_bytes + size - slowest <= ret.max_bytes or slowest >= ret.added_bytes:
                 return
             self._progress = asyncio.Event()
             self._pacing_since = self.clock()
             try:
-                async with asyncio.timeout(self.stall_ms / 1000):
+                async with asyncio.timeout(self.stall_ms / 1000 if self.stall_ms > 0 else None):
                     await self._progress.wait()
             except TimeoutError:
                 for token, end in list(self._pacers.items()):

@@ -29,7 +29,7 @@ class TableLimits:
     idempotency_ttl_ms: int = 5 * 60_000
     exit_drain_ms: int = 2_000
     exit_drain_cap_ms: int = 60_000
-    slow_consumer_stall_ms: int = 2_000
+    slow_consumer_stall_ms: int = 0
 
 
 @dataclass(frozen=True)

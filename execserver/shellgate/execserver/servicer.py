@@ -24,7 +24,15 @@ from shellgate.common.tracing import span, span_event
 from shellgate.execserver import convert, files, validate
 from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.confine import Confinement
-from shellgate.execserver.follow import Awaiting, Closed, Event, Exited, Gap, follow
+from shellgate.execserver.follow import (
+    Awaiting,
+    Closed,
+    Event,
+    Exited,
+    Gap,
+    delivered_offset,
+    follow,
+)
 from shellgate.execserver.info import HostInfo
 from shellgate.execserver.managed import ManagedProcess, ProcessState
 from shellgate.execserver.metrics import ExecServerMetrics
@@ -191,8 +199,15 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         """Replay retained events after after_seq, then follow until closed (wire bytes)."""
         proc = self._get(context, request.process_id)
         proc.touch()
-        async for event in follow(proc, request.after_seq):
-            yield _wire_event(event)
+        # Attached: paced like Start from the first event it has not seen, so a slow reader
+        # holds the process back instead of losing output (what was evicted before it
+        # attached still arrives as a gap).
+        pacer = proc.add_pacer(delivered_offset(proc, request.after_seq))
+        try:
+            async for event in follow(proc, request.after_seq, pacer=pacer):
+                yield _wire_event(event)
+        finally:
+            proc.remove_pacer(pacer)
 
     @unary
     async def Read(self, request: pb.ReadRequest, context: Ctx) -> pb.ReadResponse:

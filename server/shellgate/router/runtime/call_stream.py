@@ -11,9 +11,15 @@ so only the streamed `output` events are shaped here, over one `OutputChannel`:
   appended to the newest queued chunk of the same element and stream, up to
   COALESCED_OUTPUT_BYTES, and later seqs shift down so they stay contiguous; a fast
   producer then costs one message per backlog instead of one per pipe read.
-* Pacing (classic commands only): `room` holds the classic reader while
-  PACED_OUTPUT_BYTES wait, at most OUTPUT_STALL_S per pause, so a fast producer is paced
-  by the client instead of having its stream output dropped at the budget.
+* Pacing (every call): `room` holds the call's output reader (the classic pump, or the
+  unified session's pump while this call is attached to it) while PACED_OUTPUT_BYTES
+  wait, for as long as the client takes: an attached client never loses a byte (the pipe
+  fills and the child blocks on its write; a remote daemon is held back through gRPC
+  flow control). A client that stalls forever holds the process until the call ends: a
+  classic command's timeout kills it, a unified call ends at its yield deadline (the
+  session is then detached and reads on into its head/tail buffer), and a cancelled
+  stream cancels the call. Drops at the budget remain only for output the reader emits
+  without asking for room: a classic command's post-exit drain (2 s, spec 05 §1.3).
 """
 
 from __future__ import annotations
@@ -30,7 +36,6 @@ from shellgate.router.runtime.events import (
 __all__ = [
     "COALESCED_OUTPUT_BYTES",
     "MAX_QUEUED_OUTPUT_BYTES",
-    "OUTPUT_STALL_S",
     "PACED_OUTPUT_BYTES",
     "CallStream",
     "coalesces",
@@ -40,17 +45,14 @@ __all__ = [
 MAX_QUEUED_OUTPUT_BYTES = 8 * 1024 * 1024
 # Largest message a backlog of output is merged into (well under gRPC's 4 MiB default).
 COALESCED_OUTPUT_BYTES = 1024 * 1024
-# A classic command's reader pauses while this much output waits for the client (two full
-# merged messages), so a fast producer is paced by the client instead of having its
-# stream output dropped at MAX_QUEUED_OUTPUT_BYTES.
+# A call's output reader pauses while this much output waits for the client (two full
+# merged messages), however long the client takes, so a fast producer is paced by the
+# client instead of having its stream output dropped at MAX_QUEUED_OUTPUT_BYTES.
 PACED_OUTPUT_BYTES = 2 * 1024 * 1024
-# How long one pause may wait for the backlog to drain; a client that reads nothing for
-# longer no longer holds the command back (its stream loses chunks instead).
-OUTPUT_STALL_S = 0.5
 
 
 def coalesces(projected: ProjectedCall) -> bool:
-    """Whether a call's output may be merged (and its reader paced): classic commands only.
+    """Whether a call's output may be merged: classic commands only.
 
     Their seqs are per call, so a merged chunk can take one seq and later ones shift down.
     A unified session's seqs continue across calls, where a shift would read as lost output.
@@ -67,8 +69,8 @@ class CallStream:
         self._channel: OutputChannel[ExecuteEvent] = OutputChannel(
             max_bytes=MAX_QUEUED_OUTPUT_BYTES,
             coalesce_bytes=COALESCED_OUTPUT_BYTES if coalesce else 0,
-            pace_bytes=PACED_OUTPUT_BYTES if coalesce else None,
-            pace_stall_s=OUTPUT_STALL_S,
+            pace_bytes=PACED_OUTPUT_BYTES,
+            pace_stall_s=None,
         )
         # Per element: chunks merged into an earlier one (later seqs shift down by this),
         # and the original seq of the last chunk queued (a merge must not bridge a drop).
@@ -77,9 +79,9 @@ class CallStream:
         self.ended = False
 
     @property
-    def room(self) -> RoomCheck | None:
-        """The classic reader's pacing hook (None when this call's output is not paced)."""
-        return self._channel.room if self._coalesce else None
+    def room(self) -> RoomCheck:
+        """The output reader's pacing hook: an awaitable while the client is behind."""
+        return self._channel.room
 
     @property
     def dropped_bytes(self) -> int:

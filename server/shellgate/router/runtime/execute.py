@@ -103,8 +103,7 @@ async def _drive(
     call = ctx.thread.begin_call(record.projected.call_id)
 
     async def run() -> None:
-        room = stream.room if coalesce else None
-        runner = CallRunner(record, ctx, stream.emit, call.interrupt, room, state)
+        runner = CallRunner(record, ctx, stream.emit, call.interrupt, stream.room, state)
         try:
             await runner.run(answer)
         except Exception as exc:

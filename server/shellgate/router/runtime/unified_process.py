@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shellgate.common.output_channel import RoomCheck, pause_until
 from shellgate.common.process.base import ExitStatus, OutputChunk, ProcessHandle
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.output.head_tail import HeadTailBuffer, HeadTailSnapshot
@@ -55,6 +56,11 @@ class UnifiedProcess:
         self.exit_status: ExitStatus | None = None
         self.closed = False
         self.listener: OutputListener | None = None
+        # The attached call's pacing hook (set with `listener`): while its Execute client is
+        # behind, the pump stops reading, so the process waits instead of the stream
+        # dropping output. Between calls nobody is attached and the pump reads on into the
+        # head/tail buffer (the session's retention).
+        self.room: RoomCheck | None = None
         self._seq = initial_seq
         # Backend (daemon) seq of the last chunk pushed, and of the last one drained: a
         # re-attach from `drained_seq` replays exactly what no response has returned yet.
@@ -102,6 +108,11 @@ class UnifiedProcess:
                 if self.listener is not None:
                     self.listener(chunk, self._seq)
                 self.changed.set()
+                room = self.room
+                if room is not None and not self.exited and (pause := room()) is not None:
+                    # Never past the exit: a response reads only what arrives within a
+                    # short grace after it, so the rest must drain at full speed.
+                    await pause_until(pause, self._tasks[1])
         except Exception:
             # The output ends here either way (`closed`); the cause must not vanish.
             _log.exception("output pump of session %d failed", self.meta.process_id)

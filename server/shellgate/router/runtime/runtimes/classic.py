@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from shellgate.common.output_channel import pause_until
 from shellgate.common.process.base import (
     ExitStatus,
     OutputChunk,
@@ -182,10 +183,11 @@ async def run_classic(
             if listener is not None and seq <= MAX_OUTPUT_EVENTS:
                 listener(OutputChunk(chunk.stream, chunk.data), seq)
                 # Follow the client while the process runs: the pipe fills and the child
-                # waits instead of its output being dropped from the stream. After the exit
-                # the drain runs at full speed (its 2 s bound must not depend on the client).
+                # waits instead of its output being dropped from the stream. From the exit
+                # on the drain runs at full speed (its 2 s bound must not depend on the
+                # client), so a pause also ends at the exit.
                 if room is not None and not wait_task.done() and (pause := room()) is not None:
-                    await pause
+                    await pause_until(pause, wait_task)
 
     # Owned by this run: cancelled and awaited in the finally below, before the group is
     # killed (so no output is streamed after the result was taken).

@@ -214,7 +214,7 @@ async def exec_command_start(
         started_at_ms=int(time.time() * 1000),
     )
     proc = UnifiedProcess(meta, spawned.handle, clock)
-    proc.listener = request.listener()
+    proc.listener, proc.room = request.listener(), request.output_room
     request.emit(StartedEvent(
         request.element_index, meta.environment_id, meta.backend_process_id, proc.handle.pid,
         proc.process_id, meta.sandboxed,
@@ -252,7 +252,7 @@ async def exec_command_start(
             await manager.settle(proc)
         return response
     finally:
-        proc.listener = None
+        proc.listener = proc.room = None
 
 
 async def write_stdin(request: RuntimeRequest, call: WriteStdinCall) -> UnifiedResponse:
@@ -281,7 +281,7 @@ async def write_stdin(request: RuntimeRequest, call: WriteStdinCall) -> UnifiedR
         else:
             text = write_stdin_failed(UnifiedExecErrorText.unknown_process_id(session_id))
         return UnifiedResponse(text, error=True)
-    proc.listener = request.listener()
+    proc.listener, proc.room = request.listener(), request.output_room
     reported = False
     try:
         if chars and not proc.meta.tty and chars != CTRL_C:
@@ -315,7 +315,7 @@ async def write_stdin(request: RuntimeRequest, call: WriteStdinCall) -> UnifiedR
             await manager.finish(proc)
         return response
     finally:
-        proc.listener = None
+        proc.listener = proc.room = None
         if not reported:
             # A re-attached shared session records what was consumed and lets go.
             await manager.settle(proc)
