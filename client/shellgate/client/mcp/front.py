@@ -151,9 +151,9 @@ class Front:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        envs = self._settings.environments
-        if params.name == LIST_ENVIRONMENTS and len(envs) > 1:
-            return _text_result(environments_text(envs))
+        if params.name == LIST_ENVIRONMENTS and len(self._settings.environments) > 1:
+            # Reachability now (the router probes the remote ones), not at start-up.
+            return _text_result(environments_text(await self._client.list_environments(True)))
         thread = self._thread_for(ctx)
         if params.request_state:
             return await self._answer(ctx, params, thread)
