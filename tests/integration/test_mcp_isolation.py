@@ -132,8 +132,12 @@ def test_http_session_belongs_to_its_token(front: Front) -> None:
         assert opened.status_code == 200, opened.text
         session = opened.headers["mcp-session-id"]
         own = {**headers, "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
-        mine = http.post(front.url, json=listing, headers={**own, "Authorization": f"Bearer {front.alice}"})
-        theirs = http.post(front.url, json=listing, headers={**own, "Authorization": f"Bearer {front.bob}"})
+        mine = http.post(
+            front.url, json=listing, headers={**own, "Authorization": f"Bearer {front.alice}"}
+        )
+        theirs = http.post(
+            front.url, json=listing, headers={**own, "Authorization": f"Bearer {front.bob}"}
+        )
         assert mine.status_code == 200 and theirs.status_code == 404, (mine.text, theirs.text)
         http.delete(front.url, headers={**own, "Authorization": f"Bearer {front.alice}"})
 

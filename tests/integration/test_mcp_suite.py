@@ -173,7 +173,9 @@ def test_bad_calls_are_tool_errors(router: RouterProcess, tmp_path: Path, transp
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_denial_and_fallback(router: RouterProcess, tmp_path: Path, transport: str, mode: str) -> None:
+def test_denial_and_fallback(
+    router: RouterProcess, tmp_path: Path, transport: str, mode: str
+) -> None:
     reference = anyio.run(_denied_reference, router.port, tmp_path)
 
     async def main() -> None:
