@@ -13,7 +13,9 @@ from pathlib import Path
 
 import anyio
 import httpx2
+import mcp.types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 from shellgate.client import AsyncClient, function_call_item, turn_context
 
 from tests.integration.mcp_support import (
@@ -146,3 +148,37 @@ def test_unknown_token_is_refused(front: Front) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     for headers in ({}, {"Authorization": "Bearer tok-alice-9"}, {"Authorization": "Basic x"}):
         assert httpx2.post(front.url, json=body, headers=headers, timeout=10).status_code == 401
+
+
+def test_approval_state_cannot_be_replayed_by_another_token(front: Front, tmp_path: Path) -> None:
+    """Bob echoing Alice's sealed requestState (with an approving answer) runs nothing."""
+    made = tmp_path / "replayed.txt"
+    command = {"cmd": f"echo ask-me replay > {made}"}
+    approve = {"approval": types.ElicitResult(action="accept", content={"decision": "approved"})}
+
+    async def main() -> None:
+        async with (
+            http_client(front.url, front.alice, MODERN, Elicitations()) as alice,
+            http_client(front.url, front.bob, MODERN, Elicitations()) as bob,
+        ):
+            asked = await alice.session.call_tool(
+                "exec_command", command, allow_input_required=True
+            )
+            assert isinstance(asked, types.InputRequiredResult) and asked.request_state
+            try:
+                replayed = await bob.session.call_tool(
+                    "exec_command", command, input_responses=approve,
+                    request_state=asked.request_state, allow_input_required=True,
+                )  # fmt: skip
+            except MCPError:
+                replayed = None  # refused outright: as good as a fresh question
+            assert replayed is None or isinstance(replayed, types.InputRequiredResult)
+            assert not made.exists()
+            answered = await alice.session.call_tool(
+                "exec_command", command, input_responses=approve,
+                request_state=asked.request_state, allow_input_required=True,
+            )  # fmt: skip
+            assert isinstance(answered, types.CallToolResult) and not answered.is_error
+            assert made.exists()
+
+    anyio.run(main)
