@@ -111,6 +111,24 @@ async def http_client(
             yield client
 
 
+@contextlib.asynccontextmanager
+async def mcp_client(
+    transport: str, args: list[str], mode: str = "auto", elicit: Elicitations | None = None
+) -> AsyncIterator[Client]:
+    """The SDK client of a `shellgate mcp ARGS` of its own over `transport` (stdio or http).
+
+    Over HTTP the server process ends (SIGTERM) after the client: the end of a 2026-era
+    caller's thread.
+    """
+    if transport == "stdio":
+        async with stdio_client(args, mode, elicit) as client:
+            yield client
+        return
+    with http_server(args) as (_, port):
+        async with http_client(f"http://127.0.0.1:{port}/mcp", None, mode, elicit) as client:
+            yield client
+
+
 @contextlib.contextmanager
 def http_server(
     args: list[str], timeout_s: float = 60.0

@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--http-token-file",
-        help="file holding the bearer token HTTP clients must send (required off loopback)",
+        help="bearer tokens HTTP clients must send, `subject token` per line; each subject "
+        "gets its own threads (required off loopback)",
     )
     parser.add_argument(
         "--session-idle-timeout", type=float, default=1800.0, metavar="SECONDS",
@@ -93,12 +94,19 @@ def run(args: argparse.Namespace) -> int:
             "shellgate mcp: needs the `mcp` package: pip install 'shellgate[mcp]'", file=sys.stderr
         )
         return 2
+    from shellgate.client.mcp.auth import TokenFileVerifier
     from shellgate.client.mcp.embedded import EmbeddedRouter
     from shellgate.client.mcp.serving import serve
 
     problem = _check(args)
     if args.log_level.upper() not in logging.getLevelNamesMapping():
         problem = f"--log-level: not a log level (got {args.log_level!r})"
+    http_tokens = None
+    if problem is None and args.http_token_file:
+        try:
+            http_tokens = TokenFileVerifier(args.http_token_file)
+        except (OSError, ValueError) as exc:
+            problem = f"--http-token-file: {exc}"
     if problem is not None:
         print(f"shellgate mcp: {problem}", file=sys.stderr)
         return 2
@@ -122,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
             target=target, tls=tls,
             token=token_from_file(args.token_file) if args.token_file else None,
             http=args.http,
-            http_token=token_from_file(args.http_token_file) if args.http_token_file else None,
+            http_tokens=http_tokens,
             print_port=args.print_port, idle_timeout_s=args.session_idle_timeout,
             # A remote router's host has its own directories: its default cwd applies there.
             cwd=args.cwd or (os.getcwd() if embedded is not None else None),

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import importlib.metadata
 import json
 import logging
+import os
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from shellgate.client.errors import ClientError
 from shellgate.client.events import ApprovalRequired, Completed, Decision, Event, Termination
 from shellgate.client.items import new_call_id
 from shellgate.client.mcp import approvals
+from shellgate.client.mcp.auth import caller_subject
 from shellgate.client.mcp.tools import (
     LIST_ENVIRONMENTS,
     ToolArgumentError,
@@ -92,9 +96,13 @@ class Front:
         self._settings = settings
         self._specs = {spec.name: spec for spec in settings.specs if not spec.hidden}
         self._tools = mcp_tools(settings.specs, settings.environments)
-        # Modern-era requests carry no session: they share the process's thread, which
-        # ends with the process (over stdio the process is the session).
-        self.process_thread = f"mcp-{uuid.uuid4().hex}"
+        # Modern-era requests carry no session, and nothing else proves two of them come
+        # from one client but the bearer token: each token subject (over stdio and
+        # tokenless HTTP, the one anonymous caller) has one thread, ended with the process.
+        # The ids are keyed digests: unpredictable, distinct per subject, never chosen
+        # by a client, and fresh after a restart.
+        self._thread_key = os.urandom(32)
+        self.subject_threads: dict[str | None, str] = {}
 
     async def end_thread(self, thread_id: str) -> None:
         """End a thread: the router kills its sessions and drops its approvals."""
@@ -103,10 +111,21 @@ class Front:
         except ClientError as exc:
             logger.warning("EndThread %s failed: %s", thread_id, exc)
 
+    def subject_thread(self, subject: str | None) -> str:
+        """The one thread of `subject`'s modern-era (sessionless) calls."""
+        thread = self.subject_threads.get(subject)
+        if thread is None:
+            name = b"anonymous" if subject is None else b"subject:" + subject.encode()
+            digest = hmac.new(self._thread_key, name, hashlib.sha256).hexdigest()
+            thread = self.subject_threads[subject] = f"mcp-{digest[:40]}"
+        return thread
+
     def _thread_for(self, ctx: ServerRequestContext[Any]) -> str:
         connection = _connection(ctx)
         if _is_modern(ctx) or connection is None:
-            return self.process_thread
+            return self.subject_thread(caller_subject())
+        # A handshake-era session is one client (the SDK refuses its session id with
+        # another token): its own random thread.
         thread = connection.state.get(_THREAD_KEY)
         if thread is None:
             thread = connection.state[_THREAD_KEY] = f"mcp-{uuid.uuid4().hex}"
@@ -132,9 +151,9 @@ class Front:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        envs = self._settings.environments
-        if params.name == LIST_ENVIRONMENTS and len(envs) > 1:
-            return _text_result(environments_text(envs))
+        if params.name == LIST_ENVIRONMENTS and len(self._settings.environments) > 1:
+            # Reachability now (the router probes the remote ones), not at start-up.
+            return _text_result(environments_text(await self._client.list_environments(True)))
         thread = self._thread_for(ctx)
         if params.request_state:
             return await self._answer(ctx, params, thread)
@@ -209,7 +228,8 @@ def build_server(client: AsyncClient, settings: FrontSettings) -> Server[Any]:
         try:
             yield {}
         finally:
-            await front.end_thread(front.process_thread)
+            for thread in list(front.subject_threads.values()):
+                await front.end_thread(thread)
 
     server: Server[Any] = Server(
         SERVER_NAME,
@@ -218,8 +238,9 @@ def build_server(client: AsyncClient, settings: FrontSettings) -> Server[Any]:
         on_call_tool=front.call_tool,
         lifespan=lifespan,
     )
-    # The request_state of a 2026-era approval round trip is sealed: a client cannot
-    # forge one that resumes another call's approval.
+    # The request_state of a 2026-era approval round trip is sealed and bound to the token
+    # that got it (the SDK's default principal binding): a client can neither forge one
+    # nor replay another caller's.
     server.middleware.append(
         RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=server.name)
     )

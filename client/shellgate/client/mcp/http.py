@@ -1,8 +1,7 @@
-"""Streamable HTTP hosting: the SDK's ASGI app behind a bearer-token check, on uvicorn."""
+"""Streamable HTTP hosting: the SDK's ASGI app behind its bearer authentication, on uvicorn."""
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import socket
 import sys
@@ -10,7 +9,8 @@ from typing import Any
 
 import uvicorn
 from mcp.server.lowlevel import Server
-from starlette.types import ASGIApp, Receive, Scope, Send
+from shellgate.client.mcp.auth import TokenFileVerifier, require_tokens
+from starlette.types import ASGIApp
 
 MCP_PATH = "/mcp"
 
@@ -25,29 +25,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class BearerGate:
-    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self._app = app
-        self._expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"www-authenticate", b"Bearer")]})  # fmt: skip
-                await send({"type": "http.response.body", "body": b"unauthorized\n"})
-                return
-        await self._app(scope, receive, send)
-
-
 async def serve_http(
     server: Server[Any],
     host: str,
     port: int,
-    token: str | None,
+    tokens: TokenFileVerifier | None,
     print_port: bool,
     idle_timeout_s: float,
 ) -> None:
@@ -57,8 +39,8 @@ async def serve_http(
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH, host=host, session_idle_timeout=idle_timeout_s
     )
-    if token:
-        app = BearerGate(app, token)
+    if tokens is not None:
+        app = require_tokens(app, tokens)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -6,6 +6,7 @@ import anyio
 from mcp.server.stdio import stdio_server
 from shellgate.client.aio import AsyncClient
 from shellgate.client.events import Decision
+from shellgate.client.mcp.auth import TokenFileVerifier
 from shellgate.client.mcp.front import FrontSettings, build_server
 from shellgate.client.mcp.http import serve_http
 from shellgate.client.options import TlsOptions
@@ -14,15 +15,16 @@ from shellgate.client.turn import turn_context
 
 async def _serve(
     *, target: str, tls: TlsOptions | None, token: str | None, http: str | None,
-    http_token: str | None, print_port: bool, idle_timeout_s: float, cwd: str | None,
+    http_tokens: TokenFileVerifier | None, print_port: bool, idle_timeout_s: float, cwd: str | None,
     approval_policy: str, fallback: Decision,
 ) -> None:  # fmt: skip
     async with AsyncClient(target, tls=tls, token=token) as client:
         environments = tuple(await client.list_environments())
         # Codex adds `environment_id` to exec_command only when the turn has a choice.
-        ids = [env.environment_id for env in environments] if len(environments) > 1 else None
+        # `cwd` names a directory of this machine: a remote environment starts in its own.
+        choice = [(env.environment_id, "" if env.remote else cwd or "") for env in environments]
         turn = turn_context(
-            environments=[(env_id, cwd or "") for env_id in ids] if ids else None,
+            environments=choice if len(choice) > 1 else None,
             cwd=cwd, approval_policy=approval_policy, shell_tool_type="unified_exec",
         )  # fmt: skip
         specs = tuple(await client.list_tools(turn))
@@ -35,7 +37,7 @@ async def _serve(
                 await server.run(read, write, server.create_initialization_options())
             return
         host, _, port = http.rpartition(":")
-        await serve_http(server, host, int(port), http_token, print_port, idle_timeout_s)
+        await serve_http(server, host, int(port), http_tokens, print_port, idle_timeout_s)
 
 
 def serve(**kwargs: object) -> int:

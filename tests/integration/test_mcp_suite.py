@@ -1,4 +1,8 @@
-"""`shellgate mcp` over stdio with the `mcp` SDK's own client, fronting a real router."""
+"""The SDK-client suite: `shellgate mcp --router` over stdio and over streamable HTTP.
+
+Every test runs on both transports against one real router, so each MCP text can be
+compared with what `Execute` returns for the same item.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,13 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
 from shellgate.client import AsyncClient, function_call_item, turn_context
 
 from tests.integration.mcp_support import (
     Elicitations,
     marker,
+    mcp_client,
     rules_dir,
     sleeper,
     stable,
@@ -24,6 +30,7 @@ from tests.integration.mcp_support import (
 from tests.integration.test_client_support import RouterProcess, router_process
 
 pytestmark = pytest.mark.timeout(90)
+TRANSPORTS = ["stdio", "http"]
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +53,18 @@ async def _execute_text(port: int, cwd: Path, name: str, arguments: dict[str, An
         return done.output_text
 
 
-def test_tools_commands_patch_and_policy(router: RouterProcess, tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_tools_commands_patch_and_policy(
+    router: RouterProcess, tmp_path: Path, transport: str
+) -> None:
     asks = Elicitations("accept", "approved")
 
     async def main() -> None:
-        async with stdio_client(_args(router, tmp_path), elicit=asks) as client:
+        async with mcp_client(transport, _args(router, tmp_path), elicit=asks) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            # One environment: no list_environments and no environment_id (as in Codex).
             assert list(tools) == ["exec_command", "write_stdin", "apply_patch"]
+            assert "environment_id" not in tools["exec_command"].input_schema["properties"]
             async with AsyncClient(f"127.0.0.1:{router.port}") as direct:
                 specs = {
                     s.name: s.spec
@@ -126,20 +138,32 @@ def test_tools_commands_patch_and_policy(router: RouterProcess, tmp_path: Path) 
     anyio.run(main)
 
 
-def test_bad_calls_are_tool_errors(router: RouterProcess, tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_bad_calls_are_tool_errors(router: RouterProcess, tmp_path: Path, transport: str) -> None:
+    name = marker()
+
     async def main() -> None:
-        async with stdio_client(_args(router, tmp_path)) as client:
+        async with mcp_client(transport, _args(router, tmp_path)) as client:
             malformed = await client.call_tool("exec_command", {"cmd": 42})
             assert malformed.is_error
             assert text_of(malformed) == await _execute_text(
                 router.port, tmp_path, "exec_command", {"cmd": 42}
             )
-            unknown = await client.call_tool("no_such_tool", {})
-            assert unknown.is_error and text_of(unknown) == "unsupported call: no_such_tool"
+            for tool in ("no_such_tool", "list_environments"):  # the latter: one environment
+                unknown = await client.call_tool(tool, {})
+                assert unknown.is_error and text_of(unknown) == f"unsupported call: {tool}"
             patch_args = await client.call_tool("apply_patch", {"patch": "x"})
             assert patch_args.is_error and "`input`" in text_of(patch_args)
-            huge = await client.call_tool("exec_command", {"cmd": "echo " + "x" * 6_000_000})
-            assert huge.is_error, text_of(huge)[:200]
+            # 6 MB: over stdio more than the router takes in one item (a tool error); over
+            # HTTP more than the SDK's 4 MiB request body limit (413: an MCP error). Never run.
+            huge_cmd = f"{sleeper(name)} # " + "x" * 6_000_000
+            if transport == "http":
+                with pytest.raises(MCPError):
+                    await client.call_tool("exec_command", {"cmd": huge_cmd})
+            else:
+                huge = await client.call_tool("exec_command", {"cmd": huge_cmd})
+                assert huge.is_error, text_of(huge)[:200]
+            assert wait_gone(name, 0.5) == []
             # The server is still fine after all of them.
             ok = await client.call_tool("exec_command", {"cmd": "echo still-here"})
             assert "still-here" in text_of(ok)
@@ -148,17 +172,21 @@ def test_bad_calls_are_tool_errors(router: RouterProcess, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_denial_and_fallback(router: RouterProcess, tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_denial_and_fallback(
+    router: RouterProcess, tmp_path: Path, transport: str, mode: str
+) -> None:
     reference = anyio.run(_denied_reference, router.port, tmp_path)
 
     async def main() -> None:
         declined = Elicitations("decline")
-        async with stdio_client(_args(router, tmp_path), mode=mode, elicit=declined) as client:
+        args = _args(router, tmp_path)
+        async with mcp_client(transport, args, mode=mode, elicit=declined) as client:
             denied = await client.call_tool("exec_command", {"cmd": "echo ask-me please"})
             assert len(declined.asked) == 1
             assert text_of(denied) == reference
         # No elicitation capability: the configured fallback (deny) answers.
-        async with stdio_client(_args(router, tmp_path), mode=mode) as client:
+        async with mcp_client(transport, args, mode=mode) as client:
             fallback = await client.call_tool("exec_command", {"cmd": "echo ask-me please"})
             assert text_of(fallback) == reference
 
@@ -170,11 +198,16 @@ async def _denied_reference(port: int, cwd: Path) -> str:
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_session_end_kills_live_process(router: RouterProcess, tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_session_end_kills_live_process(
+    router: RouterProcess, tmp_path: Path, transport: str, mode: str
+) -> None:
+    # Ends: stdio closed; HTTP DELETE (legacy) or, for the 2026 era's per-caller thread,
+    # the server's exit.
     name = marker()
 
     async def main() -> None:
-        async with stdio_client(_args(router, tmp_path), mode=mode) as client:
+        async with mcp_client(transport, _args(router, tmp_path), mode=mode) as client:
             text = text_of(
                 await client.call_tool("exec_command", {"cmd": sleeper(name), "yield_time_ms": 300})
             )
