@@ -47,3 +47,4 @@ def test_mtls_operators_come_from_the_config() -> None:
     auth = Authenticator((), mtls=True, mtls_operators=("ops-cn",))
     assert auth.roles("ops-cn") == {"operator"}
     assert auth.roles("agent-cn") == frozenset()
+
