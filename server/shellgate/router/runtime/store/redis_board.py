@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis, RedisCluster
+from redis.exceptions import RedisError
+from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.router.runtime.operator_desk import view_from_json, view_to_json
 from shellgate.router.runtime.store.operator_board import (
     PENDING,
@@ -28,6 +31,17 @@ from shellgate.router.runtime.store.redis_bus import RedisBus
 __all__ = ["SETTLED_NOTICE", "RedisBoard"]
 
 SETTLED_NOTICE = "approval_settled"
+T = TypeVar("T")
+
+
+async def _guarded(what: str, op: Awaitable[T]) -> T:
+    """A Redis failure is the store's UNAVAILABLE error (never a bare RedisError)."""
+    try:
+        return await op
+    except (RedisError, OSError) as exc:
+        raise SharedStateUnavailableError(
+            f"shared thread state unavailable (approvals {what}): {exc}"
+        ) from exc
 
 # KEYS: the entry, the index. ARGV: id, view JSON, replica, deadline_ms, ttl_ms.
 _POST = """
@@ -82,26 +96,29 @@ class RedisBoard:
         """Publish a new pending approval (TTL: deadline plus the tombstone)."""
         view = entry.view
         ttl_ms = max(view.deadline_ms - view.created_at_ms, 1) + TOMBSTONE_MS
-        await self._post(
-            keys=[self._key(view.approval_id), self._index],
-            args=[view.approval_id, view_to_json(view), entry.replica, view.deadline_ms, ttl_ms],
+        await _guarded(
+            "post",
+            self._post(
+                keys=[self._key(view.approval_id), self._index],
+                args=[view.approval_id, view_to_json(view), entry.replica, view.deadline_ms, ttl_ms],
+            ),
         )
 
     async def get(self, approval_id: str) -> BoardEntry | None:
         """The entry, or None."""
-        raw = await self._r.hgetall(self._key(approval_id))
+        raw = await _guarded("get", self._r.hgetall(self._key(approval_id)))
         return _entry(raw)
 
     async def pending(self, now_ms: int) -> list[BoardEntry]:
         """Pending entries before their deadline, oldest first (past ones pruned)."""
         # Ids past their deadline (or whose entry expired) leave the index here.
-        await self._r.zremrangebyscore(self._index, "-inf", now_ms)
-        ids = [_text(i) for i in await self._r.zrange(self._index, 0, -1)]
+        await _guarded("list", self._r.zremrangebyscore(self._index, "-inf", now_ms))
+        ids = [_text(i) for i in await _guarded("list", self._r.zrange(self._index, 0, -1))]
         entries = []
         for approval_id in ids:
             entry = await self.get(approval_id)
             if entry is None:
-                await self._r.zrem(self._index, approval_id)
+                await _guarded("list", self._r.zrem(self._index, approval_id))
             elif entry.status == PENDING:
                 entries.append(entry)
         return sorted(entries, key=lambda e: (e.view.created_at_ms, e.view.approval_id))
@@ -110,21 +127,20 @@ class RedisBoard:
         self, approval_id: str, status: str, decision: str, operator: str, now_ms: int | None
     ) -> Settle:
         """Settle once (atomic on the approvals slot), then tell every replica."""
-        outcome = _text(
-            await self._settle(
-                keys=[self._key(approval_id), self._index],
-                args=[approval_id, status, decision, operator, "" if now_ms is None else now_ms],
-            )
+        script = self._settle(
+            keys=[self._key(approval_id), self._index],
+            args=[approval_id, status, decision, operator, "" if now_ms is None else now_ms],
         )
+        outcome = _text(await _guarded("settle", script))
         if outcome == "ok":
             await self._bus.notice(SETTLED_NOTICE)
         return Settle(outcome)
 
     async def withdraw(self, approval_id: str) -> None:
         """Forget the entry and its index member."""
-        await self._r.delete(self._key(approval_id))
-        await self._r.zrem(self._index, approval_id)
         self.release(approval_id)
+        await _guarded("withdraw", self._r.delete(self._key(approval_id)))
+        await _guarded("withdraw", self._r.zrem(self._index, approval_id))
 
     def release(self, approval_id: str) -> None:
         """Drop the wake-up event of a call no longer waiting."""
