@@ -1,7 +1,8 @@
 """The Execute stream driver: a projected call, or its resumption, as a stream of events.
 
 Every path ends in exactly one `CompletedEvent` — or one `ApprovalRequiredEvent` when the
-call parks for approval — so call/output pairing never breaks (spec 06 §3, §4). The call's
+call parks for the caller's approval — so call/output pairing never breaks (spec 06 §3,
+§4); an operator-routed approval keeps the stream open (`operator_wait`, docs/approvals.md). The call's
 states and transitions are in `call_state`; each element goes through the `orchestrator`.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from shellgate.common.errors import (
     InvalidArgumentError,
+    OperatorRouteError,
     ServiceError,
     SharedStateUnavailableError,
 )
@@ -70,6 +72,9 @@ async def resume_call(
     The record is taken atomically (one resumer wins), its stored request re-projected and
     checked against what was parked (parked_codec.rebuild), then the call continues.
     """
+    if ctx.operator is not None and await ctx.operator.board.get(approval_id) is not None:
+        # Only an operator decides an operator-routed approval (ApprovalService).
+        raise OperatorRouteError(f"approval {approval_id} is decided by an operator")
     pending = await ctx.thread.take_pending(approval_id)
     stored = decode_parked(pending.payload)
     if decision not in stored.parked.offered:

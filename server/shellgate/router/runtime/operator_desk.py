@@ -1,0 +1,73 @@
+"""The operator desk: what an operator front (ApprovalService, the web console) sees and does.
+
+An operator-routed approval (docs/approvals.md) parks a call and keeps its caller's stream
+open; the desk lists such approvals across every replica (the shared store) and records one
+decision per approval. Both the gRPC `ApprovalService` servicer and the console use only
+this contract.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["DECISIONS", "OperatorDesk", "PendingView", "view_from_json", "view_to_json"]
+
+# The decisions of ResumeCall, in display order (an approval offers a subset).
+DECISIONS = ("approved", "approved_for_session", "approved_with_amendment", "denied", "abort")
+
+
+@dataclass(frozen=True)
+class PendingView:
+    """One operator-routed approval waiting for a decision, as an operator sees it."""
+
+    approval_id: str
+    thread_id: str  # the thread as the caller named it (not the owned key)
+    call_id: str
+    caller_subject: str
+    tool: str  # shell / exec_command / apply_patch ...
+    environment_id: str
+    cwd: str
+    command: str  # display text of the command (after redaction)
+    summary: str  # the display summary (display/ stage)
+    kind: str  # "exec_policy" | "sandbox_denied" ... (ApprovalKind name, lowercase)
+    reason: str  # why approval is needed (justification / policy reason)
+    segments: tuple[str, ...]  # policy projection B segments, each rendered as shell words
+    matched_rules: tuple[str, ...]  # e.g. 'prefix_rule(["git","push"]) -> prompt'
+    proposed_amendment: tuple[str, ...]  # argv prefix of the proposed amendment, () when none
+    available_decisions: tuple[str, ...]  # subset of DECISIONS, in display order
+    created_at_ms: int  # wall clock, ms since epoch
+    deadline_ms: int  # wall clock, ms since epoch
+
+
+class OperatorDesk(Protocol):
+    """What an operator front (gRPC ApprovalService, the web console) can do with pending approvals."""
+
+    async def list_pending(self) -> list[PendingView]:
+        """Every operator-routed approval still waiting, on any replica, oldest first."""
+        ...
+
+    async def decide(self, approval_id: str, decision: str, operator_subject: str) -> None:
+        """Raises the common/errors.py ServiceErrors: not found, expired (deadline passed),
+        self-approval (operator_subject == caller), not an operator, unknown decision."""
+        ...
+
+    def is_operator(self, subject: str) -> bool:
+        """Whether `subject` holds the operator role (token-file role or configured mTLS name)."""
+        ...
+
+
+def view_to_json(view: PendingView) -> str:
+    """A view as compact JSON (what the shared store keeps)."""
+    return json.dumps(dataclasses.asdict(view), separators=(",", ":"))
+
+
+def view_from_json(text: str | bytes) -> PendingView:
+    """A view back from its JSON (lists become tuples again)."""
+    data = json.loads(text)
+    for spec in dataclasses.fields(PendingView):
+        if isinstance(data.get(spec.name), list):
+            data[spec.name] = tuple(data[spec.name])
+    return PendingView(**data)
