@@ -12,12 +12,16 @@ Model-level failures (exit codes, timeouts, policy rejections) are tool outputs,
     ├── UnauthenticatedError            UNAUTHENTICATED      unauthenticated
     ├── PermissionDeniedError           PERMISSION_DENIED    permission_denied
     │   ├── PathNotAllowedError                              path_not_writable
-    │   └── EnvironmentNotAllowedError                       environment_not_allowed
+    │   ├── EnvironmentNotAllowedError                       environment_not_allowed
+    │   ├── OperatorRouteError                               operator_route
+    │   ├── SelfApprovalError                                self_approval
+    │   └── NotOperatorError                                 not_operator
     ├── NotFoundError                   NOT_FOUND            not_found
     │   ├── ProcessNotFoundError                             unknown_process
     │   ├── FileNotFoundExecError                            no_such_file (errno)
     │   ├── UnknownThreadError                               unknown_thread
     │   ├── UnknownApprovalError                             unknown_approval
+    │   ├── AlreadyDecidedError                              already_decided
     │   ├── UnknownSessionError                              unknown_session
     │   ├── UnknownCallError                                 unknown_call
     │   └── EnvironmentNotFoundError                         unknown_environment
@@ -33,7 +37,8 @@ Model-level failures (exit codes, timeouts, policy rejections) are tool outputs,
     │   ├── FileOperationError                               file_operation_failed (errno)
     │   ├── ParkedCallChangedError                           parked_call_changed
     │   ├── CallIdConflictError                              call_id_conflict
-    │   └── CallAwaitingApprovalError                        call_awaiting_approval
+    │   ├── CallAwaitingApprovalError                        call_awaiting_approval
+    │   └── ApprovalExpiredError                             approval_expired
     ├── ResourceExhaustedError          RESOURCE_EXHAUSTED   resource_exhausted
     │   └── LimitExceededError                               limit_exceeded
     └── UnavailableError                UNAVAILABLE          unavailable
@@ -48,6 +53,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "AlreadyDecidedError",
+    "ApprovalExpiredError",
     "CallAwaitingApprovalError",
     "CallIdConflictError",
     "CallRunningElsewhereError",
@@ -63,6 +70,8 @@ __all__ = [
     "LimitExceededError",
     "NotATtyError",
     "NotFoundError",
+    "NotOperatorError",
+    "OperatorRouteError",
     "ParkedCallChangedError",
     "PathNotAllowedError",
     "PermissionDeniedError",
@@ -70,6 +79,7 @@ __all__ = [
     "ProcessNotFoundError",
     "ResourceExhaustedError",
     "SandboxUnavailableError",
+    "SelfApprovalError",
     "ServiceError",
     "SharedStateUnavailableError",
     "ShellMismatchError",
@@ -171,6 +181,24 @@ class EnvironmentNotAllowedError(PermissionDeniedError):
     reason = "environment_not_allowed"
 
 
+class OperatorRouteError(PermissionDeniedError):
+    """The approval is operator-routed: only an operator decides it (ApprovalService)."""
+
+    reason = "operator_route"
+
+
+class SelfApprovalError(PermissionDeniedError):
+    """An operator may not decide a call it made itself."""
+
+    reason = "self_approval"
+
+
+class NotOperatorError(PermissionDeniedError):
+    """The subject lacks the operator role (token-file `roles=operator` or operator_subjects)."""
+
+    reason = "not_operator"
+
+
 # --- NOT_FOUND ---------------------------------------------------------------------------
 
 
@@ -196,6 +224,12 @@ class UnknownApprovalError(NotFoundError):
     """No pending approval with that id (never existed, expired, or already answered)."""
 
     reason = "unknown_approval"
+
+
+class AlreadyDecidedError(NotFoundError):
+    """An operator approval another decision (or the deadline) already settled: only one wins."""
+
+    reason = "already_decided"
 
 
 class UnknownSessionError(NotFoundError):
@@ -289,6 +323,12 @@ class CallAwaitingApprovalError(FailedPreconditionError):
     """A retried call is parked for approval: resume it (the message names the approval id)."""
 
     reason = "call_awaiting_approval"
+
+
+class ApprovalExpiredError(FailedPreconditionError):
+    """An operator approval past its deadline: the caller already got the deadline fallback."""
+
+    reason = "approval_expired"
 
 
 # --- RESOURCE_EXHAUSTED ------------------------------------------------------------------

@@ -65,6 +65,12 @@ class ApplyPatchToolType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     APPLY_PATCH_TOOL_TYPE_UNSPECIFIED: _ClassVar[ApplyPatchToolType]
     APPLY_PATCH_TOOL_TYPE_FREEFORM: _ClassVar[ApplyPatchToolType]
     APPLY_PATCH_TOOL_TYPE_DISABLED: _ClassVar[ApplyPatchToolType]
+
+class ApprovalRoute(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    APPROVAL_ROUTE_UNSPECIFIED: _ClassVar[ApprovalRoute]
+    APPROVAL_ROUTE_CALLER: _ClassVar[ApprovalRoute]
+    APPROVAL_ROUTE_OPERATOR: _ClassVar[ApprovalRoute]
 TOOL_CALL_KIND_UNSPECIFIED: ToolCallKind
 TOOL_CALL_KIND_FUNCTION_CALL: ToolCallKind
 TOOL_CALL_KIND_CUSTOM_TOOL_CALL: ToolCallKind
@@ -99,6 +105,9 @@ MODEL_SHELL_TOOL_TYPE_SHELL_COMMAND: ModelShellToolType
 APPLY_PATCH_TOOL_TYPE_UNSPECIFIED: ApplyPatchToolType
 APPLY_PATCH_TOOL_TYPE_FREEFORM: ApplyPatchToolType
 APPLY_PATCH_TOOL_TYPE_DISABLED: ApplyPatchToolType
+APPROVAL_ROUTE_UNSPECIFIED: ApprovalRoute
+APPROVAL_ROUTE_CALLER: ApprovalRoute
+APPROVAL_ROUTE_OPERATOR: ApprovalRoute
 
 class SplitToolCall(_message.Message):
     __slots__ = ("kind", "name", "namespace", "call_id", "arguments")
@@ -231,7 +240,7 @@ class TruncationPolicy(_message.Message):
     def __init__(self, tokens: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
 
 class TurnContext(_message.Message):
-    __slots__ = ("environments", "approval_policy", "permission_profile", "shell_environment_policy", "shell_tool_type", "features", "allow_login_shell", "truncation_policy", "granted_permissions", "apply_patch_tool", "advertise_command_batches")
+    __slots__ = ("environments", "approval_policy", "permission_profile", "shell_environment_policy", "shell_tool_type", "features", "allow_login_shell", "truncation_policy", "granted_permissions", "apply_patch_tool", "advertise_command_batches", "approval_route")
     ENVIRONMENTS_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_POLICY_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_PROFILE_FIELD_NUMBER: _ClassVar[int]
@@ -243,6 +252,7 @@ class TurnContext(_message.Message):
     GRANTED_PERMISSIONS_FIELD_NUMBER: _ClassVar[int]
     APPLY_PATCH_TOOL_FIELD_NUMBER: _ClassVar[int]
     ADVERTISE_COMMAND_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ROUTE_FIELD_NUMBER: _ClassVar[int]
     environments: _containers.RepeatedCompositeFieldContainer[TurnEnvironment]
     approval_policy: ApprovalPolicy
     permission_profile: PermissionProfile
@@ -254,4 +264,5 @@ class TurnContext(_message.Message):
     granted_permissions: _containers.RepeatedCompositeFieldContainer[PermissionGrant]
     apply_patch_tool: ApplyPatchToolType
     advertise_command_batches: bool
-    def __init__(self, environments: _Optional[_Iterable[_Union[TurnEnvironment, _Mapping]]] = ..., approval_policy: _Optional[_Union[ApprovalPolicy, _Mapping]] = ..., permission_profile: _Optional[_Union[PermissionProfile, _Mapping]] = ..., shell_environment_policy: _Optional[_Union[_shell_pb2.ShellEnvironmentPolicy, _Mapping]] = ..., shell_tool_type: _Optional[_Union[ModelShellToolType, str]] = ..., features: _Optional[_Union[FeatureSwitches, _Mapping]] = ..., allow_login_shell: _Optional[bool] = ..., truncation_policy: _Optional[_Union[TruncationPolicy, _Mapping]] = ..., granted_permissions: _Optional[_Iterable[_Union[PermissionGrant, _Mapping]]] = ..., apply_patch_tool: _Optional[_Union[ApplyPatchToolType, str]] = ..., advertise_command_batches: _Optional[bool] = ...) -> None: ...
+    approval_route: ApprovalRoute
+    def __init__(self, environments: _Optional[_Iterable[_Union[TurnEnvironment, _Mapping]]] = ..., approval_policy: _Optional[_Union[ApprovalPolicy, _Mapping]] = ..., permission_profile: _Optional[_Union[PermissionProfile, _Mapping]] = ..., shell_environment_policy: _Optional[_Union[_shell_pb2.ShellEnvironmentPolicy, _Mapping]] = ..., shell_tool_type: _Optional[_Union[ModelShellToolType, str]] = ..., features: _Optional[_Union[FeatureSwitches, _Mapping]] = ..., allow_login_shell: _Optional[bool] = ..., truncation_policy: _Optional[_Union[TruncationPolicy, _Mapping]] = ..., granted_permissions: _Optional[_Iterable[_Union[PermissionGrant, _Mapping]]] = ..., apply_patch_tool: _Optional[_Union[ApplyPatchToolType, str]] = ..., advertise_command_batches: _Optional[bool] = ..., approval_route: _Optional[_Union[ApprovalRoute, str]] = ...) -> None: ...

@@ -215,21 +215,43 @@ class ExecutionCompleted(_message.Message):
     reason: str
     def __init__(self, output_item_json: _Optional[str] = ..., output_text: _Optional[str] = ..., success: _Optional[bool] = ..., exit_code: _Optional[int] = ..., session_id: _Optional[int] = ..., wall_time_ms: _Optional[int] = ..., original_token_count: _Optional[int] = ..., truncated: _Optional[bool] = ..., termination: _Optional[_Union[TerminationReason, str]] = ..., model_warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
+class ApprovalPending(_message.Message):
+    __slots__ = ("approval_id", "details", "deadline_unix_ms")
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    approval_id: str
+    details: ApprovalRequired
+    deadline_unix_ms: int
+    def __init__(self, approval_id: _Optional[str] = ..., details: _Optional[_Union[ApprovalRequired, _Mapping]] = ..., deadline_unix_ms: _Optional[int] = ...) -> None: ...
+
+class ApprovalWaiting(_message.Message):
+    __slots__ = ("approval_id", "remaining_ms")
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_MS_FIELD_NUMBER: _ClassVar[int]
+    approval_id: str
+    remaining_ms: int
+    def __init__(self, approval_id: _Optional[str] = ..., remaining_ms: _Optional[int] = ...) -> None: ...
+
 class ExecuteResponse(_message.Message):
-    __slots__ = ("projection", "approval_required", "started", "output", "terminal_interaction", "completed")
+    __slots__ = ("projection", "approval_required", "started", "output", "terminal_interaction", "completed", "approval_pending", "approval_waiting")
     PROJECTION_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_REQUIRED_FIELD_NUMBER: _ClassVar[int]
     STARTED_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     TERMINAL_INTERACTION_FIELD_NUMBER: _ClassVar[int]
     COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_PENDING_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_WAITING_FIELD_NUMBER: _ClassVar[int]
     projection: _projection_pb2.Projection
     approval_required: ApprovalRequired
     started: ExecutionStarted
     output: ExecutionOutput
     terminal_interaction: TerminalInteraction
     completed: ExecutionCompleted
-    def __init__(self, projection: _Optional[_Union[_projection_pb2.Projection, _Mapping]] = ..., approval_required: _Optional[_Union[ApprovalRequired, _Mapping]] = ..., started: _Optional[_Union[ExecutionStarted, _Mapping]] = ..., output: _Optional[_Union[ExecutionOutput, _Mapping]] = ..., terminal_interaction: _Optional[_Union[TerminalInteraction, _Mapping]] = ..., completed: _Optional[_Union[ExecutionCompleted, _Mapping]] = ...) -> None: ...
+    approval_pending: ApprovalPending
+    approval_waiting: ApprovalWaiting
+    def __init__(self, projection: _Optional[_Union[_projection_pb2.Projection, _Mapping]] = ..., approval_required: _Optional[_Union[ApprovalRequired, _Mapping]] = ..., started: _Optional[_Union[ExecutionStarted, _Mapping]] = ..., output: _Optional[_Union[ExecutionOutput, _Mapping]] = ..., terminal_interaction: _Optional[_Union[TerminalInteraction, _Mapping]] = ..., completed: _Optional[_Union[ExecutionCompleted, _Mapping]] = ..., approval_pending: _Optional[_Union[ApprovalPending, _Mapping]] = ..., approval_waiting: _Optional[_Union[ApprovalWaiting, _Mapping]] = ...) -> None: ...
 
 class ListEnvironmentsRequest(_message.Message):
     __slots__ = ("refresh",)

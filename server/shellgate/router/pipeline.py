@@ -98,6 +98,8 @@ class RouterTurn:
     active_profile_id: str | None = None
     env_policy: ShellEnvironmentPolicy = DEFAULT_ENV_POLICY
     truncation: TruncationPolicy = DEFAULT_TRUNCATION
+    # The turn asked for the operator route (it can only escalate: docs/approvals.md).
+    operator_route: bool = False
 
     @property
     def approval_policy(self) -> ApprovalPolicy:

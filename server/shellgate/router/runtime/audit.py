@@ -63,6 +63,8 @@ class AuditNotes:
     source: str = ""
     reason: str = ""
     amendment: tuple[str, ...] | None = None
+    # Who decided an approval (the operator's subject); empty: the caller.
+    who: str = ""
     sandbox: str = "none"
     sandbox_retry: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -129,8 +131,9 @@ def decision_record(
     entry["decision"] = notes.decision
     entry["reason"] = notes.reason
     approval: dict[str, Any] = {"source": notes.source}
-    if notes.source == "caller":
-        approval["who"] = call.subject
+    if notes.source in ("caller", "operator"):
+        # The caller answered its own ResumeCall; an operator is named by its subject.
+        approval["who"] = notes.who or call.subject
     if notes.amendment:
         approval["amendment"] = list(notes.amendment)
     entry["approval"] = approval
@@ -200,12 +203,13 @@ class AuditTrail:
         source: str,
         reason: str = "",
         amendment: tuple[str, ...] | None = None,
+        who: str = "",
         **extra: Any,
     ) -> None:
         """Record a decision about the element (allow, ask, forbidden, approved, denied…)."""
         notes = self.notes
-        notes.decision, notes.source, notes.reason, notes.amendment = (
-            decision, source, reason, amendment,
+        notes.decision, notes.source, notes.reason, notes.amendment, notes.who = (
+            decision, source, reason, amendment, who,
         )  # fmt: skip
         notes.extra = extra
         if self.sink is not None:

@@ -8,8 +8,10 @@ each state means: approval_required for a parked call, one completed for an ende
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
+from shellgate.common.errors import ServiceError
 from shellgate.router.decode.tool_call import PayloadKind
 from shellgate.router.output.texts import abort_message
 from shellgate.router.projection import (
@@ -35,6 +37,7 @@ from shellgate.router.runtime.call_state import (
     Running,
     advance,
     crash,
+    resume,
 )
 from shellgate.router.runtime.context import Emit, OutputRoom, RuntimeContext, RuntimeRequest
 from shellgate.router.runtime.events import (
@@ -43,6 +46,7 @@ from shellgate.router.runtime.events import (
     Termination,
     output_item_json,
 )
+from shellgate.router.runtime.operator_wait import Decided
 from shellgate.router.runtime.orchestrator import ToolRuntime, orchestrate
 from shellgate.router.runtime.runtimes.apply_patch import element_patch, tool_call_patch
 from shellgate.router.runtime.runtimes.classic import ShellRuntime
@@ -71,6 +75,8 @@ class CallRunner:
         self.output_room = output_room
         # Replaced by each transition; read when a bug ends the call (`fail`).
         self.state = state
+        # Who settled the operator-routed approval the call continues from (audit).
+        self.decided: Decided | None = None
 
     def request(self, index: int) -> RuntimeRequest:
         """What the runtime of element `index` runs with."""
@@ -80,15 +86,37 @@ class CallRunner:
             self.ctx, self.call.turn, projected.call_id, index, self.emit, self.interrupt,
             self.output_room, exec_frame=name is not None and name.name == "exec_command",
             tool=name.name if name is not None else "",
+            approval_source=self.decided.source if self.decided else "caller",
+            approver=self.decided.who if self.decided else self.ctx.caller_subject,
         )  # fmt: skip
 
     async def run(self, answer: Answer | None) -> None:
-        """Run the call from its current state to its end, or until it parks."""
+        """Run the call from its current state to its end, or until it parks.
+
+        An operator-routed approval does not park: the call waits here for the operator
+        (operator_wait) and continues in the same stream with the decision's answer.
+        """
+        outcome = self.call.projected.outcome
+        if isinstance(outcome, NoToolCallOutcome):
+            self.emit(no_tool_call_completed(outcome.reason))
+            return
+        await self._dispatch(answer)
+        while isinstance(self.state, AwaitingApproval) and self._operator_routed(self.state):
+            self.decided = await self._await_operator(self.state)
+            running, answer = resume(self.state, self.decided.decision)
+            self.state = running
+            await self._dispatch(answer)
+        match self.state:
+            case AwaitingApproval():
+                await self._park(self.state)
+            case Ended():
+                self._end(self.state)
+            case Running():
+                raise InvalidTransition("the call stopped while running")
+
+    async def _dispatch(self, answer: Answer | None) -> None:
         outcome = self.call.projected.outcome
         match outcome:
-            case NoToolCallOutcome(reason=reason):
-                self.emit(no_tool_call_completed(reason))
-                return
             case ToolErrorOutcome(text=text):
                 self._advance(Finished(text, Termination.TOOL_ERROR, success=False))
             case WriteStdinCall():
@@ -98,13 +126,30 @@ class CallRunner:
                 self._advance(await _element(tool_call_patch(request, outcome), request, answer))
             case ShellCall():
                 await self._shell(outcome, answer)
-        match self.state:
-            case AwaitingApproval():
-                await self._park(self.state)
-            case Ended():
-                self._end(self.state)
-            case Running():
-                raise InvalidTransition("the call stopped while running")
+
+    def _operator_routed(self, awaiting: AwaitingApproval) -> bool:
+        operator = self.ctx.operator
+        environment_id = awaiting.parked.subject.environment_id
+        return operator is not None and operator.routed(
+            self.call.turn.operator_route, environment_id
+        )
+
+    async def _await_operator(self, awaiting: AwaitingApproval) -> Decided:
+        operator = self.ctx.operator
+        assert operator is not None
+        # Recorded in the thread as a pending approval too: the per-thread pending cap
+        # counts it, and a caller's resume of its id is refused (execute.resume_call).
+        pending = await self.ctx.thread.add_pending(
+            self.call.projected.call_id, encode_parked(awaiting)
+        )
+        try:
+            details = self._approval_event(awaiting, pending.approval_id, 0)
+            return await operator.wait(
+                awaiting, details, self.ctx.caller_subject, self.emit, self.interrupt
+            )
+        finally:
+            with contextlib.suppress(ServiceError):
+                await self.ctx.thread.take_pending(pending.approval_id)
 
     async def _shell(self, call: ShellCall, answer: Answer | None) -> None:
         while isinstance(self.state, Running):
@@ -126,26 +171,30 @@ class CallRunner:
         self._end(self.state)
 
     async def _park(self, awaiting: AwaitingApproval) -> None:
-        parked, subject = awaiting.parked, awaiting.parked.subject
         # Stored as data, not as this object: any router of the thread may resume it.
         stored = encode_parked(awaiting)
         pending = await self.ctx.thread.add_pending(self.call.projected.call_id, stored)
-        self.emit(
-            ApprovalRequiredEvent(
-                approval_id=pending.approval_id,
-                call_id=self.call.projected.call_id,
-                kind=parked.kind,
-                element_index=parked.element_index,
-                argv=subject.argv,
-                cwd=subject.cwd,
-                environment_id=subject.environment_id,
-                reason=parked.reason,
-                proposed_amendment=parked.amendment,
-                approval_key_digest=parked.key,
-                available_decisions=parked.offered,
-                element=subject.element,
-                expires_in_ms=round((pending.expires_at - pending.created_at) * 1000),
-            )
+        expires_in_ms = round((pending.expires_at - pending.created_at) * 1000)
+        self.emit(self._approval_event(awaiting, pending.approval_id, expires_in_ms))
+
+    def _approval_event(
+        self, awaiting: AwaitingApproval, approval_id: str, expires_in_ms: int
+    ) -> ApprovalRequiredEvent:
+        parked, subject = awaiting.parked, awaiting.parked.subject
+        return ApprovalRequiredEvent(
+            approval_id=approval_id,
+            call_id=self.call.projected.call_id,
+            kind=parked.kind,
+            element_index=parked.element_index,
+            argv=subject.argv,
+            cwd=subject.cwd,
+            environment_id=subject.environment_id,
+            reason=parked.reason,
+            proposed_amendment=parked.amendment,
+            approval_key_digest=parked.key,
+            available_decisions=parked.offered,
+            element=subject.element,
+            expires_in_ms=expires_in_ms,
         )
 
     def _end(self, ended: Ended) -> None:

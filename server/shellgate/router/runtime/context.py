@@ -6,6 +6,7 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.common.errors import EnvironmentNotFoundError
@@ -22,6 +23,9 @@ from shellgate.router.runtime.spawn import EnvironmentUnavailableError, Spawner
 from shellgate.router.runtime.threads import ThreadState
 from shellgate.router.runtime.unified_process import OutputListener
 from shellgate.router.service.rules_store import PolicyStore
+
+if TYPE_CHECKING:
+    from shellgate.router.runtime.operator_wait import OperatorApprovals
 
 __all__ = ["Emit", "OutputRoom", "RuntimeContext", "RuntimeRequest", "rejected_text"]
 
@@ -52,6 +56,8 @@ class RuntimeContext:
     audit: AuditSink | None = None
     # The authenticated caller (audit records name who approved).
     caller_subject: str = ""
+    # The operator route (docs/approvals.md); None: every approval goes to the caller.
+    operator: OperatorApprovals | None = None
 
     @property
     def owner(self) -> str:
@@ -76,6 +82,10 @@ class RuntimeRequest:
     exec_frame: bool
     # The tool's name (audit records); empty when unknown.
     tool: str = ""
+    # Who answered the approval this element resumes from: `caller` (ResumeCall),
+    # `operator` or `deadline` (operator route), and the subject that decided.
+    approval_source: str = "caller"
+    approver: str = ""
 
     def spawner(self, environment_id: str) -> Spawner:
         """The environment that runs the element; a missing one is unavailable (06 §5)."""

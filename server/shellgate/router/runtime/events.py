@@ -12,7 +12,9 @@ from shellgate.router.projection import ProjectedCall, ShellElement
 __all__ = [
     "ApprovalDecision",
     "ApprovalKind",
+    "ApprovalPendingEvent",
     "ApprovalRequiredEvent",
+    "ApprovalWaitingEvent",
     "CompletedEvent",
     "ExecuteEvent",
     "OutputEvent",
@@ -86,6 +88,22 @@ class ApprovalRequiredEvent:
 
 
 @dataclass(frozen=True)
+class ApprovalPendingEvent:
+    """An operator-routed call waits for an operator's decision; the stream stays open."""
+
+    details: ApprovalRequiredEvent
+    deadline_ms: int  # wall clock, ms since the epoch
+
+
+@dataclass(frozen=True)
+class ApprovalWaitingEvent:
+    """Keepalive while an operator-routed call waits."""
+
+    approval_id: str
+    remaining_ms: int
+
+
+@dataclass(frozen=True)
 class StartedEvent:
     """A process started for the call (or a batch element)."""
 
@@ -136,6 +154,8 @@ class CompletedEvent:
 ExecuteEvent = (
     ProjectionEvent
     | ApprovalRequiredEvent
+    | ApprovalPendingEvent
+    | ApprovalWaitingEvent
     | StartedEvent
     | OutputEvent
     | TerminalInteractionEvent

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from shellgate.common.errors import (
     InvalidArgumentError,
+    OperatorRouteError,
     ServiceError,
     SharedStateUnavailableError,
 )
@@ -69,6 +70,9 @@ async def resume_call(
     The record is taken atomically (one resumer wins), its stored request re-projected and
     checked against what was parked (parked_codec.rebuild), then the call continues.
     """
+    if ctx.operator is not None and await ctx.operator.board.get(approval_id) is not None:
+        # Only an operator decides an operator-routed approval (ApprovalService).
+        raise OperatorRouteError(f"approval {approval_id} is decided by an operator")
     pending = await ctx.thread.take_pending(approval_id)
     stored = decode_parked(pending.payload)
     if decision not in stored.parked.offered:

@@ -8,10 +8,12 @@ this contract.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["DECISIONS", "OperatorDesk", "PendingView"]
+__all__ = ["DECISIONS", "OperatorDesk", "PendingView", "view_from_json", "view_to_json"]
 
 # The decisions of ResumeCall, in display order (an approval offers a subset).
 DECISIONS = ("approved", "approved_for_session", "approved_with_amendment", "denied", "abort")
@@ -55,3 +57,17 @@ class OperatorDesk(Protocol):
     def is_operator(self, subject: str) -> bool:
         """Whether `subject` holds the operator role (token-file role or configured mTLS name)."""
         ...
+
+
+def view_to_json(view: PendingView) -> str:
+    """A view as compact JSON (what the shared store keeps)."""
+    return json.dumps(dataclasses.asdict(view), separators=(",", ":"))
+
+
+def view_from_json(text: str | bytes) -> PendingView:
+    """A view back from its JSON (lists become tuples again)."""
+    data = json.loads(text)
+    for spec in dataclasses.fields(PendingView):
+        if isinstance(data.get(spec.name), list):
+            data[spec.name] = tuple(data[spec.name])
+    return PendingView(**data)

@@ -231,18 +231,20 @@ async def orchestrate(
                     trail.decide("allow", "cached_grant" if cached else _allow_source(runtime))
         case Finished() | Aborted():
             # Abort, or a denied sandbox retry: the stored answer stands.
-            trail.decide("abort" if isinstance(answer, Aborted) else "denied", "caller")
+            decision = "abort" if isinstance(answer, Aborted) else "denied"
+            trail.decide(decision, request.approval_source, who=request.approver)
             trail.ended(answer)
             return answer
         case Denied():
-            trail.decide("denied", "caller")
+            trail.decide("denied", request.approval_source, who=request.approver)
             rejected = runtime.rejected_by_user()
             trail.ended(rejected)
             return rejected
         case Approved(unsandboxed=unsandboxed, remember=remember, amendment=amendment):
             trail.decide(
-                "approved", "caller", amendment=amendment, for_session=remember is not None
-            )
+                "approved", request.approval_source, amendment=amendment,
+                for_session=remember is not None, who=request.approver,
+            )  # fmt: skip
             trail.notes.sandbox_retry = unsandboxed
             if remember is not None:
                 await thread.approve_for_session(remember)

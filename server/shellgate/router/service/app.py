@@ -29,6 +29,7 @@ from shellgate.router.policy import Policy
 from shellgate.router.projection import ProjectionMemo
 from shellgate.router.runtime.audit import AuditSink, AuditTee
 from shellgate.router.runtime.call_ledger import CallLedger
+from shellgate.router.runtime.operator_desk import OperatorDesk
 from shellgate.router.runtime.registry import (
     EnvironmentRegistry,
     LocalEnvironment,
@@ -43,6 +44,7 @@ from shellgate.router.service.admission import Admission
 from shellgate.router.service.audit_log import AuditLog, FsyncPolicy
 from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.metrics import Metrics
+from shellgate.router.service.operator_setup import build_operator_route
 from shellgate.router.service.redaction import Redactor, load_values
 from shellgate.router.service.rules_store import PolicyStore, ReloadResult
 from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
@@ -128,7 +130,10 @@ class RouterApp:
         tokens = load_tokens(config.token_file) if config.token_file else ()
         if local_token is not None:
             tokens = (TokenEntry(LOCAL_SUBJECT, local_token.encode()),)
-        self.auth = Authenticator(tokens, mtls=bool(config.tls_client_ca_file))
+        self.auth = Authenticator(
+            tokens, mtls=bool(config.tls_client_ca_file),
+            mtls_operators=config.approvals.operator_subjects,
+        )  # fmt: skip
         self._client_envs = {s: frozenset(e) for s, e in config.client_environments}
         # Read once at start: a missing or bad values file refuses to start (ConfigError).
         self.redactor: Redactor | None = (
@@ -239,6 +244,14 @@ class RouterApp:
         self.memo = ProjectionMemo()
         self._host: tuple[object, asyncio.AbstractEventLoop, HostContext] | None = None
         self._observe()
+        # Operator-routed approvals (docs/approvals.md); `operator_desk` is what operator
+        # fronts (ApprovalService, the console) use: it works across replicas.
+        self.operator = build_operator_route(
+            config, instance_id=self.instance_id, auth=self.auth, metrics=self.metrics,
+            audit=self.audit_sink, redactor=self.redactor,
+            redis=(shared.client, shared.prefix, self.bus) if shared and self.bus else None,
+        )  # fmt: skip
+        self.operator_desk: OperatorDesk = self.operator.desk
 
     def _observe(self) -> None:
         """Feed the metrics: decisions (with the audit log), reloads, state gauges."""
@@ -255,12 +268,16 @@ class RouterApp:
             "shellgate_sessions", "Unified exec sessions (running processes) held.",
             lambda: threads.session_tally.count,
         )  # fmt: skip
-        metrics.gauge(
-            "shellgate_pending_approvals", "Calls parked for an approval decision.",
-            lambda: threads.pending_tally.count,
+        metrics.labelled_gauge(
+            "shellgate_pending_approvals", "Calls parked for an approval decision, by route.",
+            "route", self._pending_by_route,
         )  # fmt: skip
         for name, help_text in ENVIRONMENT_GAUGES.items():
             metrics.gauge(name, help_text, functools.partial(self._environment_gauge, name))
+
+    def _pending_by_route(self) -> dict[str, float]:
+        waiting = self.operator.approvals.waiting
+        return {"caller": self.threads.pending_tally.count - waiting, "operator": waiting}
 
     # --- callers -------------------------------------------------------------------------
     def caller(
@@ -417,6 +434,7 @@ class RouterApp:
         """Kill every process, end every thread, close every connection."""
         if self.bus is not None:
             await self.bus.aclose()
+        await self.operator.aclose()
         await self.threads.aclose()
         await self.environments.aclose()
         self.cpu.shutdown(wait=False, cancel_futures=True)

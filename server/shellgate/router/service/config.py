@@ -26,6 +26,7 @@ from shellgate.common.grpc.health_listener import check_health_listen
 from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.router.runtime.remote.discovery import DnsDiscoveryConfig
 from shellgate.router.runtime.remote.environment import RemoteConfig
+from shellgate.router.service.approvals_config import APPROVALS_TABLE, ApprovalsConfig
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -190,6 +191,8 @@ class RouterConfig:
     call_log_level: str = "info"
     # OTLP/gRPC collector for OpenTelemetry traces (`shellgate[otel]`); empty = no tracing.
     otel_endpoint: str = ""
+    # Who decides approvals, operator deadlines, operators, the webhook (docs/approvals.md).
+    approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
     # The file this configuration was read from (empty: none); set by load_config.
     source_file: str = ""
 
@@ -211,7 +214,7 @@ class RouterConfig:
         """Files that hold the router's credentials, masked inside every sandbox."""
         files = [self.source_file, self.token_file, self.tls_key_file, self.redis_url_file]
         files += [self.metrics_token_file, self.metrics_tls_key_file, self.audit_log]
-        files += [self.console_tls_key_file]
+        files += [self.console_tls_key_file, self.approvals.webhook.secret_file]
         files += self.redact_values_files
         for env in self.environments:
             files += [env.token_file, env.tls_key_file]
@@ -274,6 +277,7 @@ class RouterConfig:
                 "local_environment",
                 "no environments: enable local_environment, add [[environments]] or [[discovery]]",
             )
+        self.approvals.validate()
         if self.redis_url and self.redis_url_file:
             raise ConfigError("redis_url_file", "redis_url and redis_url_file are exclusive: set one")
         self._validate_console()
@@ -364,7 +368,14 @@ ROUTER_TABLE = model_of(
         "audit_fsync": Literal["always", "batch", "never"],
         "call_log_level": Literal["info", "debug"],
         "client_environments": dict[str, list[str]],
-        "environments": list[model_of(RemoteConfig, aliases={"environment_id": "id"})],  # type: ignore[misc]
+        "environments": list[  # type: ignore[misc]
+            model_of(
+                RemoteConfig,
+                aliases={"environment_id": "id"},
+                types={"approval_route": Literal["", "caller", "operator"]},
+            )
+        ],
+        "approvals": APPROVALS_TABLE,
         "discovery": list[model_of(DnsDiscoveryConfig, types={"port": Port})],  # type: ignore[misc]
         "defaults": DefaultsTable,
         "limits": model_of(

@@ -42,7 +42,10 @@ KNOWN_TOOLS = frozenset({"shell_command", "exec_command", "write_stdin", "apply_
 KNOWN_DECISIONS = frozenset(
     {"allow", "forbidden", "rejected", "ask", "approved", "denied", "abort"}
 )
-KNOWN_SOURCES = frozenset({"policy", "rule", "cached_grant", "caller"})
+KNOWN_SOURCES = frozenset({"policy", "rule", "cached_grant", "caller", "operator", "deadline"})
+# Operator-routed approvals end decided by an operator, by the deadline, or interrupted.
+OPERATOR_SOURCES = frozenset({"operator", "deadline", "interrupt"})
+WEBHOOK_OUTCOMES = frozenset({"delivered", "retried", "failed"})
 # Seconds: from a few milliseconds (an echo) to the 10-minute classic timeout.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600)
 
@@ -85,6 +88,11 @@ class _StateCollector(Collector):
     def collect(self) -> Iterator[Any]:
         for name, (help_text, read) in self.metrics.gauges.items():
             yield GaugeMetricFamily(name, help_text, value=read())
+        for name, (help_text, label, read_all) in self.metrics.labelled_gauges.items():
+            family = GaugeMetricFamily(name, help_text, labels=[label])
+            for value_label, value in sorted(read_all().items()):
+                family.add_metric([value_label], value)
+            yield family
         monitor = self.metrics.shared_state
         if monitor is None:
             return
@@ -143,7 +151,19 @@ class Metrics:
             "shellgate_rules_reloads", "Rules reloads (SIGHUP, amendments), by result.",
             ["result"], registry=r,
         )  # fmt: skip
+        self.operator_decisions = Counter(
+            "shellgate_operator_decisions",
+            "Operator-routed approvals settled, by source (operator, deadline, interrupt).",
+            ["source", "decision"], registry=r,
+        )  # fmt: skip
+        self.webhook_deliveries = Counter(
+            "shellgate_approval_webhook_deliveries",
+            "Approval webhook POST attempts by outcome (delivered, retried, failed).",
+            ["outcome"], registry=r,
+        )  # fmt: skip
         self.gauges: dict[str, tuple[str, Callable[[], float]]] = {}
+        # Gauges with one label: name -> (help, label name, read -> {label value: value}).
+        self.labelled_gauges: dict[str, tuple[str, str, Callable[[], dict[str, float]]]] = {}
         self.shared_state: StoreMonitor | None = None
         r.register(_StateCollector(self))
 
@@ -154,6 +174,24 @@ class Metrics:
     def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> None:
         """A gauge read at scrape time (on the scraping thread: `read` must be cheap)."""
         self.gauges[name] = (help_text, read)
+
+    def labelled_gauge(
+        self, name: str, help_text: str, label: str, read: Callable[[], dict[str, float]]
+    ) -> None:
+        """A gauge with one (bounded) label, read at scrape time."""
+        self.labelled_gauges[name] = (help_text, label, read)
+
+    def operator_decided(self, source: str, decision: str) -> None:
+        """Count one settled operator-routed approval."""
+        self.operator_decisions.labels(
+            source if source in OPERATOR_SOURCES else "other",
+            decision if decision in KNOWN_DECISIONS | {"approved_for_session",
+                                                       "approved_with_amendment"} else "other",
+        ).inc()  # fmt: skip
+
+    def webhook_delivery(self, outcome: str) -> None:
+        """Count one webhook attempt."""
+        self.webhook_deliveries.labels(outcome if outcome in WEBHOOK_OUTCOMES else "other").inc()
 
     def tool(self, tool: str | None) -> str:
         """The bounded tool label."""

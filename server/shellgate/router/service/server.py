@@ -30,8 +30,10 @@ from shellgate.router.runtime.remote.monitor import run_health_probes
 from shellgate.router.runtime.sweeper import run_thread_sweeper
 from shellgate.router.service.app import RouterApp
 from shellgate.router.service.config import ConfigError, RouterConfig
+from shellgate.router.service.wire.approvals import SERVICE_NAME as APPROVALS_NAME
+from shellgate.router.service.wire.approvals import ApprovalServicer
 from shellgate.router.service.wire.servicer import ToolRouterServicer
-from shellgate.v1 import router_pb2, router_pb2_grpc
+from shellgate.v1 import approvals_pb2_grpc, router_pb2, router_pb2_grpc
 
 if TYPE_CHECKING:
     from shellgate.router.service.console.listener import ConsoleListener
@@ -139,9 +141,11 @@ async def start_router(
         server,
         ("Execute",),
     )
+    # Operator approvals (docs/approvals.md): the same listener and authentication.
+    approvals_pb2_grpc.add_ApprovalServiceServicer_to_server(ApprovalServicer(app), server)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    enable_reflection((SERVICE_NAME, HEALTH_NAME), server)
+    enable_reflection((SERVICE_NAME, APPROVALS_NAME, HEALTH_NAME), server)
     creds = server_credentials(config)
     port = bind(server, config.listen, creds)
     endpoint = MetricsEndpoint(

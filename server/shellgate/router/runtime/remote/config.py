@@ -41,6 +41,9 @@ class RemoteConfig:
     # the background: first retry after the initial backoff, doubling up to the maximum.
     reconnect_initial_backoff_ms: int = 500
     reconnect_max_backoff_ms: int = 30_000
+    # Who decides this environment's approvals ("caller" | "operator"; empty: the
+    # router's `[approvals] default_route`); an operator route here binds every turn.
+    approval_route: str = ""
 
     @property
     def has_tls_files(self) -> bool:

@@ -8,7 +8,9 @@ from shellgate.router.projection import ProjectionMemo
 from shellgate.router.runtime.events import (
     ApprovalDecision,
     ApprovalKind,
+    ApprovalPendingEvent,
     ApprovalRequiredEvent,
+    ApprovalWaitingEvent,
     CompletedEvent,
     ExecuteEvent,
     OutputEvent,
@@ -142,6 +144,18 @@ def event_pb(
         )
     if isinstance(event, ApprovalRequiredEvent):
         return router_pb2.ExecuteResponse(approval_required=_approval_pb(event, memo))
+    if isinstance(event, ApprovalPendingEvent):
+        pending = router_pb2.ApprovalPending(
+            approval_id=event.details.approval_id,
+            details=_approval_pb(event.details, memo),
+            deadline_unix_ms=event.deadline_ms,
+        )
+        return router_pb2.ExecuteResponse(approval_pending=pending)
+    if isinstance(event, ApprovalWaitingEvent):
+        waiting = router_pb2.ApprovalWaiting(
+            approval_id=event.approval_id, remaining_ms=event.remaining_ms
+        )
+        return router_pb2.ExecuteResponse(approval_waiting=waiting)
     assert isinstance(event, CompletedEvent)
     return router_pb2.ExecuteResponse(completed=completed_pb(event))
 

@@ -220,6 +220,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                 instance_id=self._app.instance_id,
                 rng=self._rng,
                 audit=self._app.audit_sink,
+                operator=self._app.operator.approvals,
                 caller_subject=caller.subject,
             )
             events: AsyncIterator[ExecuteEvent]

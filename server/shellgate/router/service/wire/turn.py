@@ -261,4 +261,5 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
         active_profile_id=active,
         env_policy=_env_policy(turn, d),
         truncation=truncation,
+        operator_route=turn.approval_route == common_pb2.APPROVAL_ROUTE_OPERATOR,
     )

@@ -1,0 +1,256 @@
+"""Operator-routed approvals (docs/approvals.md): the route, the wait, and the desk.
+
+A call whose approval is operator-routed does not end its stream: `CallRunner` asks
+`OperatorApprovals.wait`, which publishes the approval on the board (shared by every
+replica), emits `approval_pending`, then `approval_waiting` keepalives until an operator
+settles it (`BoardDesk.decide`, on any replica), the deadline's fallback settles it, or
+the caller leaves (the approval is withdrawn: nothing runs). The waiting call wakes on the
+board's notice and re-reads its entry every `poll_ms` in case a notice is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from shellgate.common.errors import (
+    AlreadyDecidedError,
+    ApprovalExpiredError,
+    InvalidArgumentError,
+    NotOperatorError,
+    SelfApprovalError,
+    UnknownApprovalError,
+)
+from shellgate.router.runtime.audit import AuditSink
+from shellgate.router.runtime.call_state import AwaitingApproval
+from shellgate.router.runtime.events import (
+    ApprovalDecision,
+    ApprovalPendingEvent,
+    ApprovalRequiredEvent,
+    ApprovalWaitingEvent,
+    ExecuteEvent,
+)
+from shellgate.router.runtime.operator_desk import DECISIONS, PendingView
+from shellgate.router.runtime.operator_views import pending_view
+from shellgate.router.runtime.store.operator_board import PENDING, BoardEntry, OperatorBoard
+
+__all__ = ["BoardDesk", "Decided", "OperatorApprovals", "OperatorSettings"]
+
+_log = logging.getLogger(__name__)
+OPERATOR = "operator"
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    """`[approvals]` as the runtime uses it (service/approvals_config.py)."""
+
+    default_route: str = "caller"
+    # environment id → its configured route ("caller" | "operator").
+    environment_routes: tuple[tuple[str, str], ...] = ()
+    deadline_ms: int = 10 * 60 * 1000
+    keepalive_ms: int = 15_000
+    poll_ms: int = 1_000
+    fallback: str = "deny"
+
+
+@dataclass(frozen=True)
+class Decided:
+    """How an operator-routed approval ended: the decision, its source and who made it."""
+
+    decision: ApprovalDecision
+    source: str  # operator | deadline | interrupt
+    who: str = ""
+
+
+def _now_ms(wall: Callable[[], float]) -> int:
+    return int(wall() * 1000)
+
+
+class OperatorApprovals:
+    """The router's operator route: which approvals it takes, and the waiting call's loop."""
+
+    def __init__(
+        self,
+        settings: OperatorSettings,
+        board: OperatorBoard,
+        *,
+        instance_id: str,
+        redact: Callable[[str], str] = lambda text: text,
+        audit: AuditSink | None = None,
+        on_pending: Callable[[PendingView], None] | None = None,
+        on_decided: Callable[[str, str], None] | None = None,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.board = board
+        self.instance_id = instance_id
+        self._redact = redact
+        self._audit = audit
+        self._on_pending = on_pending
+        # (source, decision) of every settled approval (metrics).
+        self.on_decided = on_decided
+        self._wall = wall
+        self._routes = dict(settings.environment_routes)
+        # Approvals waiting in this router's streams (the pending gauge).
+        self.waiting = 0
+
+    def routed(self, turn_operator: bool, environment_id: str) -> bool:
+        """Whether an approval in `environment_id` goes to an operator.
+
+        The environment's route (else the router default) binds; a turn can only escalate
+        caller → operator, never downgrade an operator route.
+        """
+        configured = self._routes.get(environment_id) or self.settings.default_route
+        return configured == OPERATOR or turn_operator
+
+    async def wait(
+        self,
+        awaiting: AwaitingApproval,
+        details: ApprovalRequiredEvent,
+        caller_subject: str,
+        emit: Callable[[ExecuteEvent], None],
+        interrupt: asyncio.Event,
+    ) -> Decided:
+        """Publish the approval, keep the stream alive, return how it was settled.
+
+        Cancelled (the caller left): the approval is withdrawn and nothing runs.
+        """
+        created = _now_ms(self._wall)
+        deadline = created + self.settings.deadline_ms
+        view = pending_view(
+            awaiting, approval_id=details.approval_id, caller_subject=caller_subject,
+            created_at_ms=created, deadline_ms=deadline,
+        )  # fmt: skip
+        view = replace(view, command=self._redact(view.command))
+        approval_id = view.approval_id
+        await self.board.post(BoardEntry(view, self.instance_id))
+        self.waiting += 1
+        settled = False
+        try:
+            self._record_pending(view, details)
+            if self._on_pending is not None:
+                self._on_pending(view)
+            emit(ApprovalPendingEvent(replace(details, expires_in_ms=deadline - created), deadline))
+            decided = await self._settled(view, emit, interrupt)
+            settled = decided.source != "interrupt"
+            if self.on_decided is not None:
+                self.on_decided(decided.source, decided.decision.value)
+            return decided
+        finally:
+            self.waiting -= 1
+            self.board.release(approval_id)
+            if not settled:
+                # The caller left or interrupted: no operator may decide it any more.
+                await self.board.withdraw(approval_id)
+
+    async def _settled(
+        self, view: PendingView, emit: Callable[[ExecuteEvent], None], interrupt: asyncio.Event
+    ) -> Decided:
+        settings, approval_id = self.settings, view.approval_id
+        next_keepalive = _now_ms(self._wall) + settings.keepalive_ms
+        # Bounded by the deadline: every turn either sleeps ≤ poll_ms or settles.
+        while True:
+            entry = await self.board.get(approval_id)
+            if entry is None:
+                # Withdrawn by nobody we know of (the store lost it): the deadline's rule.
+                return self._fallback()
+            if entry.status == "decided":
+                return Decided(ApprovalDecision(entry.decision), OPERATOR, entry.operator)
+            if entry.status != PENDING:
+                return self._fallback()
+            if interrupt.is_set():
+                return Decided(ApprovalDecision.ABORT, "interrupt")
+            now = _now_ms(self._wall)
+            if now >= view.deadline_ms:
+                fallback = self._fallback()
+                result = await self.board.settle(
+                    approval_id, "expired", fallback.decision.value, "deadline", None
+                )
+                if result.outcome == "ok":
+                    return fallback
+                continue  # an operator's decision won the race: read it
+            if now >= next_keepalive:
+                emit(ApprovalWaitingEvent(approval_id, view.deadline_ms - now))
+                next_keepalive = now + settings.keepalive_ms
+            left = min(settings.poll_ms, next_keepalive - now, view.deadline_ms - now)
+            await self.board.changed(approval_id, max(left, 1) / 1000)
+
+    def _fallback(self) -> Decided:
+        deny = self.settings.fallback != "abort"
+        return Decided(ApprovalDecision.DENIED if deny else ApprovalDecision.ABORT, "deadline")
+
+    def _record_pending(self, view: PendingView, details: ApprovalRequiredEvent) -> None:
+        if self._audit is None:
+            return
+        entry: dict[str, Any] = {
+            "type": "approval_pending",
+            "route": OPERATOR,
+            "approval_id": view.approval_id,
+            "thread": view.thread_id,
+            "call_id": view.call_id,
+            "element": details.element_index,
+            "subject": view.caller_subject,
+            "tool": view.tool,
+            "environment": {"id": view.environment_id},
+            "cwd": view.cwd,
+            "command": view.command,
+            "kind": view.kind,
+            "reason": view.reason,
+            "deadline_ms": view.deadline_ms,
+        }
+        self._audit.record(entry)
+
+
+class BoardDesk:
+    """The OperatorDesk of a router: lists and decides on the board (any replica's calls)."""
+
+    def __init__(
+        self,
+        board: OperatorBoard,
+        is_operator: Callable[[str], bool],
+        *,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self._board = board
+        self._is_operator = is_operator
+        self._wall = wall
+
+    def is_operator(self, subject: str) -> bool:
+        """Whether `subject` holds the operator role."""
+        return self._is_operator(subject)
+
+    async def list_pending(self) -> list[PendingView]:
+        """Every operator approval still waiting, on any replica, oldest first."""
+        return [e.view for e in await self._board.pending(_now_ms(self._wall))]
+
+    async def decide(self, approval_id: str, decision: str, operator_subject: str) -> None:
+        """Settle one approval as `operator_subject` (exactly one decision wins)."""
+        if not self._is_operator(operator_subject):
+            raise NotOperatorError(f"{operator_subject!r} does not hold the operator role")
+        if decision not in DECISIONS:
+            raise InvalidArgumentError(f"decision: unknown {decision!r}")
+        entry = await self._board.get(approval_id)
+        if entry is None:
+            raise UnknownApprovalError(f"unknown or withdrawn approval_id {approval_id}")
+        if entry.view.caller_subject == operator_subject:
+            raise SelfApprovalError("an operator may not decide a call it made itself")
+        if decision not in entry.view.available_decisions:
+            raise InvalidArgumentError(f"decision: {decision} is not on offer")
+        result = await self._board.settle(
+            approval_id, "decided", decision, operator_subject, _now_ms(self._wall)
+        )
+        match result.outcome:
+            case "ok":
+                return
+            case "missing":
+                raise UnknownApprovalError(f"unknown or withdrawn approval_id {approval_id}")
+            case "expired":
+                raise ApprovalExpiredError(
+                    f"approval {approval_id} passed its deadline (the deadline fallback applied)"
+                )
+            case _:
+                raise AlreadyDecidedError(f"approval {approval_id} was already decided")

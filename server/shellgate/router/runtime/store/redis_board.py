@@ -1,0 +1,151 @@
+"""The operator-approval board in Redis: every replica lists and decides, one decision wins.
+
+Keys live under ONE fixed hash tag, `{prefix}{approvals}:` — unlike thread keys, which are
+tagged per thread — because the listing needs a global index: `index` (a sorted set of
+approval ids scored by deadline) and `a:<approval id>` (a hash: view JSON, replica,
+status, decision, operator, deadline). In Redis Cluster all of them hash to one slot, so
+each Lua script below declares both keys in KEYS and stays atomic on that slot.
+A settle is announced with the replica-bus notice `approval_settled`; the waiting replica
+also re-reads its entry every `[approvals] poll_ms` in case the notice is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from redis.asyncio import Redis, RedisCluster
+from shellgate.router.runtime.operator_desk import view_from_json, view_to_json
+from shellgate.router.runtime.store.operator_board import (
+    PENDING,
+    TOMBSTONE_MS,
+    BoardEntry,
+    Settle,
+)
+from shellgate.router.runtime.store.redis_bus import RedisBus
+
+__all__ = ["SETTLED_NOTICE", "RedisBoard"]
+
+SETTLED_NOTICE = "approval_settled"
+
+# KEYS: the entry, the index. ARGV: id, view JSON, replica, deadline_ms, ttl_ms.
+_POST = """
+redis.call('HSET', KEYS[1], 'view', ARGV[2], 'replica', ARGV[3], 'status', 'pending',
+           'deadline', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+return 1
+"""
+
+# KEYS: the entry, the index. ARGV: id, status, decision, operator, now_ms ('' = no
+# deadline check). Returns 'ok', 'missing', or the status that stands ('decided',
+# 'expired'); the entry leaves the index once settled.
+_SETTLE = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return 'missing' end
+if status ~= 'pending' then return status end
+if ARGV[5] ~= '' and tonumber(ARGV[5]) >= tonumber(redis.call('HGET', KEYS[1], 'deadline')) then
+  return 'expired'
+end
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'decision', ARGV[3], 'operator', ARGV[4])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 'ok'
+"""
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value or "")
+
+
+class RedisBoard:
+    """OperatorBoard on Redis (see the module docstring for keys and atomicity)."""
+
+    def __init__(self, client: Redis | RedisCluster, *, prefix: str, bus: RedisBus) -> None:
+        self._r = client
+        self._base = f"{prefix}{{approvals}}:"
+        self._index = self._base + "index"
+        self._bus = bus
+        self._post = client.register_script(_POST)
+        self._settle = client.register_script(_SETTLE)
+        self._events: dict[str, asyncio.Event] = {}
+        bus.on_notice(SETTLED_NOTICE, self._wake_all)
+
+    def _key(self, approval_id: str) -> str:
+        return self._base + "a:" + approval_id
+
+    async def _wake_all(self) -> None:
+        for event in self._events.values():
+            event.set()
+
+    async def post(self, entry: BoardEntry) -> None:
+        """Publish a new pending approval (TTL: deadline plus the tombstone)."""
+        view = entry.view
+        ttl_ms = max(view.deadline_ms - view.created_at_ms, 1) + TOMBSTONE_MS
+        await self._post(
+            keys=[self._key(view.approval_id), self._index],
+            args=[view.approval_id, view_to_json(view), entry.replica, view.deadline_ms, ttl_ms],
+        )
+
+    async def get(self, approval_id: str) -> BoardEntry | None:
+        """The entry, or None."""
+        raw = await self._r.hgetall(self._key(approval_id))  # type: ignore[misc]
+        return _entry(raw)
+
+    async def pending(self, now_ms: int) -> list[BoardEntry]:
+        """Pending entries before their deadline, oldest first (past ones pruned)."""
+        # Ids past their deadline (or whose entry expired) leave the index here.
+        await self._r.zremrangebyscore(self._index, "-inf", now_ms)
+        ids = [_text(i) for i in await self._r.zrange(self._index, 0, -1)]
+        entries = []
+        for approval_id in ids:
+            entry = await self.get(approval_id)
+            if entry is None:
+                await self._r.zrem(self._index, approval_id)
+            elif entry.status == PENDING:
+                entries.append(entry)
+        return sorted(entries, key=lambda e: (e.view.created_at_ms, e.view.approval_id))
+
+    async def settle(
+        self, approval_id: str, status: str, decision: str, operator: str, now_ms: int | None
+    ) -> Settle:
+        """Settle once (atomic on the approvals slot), then tell every replica."""
+        outcome = _text(
+            await self._settle(
+                keys=[self._key(approval_id), self._index],
+                args=[approval_id, status, decision, operator, "" if now_ms is None else now_ms],
+            )
+        )
+        if outcome == "ok":
+            await self._bus.notice(SETTLED_NOTICE)
+        return Settle(outcome)
+
+    async def withdraw(self, approval_id: str) -> None:
+        """Forget the entry and its index member."""
+        await self._r.delete(self._key(approval_id))
+        await self._r.zrem(self._index, approval_id)
+        self.release(approval_id)
+
+    def release(self, approval_id: str) -> None:
+        """Drop the wake-up event of a call no longer waiting."""
+        self._events.pop(approval_id, None)
+
+    async def changed(self, approval_id: str, timeout_s: float) -> None:
+        """Wait for a settle notice, at most `timeout_s` (the caller polls)."""
+        event = self._events.setdefault(approval_id, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), max(timeout_s, 0.0))
+        event.clear()
+
+
+def _entry(raw: dict[Any, Any]) -> BoardEntry | None:
+    fields = {_text(k): v for k, v in raw.items()}
+    if "view" not in fields:
+        return None
+    return BoardEntry(
+        view=view_from_json(fields["view"]),
+        replica=_text(fields.get("replica")),
+        status=_text(fields.get("status")) or PENDING,
+        decision=_text(fields.get("decision")),
+        operator=_text(fields.get("operator")),
+    )

@@ -1,0 +1,147 @@
+"""The approval webhook: POST each new operator-routed approval, HMAC-signed (docs/approvals.md).
+
+The router's core dependencies hold no HTTP client (httpx only comes with the optional
+`mcp` extra), and one small POST per approval does not justify a new one: the request is
+stdlib `urllib.request` run in a worker thread. Delivery never delays or fails the call:
+it runs in the owner's TaskSet, retries a bounded number of times with doubling backoff,
+and logs failures rate-limited, never the secret or the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import hmac
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from shellgate.common.config_schema import ConfigError
+from shellgate.common.grpc.listen import is_loopback_host
+from shellgate.common.tasks import TaskSet
+from shellgate.router.runtime.operator_desk import PendingView
+from shellgate.router.service.approvals_config import WebhookConfig
+
+__all__ = ["ApprovalWebhook", "check_webhook_url", "signature"]
+
+_log = logging.getLogger(__name__)
+# At most one failure line per this many seconds (the rest are counted in the metric).
+_LOG_EVERY_S = 60.0
+EVENT = "approval_pending"
+
+
+def check_webhook_url(config: WebhookConfig) -> None:
+    """Refuse a url that is not https (http only to loopback or with allow_insecure_http)."""
+    parts = urlsplit(config.url)
+    if parts.scheme == "https" and parts.hostname:
+        return
+    if parts.scheme == "http" and parts.hostname:
+        if config.allow_insecure_http or is_loopback_host(parts.hostname):
+            return
+        raise ConfigError(
+            "approvals.webhook.url",
+            "http:// only to a loopback host; use https:// or set allow_insecure_http = true",
+            got=config.url,
+        )
+    raise ConfigError("approvals.webhook.url", "must be an http(s):// URL", got=config.url)
+
+
+def signature(secret: bytes, timestamp: str, body: bytes) -> str:
+    """`sha256=<hex HMAC-SHA256 of timestamp + "." + body>` (X-Shellgate-Signature)."""
+    digest = hmac.new(secret, timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+class ApprovalWebhook:
+    """Posts `approval_pending` notifications in the background (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: WebhookConfig,
+        *,
+        router_id: str,
+        on_attempt: Callable[[str], None] = lambda _outcome: None,
+    ) -> None:
+        check_webhook_url(config)
+        try:
+            lines = Path(config.secret_file).read_text().splitlines()
+        except OSError as exc:
+            raise ConfigError(
+                "approvals.webhook.secret_file", f"cannot read: {exc.strerror or exc}",
+                got=config.secret_file,
+            ) from exc  # fmt: skip
+        if not lines or not lines[0].strip():
+            raise ConfigError("approvals.webhook.secret_file", "the file is empty")
+        self._secret = lines[0].strip().encode()
+        self._config = config
+        self._router_id = router_id
+        self._on_attempt = on_attempt
+        self._tasks = TaskSet(_log)
+        self._logged_at = 0.0
+        self._suppressed = 0
+
+    def notify(self, view: PendingView) -> None:
+        """Queue the POST of one new pending approval (returns at once)."""
+        self._tasks.spawn(self._deliver(view), name=f"webhook-{view.approval_id}")
+
+    async def _deliver(self, view: PendingView) -> None:
+        approval = dataclasses.asdict(view)
+        body = json.dumps(
+            {"event": EVENT, "approval": approval, "router_id": self._router_id},
+            separators=(",", ":"),
+        ).encode()
+        config = self._config
+        backoff = config.retry_backoff_ms / 1000
+        for attempt in range(config.max_retries + 1):
+            error = await asyncio.to_thread(self._post, body)
+            if error is None:
+                self._on_attempt("delivered")
+                return
+            last = attempt == config.max_retries
+            self._on_attempt("failed" if last else "retried")
+            if last:
+                self._warn(f"approval webhook: {view.approval_id} not delivered: {error}")
+                return
+            await asyncio.sleep(backoff)
+            backoff *= 2
+
+    def _post(self, body: bytes) -> str | None:
+        """One attempt (worker thread); the error text, or None when a 2xx answered."""
+        timestamp = str(int(time.time()))
+        request = urllib.request.Request(
+            self._config.url, data=body, method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "X-Shellgate-Event": EVENT,
+                "X-Shellgate-Timestamp": timestamp,
+                "X-Shellgate-Signature": signature(self._secret, timestamp, body),
+            },
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=self._config.timeout_ms / 1000) as reply:
+                status = int(reply.status)
+        except urllib.error.HTTPError as exc:
+            return f"HTTP {exc.code}"
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            return type(exc).__name__ + f": {reason}"
+        return None if 200 <= status < 300 else f"HTTP {status}"
+
+    def _warn(self, line: str) -> None:
+        now = time.monotonic()
+        if now - self._logged_at < _LOG_EVERY_S:
+            self._suppressed += 1
+            return
+        extra = f" ({self._suppressed} more since the last report)" if self._suppressed else ""
+        self._logged_at, self._suppressed = now, 0
+        _log.warning("%s%s", line, extra)
+
+    async def aclose(self) -> None:
+        """Stop pending deliveries."""
+        await self._tasks.aclose()
