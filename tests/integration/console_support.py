@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -215,6 +216,52 @@ class Http:
         return found.group(1)
 
 
+class Agent:
+    """A scripted headless agent: one Execute in a background thread, its events collected."""
+
+    def __init__(
+        self, stub: router_pb2_grpc.ToolRouterServiceStub, request: router_pb2.ExecuteRequest,
+        token: str, timeout: float = 60,
+    ) -> None:
+        self.events: list[router_pb2.ExecuteResponse] = []
+        self.error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                for event in stub.Execute(request, timeout=timeout, metadata=bearer(token)):
+                    self.events.append(event)
+            except BaseException as exc:  # reported by result()
+                self.error = exc
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def pending_id(self, timeout_s: float = 20) -> str:
+        """The approval id once the call parked for an operator."""
+        def parked() -> str:
+            if self.error is not None:
+                raise AssertionError(f"the call failed: {self.error}")
+            found = [e.approval_pending.approval_id for e in list(self.events)
+                     if e.WhichOneof("event") == "approval_pending"]  # fmt: skip
+            return found[0] if found else ""
+
+        return str(wait_for(parked, timeout_s, "the call to park"))
+
+    def result(self, timeout_s: float = 30) -> list[router_pb2.ExecuteResponse]:
+        """Every event once the stream ended (it must end with `completed`)."""
+        self.thread.join(timeout_s)
+        assert not self.thread.is_alive(), "the agent's stream did not end"
+        if self.error is not None:
+            raise AssertionError(f"the call failed: {self.error}")
+        assert self.events and self.events[-1].WhichOneof("event") == "completed", kinds(self.events)
+        return self.events
+
+
+def output_of(events: Sequence[router_pb2.ExecuteResponse]) -> bytes:
+    """The process output a stream carried."""
+    return b"".join(e.output.data for e in events if e.WhichOneof("event") == "output")
+
+
 def wait_for(predicate: Any, timeout_s: float = 10, what: str = "condition") -> Any:
     """Poll `predicate` until it returns a truthy value (bounded)."""
     deadline = time.monotonic() + timeout_s
@@ -236,6 +283,7 @@ def login_browser(driver: Any, base: str, token: str) -> None:
 
 
 __all__ = [
+    "Agent",
     "BOTH_TOKEN",
     "CALLER_TOKEN",
     "OPERATOR_TOKEN",
@@ -250,5 +298,6 @@ __all__ = [
     "exec_request",
     "kinds",
     "login_browser",
+    "output_of",
     "wait_for",
 ]

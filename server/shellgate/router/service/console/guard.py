@@ -53,9 +53,12 @@ def cookie_name(tls: bool) -> str:
 def same_origin(request: Request) -> bool:
     """Whether a state-changing request comes from the console's own pages.
 
-    A browser sends `Origin` with every POST and `Sec-Fetch-Site`; either one naming another
-    site refuses the request. (Non-browser clients send neither; they still need the CSRF
-    token, which only a logged-in page holds.)
+    Browsers send `Sec-Fetch-Site` with every request; anything but `same-origin` (or
+    `none`, typed by the user) is refused. `Origin` must name this console when it names
+    anything: under `Referrer-Policy: no-referrer` Chromium sends `Origin: null` for form
+    posts, which is accepted only when `Sec-Fetch-Site` vouched for the request. Non-browser
+    clients send neither header; they still need the session's CSRF token, which only a
+    logged-in page holds.
     """
     site = request.headers.get("sec-fetch-site")
     if site is not None and site not in ("same-origin", "none"):
@@ -63,5 +66,7 @@ def same_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
     if origin is None:
         return True
+    if origin == "null":
+        return site is not None
     host = request.headers.get("host", "")
-    return origin in (f"{request.url.scheme}://{host}",)
+    return origin == f"{request.url.scheme}://{host}"
