@@ -77,10 +77,19 @@ def chromium() -> Iterator[Any]:
     profile = tempfile.mkdtemp(prefix="console-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-                 f"--user-data-dir={profile}", f"--window-size={WINDOW[0]},{WINDOW[1]}"):  # fmt: skip
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        f"--window-size={WINDOW[0]},{WINDOW[1]}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
@@ -151,7 +160,11 @@ def bearer(token: str) -> tuple[tuple[str, str]]:
 
 
 def exec_request(
-    thread_id: str, arguments: dict[str, Any], call_id: str, *, tool: str = "exec_command",
+    thread_id: str,
+    arguments: dict[str, Any],
+    call_id: str,
+    *,
+    tool: str = "exec_command",
     **turn_fields: Any,
 ) -> router_pb2.ExecuteRequest:
     """An Execute of a unified-exec tool call (full access unless asked)."""
@@ -159,11 +172,13 @@ def exec_request(
         thread_id=thread_id,
         turn=turn(shell_tool=common_pb2.MODEL_SHELL_TOOL_TYPE_UNIFIED_EXEC, **turn_fields),
         item=function_item(tool, arguments, call_id),
-    )  # fmt: skip
+    )
 
 
 def events_of(
-    stub: router_pb2_grpc.ToolRouterServiceStub, request: router_pb2.ExecuteRequest, token: str,
+    stub: router_pb2_grpc.ToolRouterServiceStub,
+    request: router_pb2.ExecuteRequest,
+    token: str,
     timeout: float = 60,
 ) -> list[router_pb2.ExecuteResponse]:
     """Every event of one Execute made with `token`."""
@@ -220,8 +235,11 @@ class Agent:
     """A scripted headless agent: one Execute in a background thread, its events collected."""
 
     def __init__(
-        self, stub: router_pb2_grpc.ToolRouterServiceStub, request: router_pb2.ExecuteRequest,
-        token: str, timeout: float = 60,
+        self,
+        stub: router_pb2_grpc.ToolRouterServiceStub,
+        request: router_pb2.ExecuteRequest,
+        token: str,
+        timeout: float = 60,
     ) -> None:
         self.events: list[router_pb2.ExecuteResponse] = []
         self.error: BaseException | None = None
@@ -238,11 +256,15 @@ class Agent:
 
     def pending_id(self, timeout_s: float = 20) -> str:
         """The approval id once the call parked for an operator."""
+
         def parked() -> str:
             if self.error is not None:
                 raise AssertionError(f"the call failed: {self.error}")
-            found = [e.approval_pending.approval_id for e in list(self.events)
-                     if e.WhichOneof("event") == "approval_pending"]  # fmt: skip
+            found = [
+                e.approval_pending.approval_id
+                for e in list(self.events)
+                if e.WhichOneof("event") == "approval_pending"
+            ]
             return found[0] if found else ""
 
         return str(wait_for(parked, timeout_s, "the call to park"))
@@ -253,7 +275,9 @@ class Agent:
         assert not self.thread.is_alive(), "the agent's stream did not end"
         if self.error is not None:
             raise AssertionError(f"the call failed: {self.error}")
-        assert self.events and self.events[-1].WhichOneof("event") == "completed", kinds(self.events)
+        assert self.events and self.events[-1].WhichOneof("event") == "completed", kinds(
+            self.events
+        )
         return self.events
 
 
@@ -283,11 +307,11 @@ def login_browser(driver: Any, base: str, token: str) -> None:
 
 
 __all__ = [
-    "Agent",
     "BOTH_TOKEN",
     "CALLER_TOKEN",
     "OPERATOR_TOKEN",
     "WINDOW",
+    "Agent",
     "ConsoleRouter",
     "Http",
     "artifacts_dir",

@@ -38,7 +38,9 @@ from tests.integration.replicas import fleet
 from tests.integration.shared_support import REDIS_SERVER
 
 DENIED_TEXT = 'exec_command failed: CreateProcess { message: "Rejected(\\"rejected by user\\")" }'
-RULES = 'prefix_rule(pattern=["printf"], decision="prompt", justification="printing needs a person")\n'
+RULES = (
+    'prefix_rule(pattern=["printf"], decision="prompt", justification="printing needs a person")\n'
+)
 
 
 def approvals_table(deadline_ms: int = 60_000) -> str:
@@ -74,13 +76,16 @@ def _by() -> Any:
 
 
 def _printf(thread: str, call_id: str, text: str) -> router_pb2.ExecuteRequest:
-    return exec_request(thread, {"cmd": f"printf '{text}\\n'", "login": False, "yield_time_ms": 5000}, call_id)
+    return exec_request(
+        thread, {"cmd": f"printf '{text}\\n'", "login": False, "yield_time_ms": 5000}, call_id
+    )
 
 
 def _pending_row(driver: Any, approval_id: str, timeout_s: float = 15) -> Any:
     selector = f'tr.pending-row[data-approval-id="{approval_id}"]'
-    return wait_for(lambda: driver.find_elements(_by().CSS_SELECTOR, selector), timeout_s,
-                    "the pending row")[0]  # fmt: skip
+    return wait_for(
+        lambda: driver.find_elements(_by().CSS_SELECTOR, selector), timeout_s, "the pending row"
+    )[0]
 
 
 def _click(driver: Any, approval_id: str, button: str) -> str:
@@ -101,17 +106,22 @@ def _switch_operator(driver: Any, url: str, token: str) -> None:
 
 def _operator_decisions(router: ConsoleRouter, call_id: str) -> list[dict[str, Any]]:
     return [
-        r for r in router.audit_records()
-        if r.get("type") == "decision" and r.get("call_id") == call_id
+        r
+        for r in router.audit_records()
+        if r.get("type") == "decision"
+        and r.get("call_id") == call_id
         and r.get("approval", {}).get("source") == "operator"
-    ]  # fmt: skip
+    ]
 
 
 def test_operator_approves_in_the_browser_and_the_agent_gets_the_output(
     router: ConsoleRouter, browser: Any
 ) -> None:
-    agent = Agent(router.stub(), _printf("agent-approve", "call-approve", "console-approved-output"),
-                  CALLER_TOKEN)  # fmt: skip
+    agent = Agent(
+        router.stub(),
+        _printf("agent-approve", "call-approve", "console-approved-output"),
+        CALLER_TOKEN,
+    )
     approval_id = agent.pending_id()
     _switch_operator(browser, router.url, OPERATOR_TOKEN)
     row = _pending_row(browser, approval_id)
@@ -133,7 +143,9 @@ def test_operator_approves_in_the_browser_and_the_agent_gets_the_output(
     assert b"console-approved-output" in output_of(events)
     done = events[-1].completed
     assert done.exit_code == 0 and "console-approved-output" in done.output_text
-    decisions = wait_for(lambda: _operator_decisions(router, "call-approve"), 10, "the audit record")
+    decisions = wait_for(
+        lambda: _operator_decisions(router, "call-approve"), 10, "the audit record"
+    )
     assert [(d["decision"], d["approval"]["who"], d["subject"]) for d in decisions] == [
         ("approved", "alice", "bot")
     ]
@@ -187,7 +199,9 @@ def test_a_decision_after_the_deadline_is_refused(tmp_path: Path) -> None:
         csrf = http.csrf()
         # The deadline fallback (deny) answers the agent with Codex's rejection text.
         assert agent.result()[-1].completed.output_text == DENIED_TEXT
-        status, _, _ = http.request(f"/approvals/{approval_id}", {"decision": "approved", "csrf": csrf})
+        status, _, _ = http.request(
+            f"/approvals/{approval_id}", {"decision": "approved", "csrf": csrf}
+        )
         assert status == 303
         body = http.request("/")[2]
         assert 'id="notice"' in body and "refused:" in body, body[:800]
@@ -206,8 +220,9 @@ def test_parked_on_one_replica_decided_in_the_console_of_another(
     )
     with fleet(tmp_path, routers=2, daemons=0, extra_config=extra, rules=RULES) as the_fleet:
         replica_a, replica_b = the_fleet.routers
-        agent = Agent(replica_a.stub, _printf("agent-fleet", "call-fleet", "decided-elsewhere"),
-                      CALLER_TOKEN)  # fmt: skip
+        agent = Agent(
+            replica_a.stub, _printf("agent-fleet", "call-fleet", "decided-elsewhere"), CALLER_TOKEN
+        )
         approval_id = agent.pending_id()
         url_b = console_url(replica_b)
         assert url_b != console_url(replica_a)

@@ -60,15 +60,21 @@ def _dashboard(driver: Any, router: ConsoleRouter) -> None:
 
 
 def _session_output(driver: Any, session_id: int) -> str:
-    rows = driver.find_elements(_by().CSS_SELECTOR, f'tr.session-row[data-session-id="{session_id}"]')
+    rows = driver.find_elements(
+        _by().CSS_SELECTOR, f'tr.session-row[data-session-id="{session_id}"]'
+    )
     return str(rows[0].find_element(_by().CSS_SELECTOR, "pre.output").text) if rows else ""
 
 
 def _start_loop(router: ConsoleRouter, thread: str) -> tuple[int, str]:
     """An exec_command session printing LINES lines; (session id, its first yield's text)."""
-    first = events_of(router.stub(), exec_request(
-        thread, {"cmd": LOOP, "login": False, "yield_time_ms": 300}, f"{thread}-start"
-    ), CALLER_TOKEN)  # fmt: skip
+    first = events_of(
+        router.stub(),
+        exec_request(
+            thread, {"cmd": LOOP, "login": False, "yield_time_ms": 300}, f"{thread}-start"
+        ),
+        CALLER_TOKEN,
+    )
     done = first[-1].completed
     assert done.HasField("session_id"), done.output_text
     return done.session_id, done.output_text
@@ -84,8 +90,13 @@ def test_a_wrong_token_gets_no_console_then_the_operator_sees_environments(
     assert not browser.find_elements(By.ID, "environments")
     assert "Pending approvals" not in browser.page_source
     login_browser(browser, router.url, OPERATOR_TOKEN)
-    row = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR,
-                   'tr.environment-row[data-environment-id="local"]'), 10, "the environment")[0]  # fmt: skip
+    row = wait_for(
+        lambda: browser.find_elements(
+            By.CSS_SELECTOR, 'tr.environment-row[data-environment-id="local"]'
+        ),
+        10,
+        "the environment",
+    )[0]
     assert "embedded" in row.text and "ok" in row.text
     assert browser.find_element(By.ID, "operator").text == "alice"
 
@@ -96,34 +107,50 @@ def test_live_output_streams_into_the_page_and_the_model_still_gets_all_of_it(
     _dashboard(browser, router)
     session_id, first_text = _start_loop(router, "live-1")
     # The threads section refreshes itself and the new session's output starts streaming.
-    early = wait_for(lambda: re.findall(r"line-(\d+)", _session_output(browser, session_id)),
-                     15, "streamed output")  # fmt: skip
+    early = wait_for(
+        lambda: re.findall(r"line-(\d+)", _session_output(browser, session_id)),
+        15,
+        "streamed output",
+    )
     browser.execute_script("window.__sameDocument = 42;")
     last_early = int(early[-1])
     assert last_early < LINES
     later = wait_for(
-        lambda: (n := re.findall(r"line-(\d+)", _session_output(browser, session_id)))
-        and int(n[-1]) >= last_early + 2 and n,
-        15, "later lines",
-    )  # fmt: skip
+        lambda: (
+            (n := re.findall(r"line-(\d+)", _session_output(browser, session_id)))
+            and int(n[-1]) >= last_early + 2
+            and n
+        ),
+        15,
+        "later lines",
+    )
     # New lines arrived into the same document: no reload, no navigation.
     assert browser.execute_script("return window.__sameDocument;") == 42
     assert [int(n) for n in later] == sorted({int(n) for n in later})
     # The model polls afterwards and still gets every line (the console only watched).
     texts = [first_text]
     for index in range(10):
-        done = events_of(router.stub(), exec_request(
-            "live-1", {"session_id": session_id, "chars": "", "yield_time_ms": 3000},
-            f"live-1-poll-{index}", tool="write_stdin",
-        ), CALLER_TOKEN)[-1].completed  # fmt: skip
+        done = events_of(
+            router.stub(),
+            exec_request(
+                "live-1",
+                {"session_id": session_id, "chars": "", "yield_time_ms": 3000},
+                f"live-1-poll-{index}",
+                tool="write_stdin",
+            ),
+            CALLER_TOKEN,
+        )[-1].completed
         texts.append(done.output_text)
         if done.HasField("exit_code"):
             break
     seen = [int(n) for n in re.findall(r"line-(\d+)", "".join(texts))]
     assert seen == list(range(1, LINES + 1))
     # The stream ended with the process.
-    wait_for(lambda: browser.find_elements(_by().CSS_SELECTOR, "pre.output[data-ended]"), 10,
-             "the end of the stream")  # fmt: skip
+    wait_for(
+        lambda: browser.find_elements(_by().CSS_SELECTOR, "pre.output[data-ended]"),
+        10,
+        "the end of the stream",
+    )
 
 
 def _png_size(path: Path) -> tuple[int, int]:
@@ -138,13 +165,22 @@ def test_screenshot_with_one_pending_approval_and_one_live_session(
 ) -> None:
     By = _by()
     session_id, _ = _start_loop(router, "shot-session")
-    agent = Agent(router.stub(), exec_request(
-        "shot-approval", {"cmd": "printf 'screenshot\\n'", "login": False}, "shot-call"
-    ), CALLER_TOKEN)  # fmt: skip
+    agent = Agent(
+        router.stub(),
+        exec_request(
+            "shot-approval", {"cmd": "printf 'screenshot\\n'", "login": False}, "shot-call"
+        ),
+        CALLER_TOKEN,
+    )
     approval_id = agent.pending_id()
     _dashboard(browser, router)
-    pending = wait_for(lambda: browser.find_elements(
-        By.CSS_SELECTOR, f'tr.pending-row[data-approval-id="{approval_id}"]'), 10, "the pending row")  # fmt: skip
+    pending = wait_for(
+        lambda: browser.find_elements(
+            By.CSS_SELECTOR, f'tr.pending-row[data-approval-id="{approval_id}"]'
+        ),
+        10,
+        "the pending row",
+    )
     wait_for(lambda: "line-" in _session_output(browser, session_id), 15, "session output")
     # At the moment of the screenshot: exactly one pending row, the live session's row with
     # output, the buttons of the approval.

@@ -132,10 +132,22 @@ def test_failed_logins_are_throttled_per_peer(router: ConsoleRouter) -> None:
 
 def _serve(config: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "shellgate.router.cli.main", "serve", "--config", str(config),
-         "--listen", "127.0.0.1:0", "--no-local-token"],
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "shellgate.router.cli.main",
+            "serve",
+            "--config",
+            str(config),
+            "--listen",
+            "127.0.0.1:0",
+            "--no-local-token",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
 
 
 def test_a_non_loopback_console_needs_tls(tmp_path: Path) -> None:

@@ -12,14 +12,16 @@ __all__ = ["SecurityHeaders", "cookie_name", "same_origin"]
 
 # No inline script or style, no framing, no referrer; pages are never cached.
 HEADERS = (
-    (b"content-security-policy",
-     b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
-     b"connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        b"connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    ),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"no-referrer"),
     (b"x-content-type-options", b"nosniff"),
     (b"cache-control", b"no-store"),
-)  # fmt: skip
+)
 HSTS = (b"strict-transport-security", b"max-age=31536000")
 
 

@@ -16,7 +16,6 @@ from shellgate.router.service.config import ConfigError
 
 if TYPE_CHECKING:
     import uvicorn
-
     from shellgate.router.service.app import RouterApp
     from shellgate.router.service.console.web import Console
 
@@ -83,6 +82,7 @@ async def start_console(app: RouterApp) -> ConsoleListener:
     config = app.config
     try:
         import jinja2  # noqa: F401
+        import python_multipart  # noqa: F401  (Starlette's form parser)
         import starlette  # noqa: F401
         import uvicorn
     except ImportError as exc:
@@ -94,11 +94,16 @@ async def start_console(app: RouterApp) -> ConsoleListener:
     console = Console(app, tls=config.console_tls)
     sock = _bind(config.console_listen)
     uv_config = uvicorn.Config(
-        console.asgi, log_config=None, access_log=False, lifespan="off", server_header=False,
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S, proxy_headers=False,
+        console.asgi,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        proxy_headers=False,
         ssl_certfile=config.console_tls_cert_file or None,
         ssl_keyfile=config.console_tls_key_file or None,
-    )  # fmt: skip
+    )
     server = _server_class()(uv_config)
     # Owned by the ConsoleListener: stop() ends it (RunningRouter.stop calls that).
     task = asyncio.create_task(server.serve(sockets=[sock]), name="console")
@@ -114,5 +119,7 @@ async def start_console(app: RouterApp) -> ConsoleListener:
         raise RuntimeError("the console listener did not start")
     port = sock.getsockname()[1]
     scheme = "https" if config.console_tls else "http"
-    log.info("console listening on %s://%s", scheme, f"{config.console_listen.rpartition(':')[0]}:{port}")
+    log.info(
+        "console listening on %s://%s", scheme, f"{config.console_listen.rpartition(':')[0]}:{port}"
+    )
     return ConsoleListener(console, server, task, port)

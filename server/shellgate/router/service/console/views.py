@@ -76,20 +76,26 @@ def environment_rows(app: RouterApp) -> list[EnvironmentRow]:
     for env_id in app.environments.ids()[:MAX_ROWS]:
         env = app.environments.get(env_id)
         if isinstance(env, LocalEnvironment):
-            rows.append(EnvironmentRow(env_id, "embedded", "ok", clip(environment_host(env)), clip(env.cwd)))
+            rows.append(
+                EnvironmentRow(env_id, "embedded", "ok", clip(environment_host(env)), clip(env.cwd))
+            )
             continue
         assert isinstance(env, RemoteEnvironment)
         info = env.info
         host = env.config.target
         if info is not None:
-            host = f"{info.hostname} ({info.os}/{info.arch}, user {info.user}) via {env.config.target}"
+            host = (
+                f"{info.hostname} ({info.os}/{info.arch}, user {info.user}) via {env.config.target}"
+            )
         if env.breaker.open:
             status = "circuit open"
         elif not env.reachable:
             status = "unreachable"
         else:
             status = "ok" if info is not None else "not probed yet"
-        rows.append(EnvironmentRow(env_id, "remote", status, clip(host), clip(env.last_error or "")))
+        rows.append(
+            EnvironmentRow(env_id, "remote", status, clip(host), clip(env.last_error or ""))
+        )
     return rows
 
 
@@ -138,9 +144,15 @@ def subject_prefixes(app: RouterApp) -> dict[str, str]:
 def _session_rows(state: ThreadState, subject: str, thread_id: str) -> tuple[SessionRow, ...]:
     return tuple(
         SessionRow(
-            state.thread_id, clip(thread_id), clip(subject), info.session_id, info.environment_id,
-            clip(shlex.join(info.argv), MAX_COMMAND_CHARS), info.running, info.exit_code,
-        )  # fmt: skip
+            state.thread_id,
+            clip(thread_id),
+            clip(subject),
+            info.session_id,
+            info.environment_id,
+            clip(shlex.join(info.argv), MAX_COMMAND_CHARS),
+            info.running,
+            info.exit_code,
+        )
         for info in state.sessions.sessions()[:MAX_ROWS]
     )
 
@@ -153,9 +165,13 @@ def thread_rows(app: RouterApp) -> list[ThreadRow]:
         subject, thread_id = _subject_of(state.thread_id, subjects)
         rows.append(
             ThreadRow(
-                state.thread_id, clip(thread_id), clip(subject), len(state.inflight),
-                len(state.parked), _session_rows(state, subject, thread_id),
-            )  # fmt: skip
+                state.thread_id,
+                clip(thread_id),
+                clip(subject),
+                len(state.inflight),
+                len(state.parked),
+                _session_rows(state, subject, thread_id),
+            )
         )
     return rows
 
@@ -188,11 +204,16 @@ def pending_rows(views: list[PendingView], now_ms: int | None = None) -> list[Pe
     now = int(time.time() * 1000) if now_ms is None else now_ms
     return [
         PendingRow(
-            v, clip(v.command, MAX_COMMAND_CHARS), clip(v.summary), clip(v.reason), clip(v.cwd),
-            _clip_all(v.segments), _clip_all(v.matched_rules),
+            v,
+            clip(v.command, MAX_COMMAND_CHARS),
+            clip(v.summary),
+            clip(v.reason),
+            clip(v.cwd),
+            _clip_all(v.segments),
+            _clip_all(v.matched_rules),
             clip(shlex.join(v.proposed_amendment)) if v.proposed_amendment else "",
             max(0, (v.deadline_ms - now) // 1000),
-        )  # fmt: skip
+        )
         for v in views[:MAX_ROWS]
     ]
 
@@ -221,10 +242,15 @@ def _audit_row(record: dict[str, Any]) -> AuditRow:
     command = record.get("command")
     shown = shlex.join(str(c) for c in command) if isinstance(command, list) else ""
     return AuditRow(
-        clip(record.get("seq", "")), clip(record.get("time", "")), clip(record.get("type", "")),
-        clip(record.get("subject", "")), clip(record.get("thread", "")), clip(what),
-        clip(approval.get("who", "")), clip(shown or record.get("command_digest", ""), MAX_COMMAND_CHARS),
-    )  # fmt: skip
+        clip(record.get("seq", "")),
+        clip(record.get("time", "")),
+        clip(record.get("type", "")),
+        clip(record.get("subject", "")),
+        clip(record.get("thread", "")),
+        clip(what),
+        clip(approval.get("who", "")),
+        clip(shown or record.get("command_digest", ""), MAX_COMMAND_CHARS),
+    )
 
 
 def audit_tail(path: str, count: int = AUDIT_RECORDS) -> list[AuditRow]:

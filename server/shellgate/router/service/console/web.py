@@ -59,7 +59,9 @@ class Console:
         self.app = app
         self.tls = tls
         config = app.config
-        self.logins = LoginSessions(config.console_session_idle_ms / 1000, config.console_max_sessions)
+        self.logins = LoginSessions(
+            config.console_session_idle_ms / 1000, config.console_max_sessions
+        )
         self.throttle = LoginThrottle()
         self.cookie = cookie_name(tls)
         # Set at shutdown: live streams end so the listener can close.
@@ -68,9 +70,10 @@ class Console:
         # One notice per session (the outcome of its last decision), shown once.
         self._notices: dict[str, str] = {}
         self.templates = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+            loader=jinja2.FileSystemLoader(HERE / "templates"),
+            autoescape=True,
             undefined=jinja2.StrictUndefined,
-        )  # fmt: skip
+        )
         routes = [
             Route("/login", self.login_page, methods=["GET"]),
             Route("/login", self.login, methods=["POST"]),
@@ -79,10 +82,14 @@ class Console:
             Route("/fragments/{name:str}", self._guarded(self.fragment), methods=["GET"]),
             Route(
                 "/sessions/{thread_key:str}/{session_id:int}/stream",
-                self._guarded(self.stream), methods=["GET"],
-            ),  # fmt: skip
-            Route("/approvals/{approval_id:str}", self._guarded(self.decide, post=True),
-                  methods=["POST"]),  # fmt: skip
+                self._guarded(self.stream),
+                methods=["GET"],
+            ),
+            Route(
+                "/approvals/{approval_id:str}",
+                self._guarded(self.decide, post=True),
+                methods=["POST"],
+            ),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
         self.asgi = SecurityHeaders(Starlette(routes=routes), tls=tls)
@@ -106,7 +113,9 @@ class Console:
         session = self.logins.get(session_id)
         return None if session is None else (session_id, session)
 
-    def _guarded(self, handler: Handler, *, post: bool = False) -> Callable[[Request], Awaitable[Response]]:
+    def _guarded(
+        self, handler: Handler, *, post: bool = False
+    ) -> Callable[[Request], Awaitable[Response]]:
         """`handler` for a logged-in operator only; a POST also needs origin and CSRF token."""
 
         async def endpoint(request: Request) -> Response:
@@ -119,7 +128,11 @@ class Console:
             if post:
                 form = await request.form(max_files=0, max_fields=8)
                 presented = form.get("csrf") or request.headers.get("x-csrf-token", "")
-                if not same_origin(request) or not isinstance(presented, str) or not session.csrf_ok(presented):
+                if (
+                    not same_origin(request)
+                    or not isinstance(presented, str)
+                    or not session.csrf_ok(presented)
+                ):
                     return self._render("refused.html", 403, message="request refused (CSRF check)")
             request.state.session_id = session_id
             return await handler(request, session)
@@ -170,7 +183,9 @@ class Console:
         """End the session."""
         self.logins.end(request.state.session_id)
         response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(self.cookie, path="/", secure=self.tls, httponly=True, samesite="strict")
+        response.delete_cookie(
+            self.cookie, path="/", secure=self.tls, httponly=True, samesite="strict"
+        )
         return response
 
     async def _sections(self, session: ConsoleSession) -> dict[str, Any]:
@@ -250,7 +265,9 @@ class Console:
             try:
                 await desk.decide(approval_id, decision, session.subject)
                 notice = f"{decision}: {clip(approval_id, 80)}"
-                log.info("console: operator %s decided %s: %s", session.subject, approval_id, decision)
+                log.info(
+                    "console: operator %s decided %s: %s", session.subject, approval_id, decision
+                )
             except ServiceError as exc:
                 notice = f"refused: {clip(exc, 300)}"
         self._notices[request.state.session_id] = notice
