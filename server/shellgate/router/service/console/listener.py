@@ -23,7 +23,7 @@ __all__ = ["ConsoleListener", "start_console"]
 
 log = logging.getLogger(__name__)
 # Open streams and requests get this long to end at shutdown before they are cut.
-SHUTDOWN_GRACE_S = 1.0
+SHUTDOWN_GRACE_S = 1
 # uvicorn's start on a bound socket takes milliseconds; give up after ~10 s.
 STARTUP_POLLS = 1_000
 EXTRA_HINT = "pip install 'shellgate[console]'"

@@ -268,7 +268,7 @@ def audit_tail(path: str, count: int = AUDIT_RECORDS) -> list[AuditRow]:
     lines = data.split(b"\n")
     if len(data) == AUDIT_TAIL_BYTES:
         lines = lines[1:]  # the first line may be cut
-    rows = []
+    rows: list[AuditRow] = []
     for line in reversed(lines):
         if len(rows) >= count:
             break
