@@ -23,6 +23,9 @@ from tests.router_harness import Router, function_item, router_config, running_r
 DOC = (REPO_ROOT / "docs" / "operations.md").read_text()
 # Moved only with a shared store: tests/integration/test_replicas_redis.py scrapes them.
 NEEDS_REDIS = re.compile(r"^shellgate_shared_state_")
+# Moved only by operator-routed approvals: tests/integration/test_operator_approvals.py
+# (decisions) and test_approval_webhook.py (deliveries) scrape them.
+NEEDS_OPERATOR = re.compile(r"^shellgate_(operator_decisions|approval_webhook_deliveries)")
 
 
 def documented() -> dict[str, str]:
@@ -144,6 +147,9 @@ def test_every_documented_metric_moves(tmp_path: Path) -> None:
     for name, daemon_kind in metrics.items():
         if NEEDS_REDIS.match(name):
             assert "Redis" in daemon_kind, name
+            continue
+        if NEEDS_OPERATOR.match(name):
+            assert "operator route" in daemon_kind, name
             continue
         # A labelled metric has no series before its first event: absent counts as 0.
         assert any(name in s for s in snaps), f"{name} is documented but never served"

@@ -1,7 +1,8 @@
 """The Execute stream driver: a projected call, or its resumption, as a stream of events.
 
 Every path ends in exactly one `CompletedEvent` — or one `ApprovalRequiredEvent` when the
-call parks for approval — so call/output pairing never breaks (spec 06 §3, §4). The call's
+call parks for the caller's approval — so call/output pairing never breaks (spec 06 §3,
+§4); an operator-routed approval keeps the stream open (`operator_wait`, docs/approvals.md). The call's
 states and transitions are in `call_state`; each element goes through the `orchestrator`.
 """
 

@@ -372,7 +372,7 @@ ROUTER_TABLE = model_of(
             model_of(
                 RemoteConfig,
                 aliases={"environment_id": "id"},
-                types={"approval_route": Literal["", "caller", "operator"]},
+                types={"approval_route": Literal["caller", "operator"]},
             )
         ],
         "approvals": APPROVALS_TABLE,

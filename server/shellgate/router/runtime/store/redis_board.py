@@ -89,7 +89,7 @@ class RedisBoard:
 
     async def get(self, approval_id: str) -> BoardEntry | None:
         """The entry, or None."""
-        raw = await self._r.hgetall(self._key(approval_id))  # type: ignore[misc]
+        raw = await self._r.hgetall(self._key(approval_id))
         return _entry(raw)
 
     async def pending(self, now_ms: int) -> list[BoardEntry]:
