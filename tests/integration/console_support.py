@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import tempfile
 import threading
 import time
@@ -193,7 +194,7 @@ def kinds(events: Sequence[router_pb2.ExecuteResponse]) -> list[str]:
 class Http:
     """A cookie-keeping HTTP client for the console (urllib; no redirects followed)."""
 
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, context: ssl.SSLContext | None = None) -> None:
         self.base = base
         self.jar = CookieJar()
 
@@ -202,7 +203,9 @@ class Http:
                 return None
 
         self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(self.jar), NoRedirect()
+            urllib.request.HTTPCookieProcessor(self.jar),
+            NoRedirect(),
+            urllib.request.HTTPSHandler(context=context),
         )
 
     def request(

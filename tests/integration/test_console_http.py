@@ -3,6 +3,7 @@ headers, CSRF and origin checks, the login throttle, and the console's config er
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.certs import make_tls
 from tests.integration.console_support import (
     BOTH_TOKEN,
     CALLER_TOKEN,
@@ -128,6 +130,26 @@ def test_failed_logins_are_throttled_per_peer(router: ConsoleRouter) -> None:
     status, _, body = http.login(OPERATOR_TOKEN)
     assert status == 429 and "too many failed logins" in body
     _no_console(body)
+
+
+def test_over_tls_the_cookie_is_secure_and_host_bound(tmp_path: Path) -> None:
+    tls = make_tls(tmp_path / "tls")
+    extra = (
+        f'console_tls_cert_file = "{tls.server_cert}"\nconsole_tls_key_file = "{tls.server_key}"\n'
+    )
+    with console_router(tmp_path, extra) as router:
+        assert router.url.startswith("https://127.0.0.1:")
+        http = Http(router.url, ssl.create_default_context(cafile=tls.ca_cert))
+        status, headers, _ = http.login(OPERATOR_TOKEN)
+        assert status == 303
+        cookie = headers["set-cookie"]
+        assert cookie.startswith("__Host-shellgate_console=")
+        flags = {part.strip().lower() for part in cookie.split(";")[1:]}
+        assert {"secure", "httponly", "path=/", "samesite=strict"} <= flags
+        assert not any(f.startswith("domain") for f in flags)
+        status, headers, body = http.request("/")
+        assert status == 200 and "alice" in body
+        assert headers["strict-transport-security"].startswith("max-age=")
 
 
 def _serve(config: Path) -> subprocess.CompletedProcess[str]:

@@ -182,6 +182,7 @@ class Console:
     async def logout(self, request: Request, session: ConsoleSession) -> Response:
         """End the session."""
         self.logins.end(request.state.session_id)
+        self._notices.pop(request.state.session_id, None)
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(
             self.cookie, path="/", secure=self.tls, httponly=True, samesite="strict"
@@ -271,4 +272,7 @@ class Console:
             except ServiceError as exc:
                 notice = f"refused: {clip(exc, 300)}"
         self._notices[request.state.session_id] = notice
+        # Bounded: a session that never comes back for its notice loses it first.
+        while len(self._notices) > self.app.config.console_max_sessions:
+            self._notices.pop(next(iter(self._notices)))
         return RedirectResponse("/", status_code=303)
