@@ -300,6 +300,21 @@ def wait_for(predicate: Any, timeout_s: float = 10, what: str = "condition") -> 
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def retry_stale(action: Any, attempts: int = 5) -> Any:
+    """Run a browser action again when the page's refresh replaced its element meanwhile
+    (the console re-renders its sections every few seconds)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    for attempt in range(attempts):
+        try:
+            return action()
+        except StaleElementReferenceException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
+    return None
+
+
 def login_browser(driver: Any, base: str, token: str) -> None:
     """Log the browser in through the form."""
     from selenium.webdriver.common.by import By
@@ -326,5 +341,6 @@ __all__ = [
     "kinds",
     "login_browser",
     "output_of",
+    "retry_stale",
     "wait_for",
 ]

@@ -32,6 +32,7 @@ from tests.integration.console_support import (
     kinds,
     login_browser,
     output_of,
+    retry_stale,
     wait_for,
 )
 from tests.integration.replicas import fleet
@@ -90,7 +91,13 @@ def _pending_row(driver: Any, approval_id: str, timeout_s: float = 15) -> Any:
 
 def _click(driver: Any, approval_id: str, button: str) -> str:
     """Click a decision button of the approval's row; the notice shown afterwards."""
-    _pending_row(driver, approval_id).find_element(_by().CSS_SELECTOR, f"button.{button}").click()
+    retry_stale(
+        lambda: (
+            _pending_row(driver, approval_id)
+            .find_element(_by().CSS_SELECTOR, f"button.{button}")
+            .click()
+        )
+    )
     notice = wait_for(lambda: driver.find_elements(_by().ID, "notice"), 15, "the notice")
     return str(notice[0].text)
 
@@ -124,16 +131,24 @@ def test_operator_approves_in_the_browser_and_the_agent_gets_the_output(
     )
     approval_id = agent.pending_id()
     _switch_operator(browser, router.url, OPERATOR_TOKEN)
-    row = _pending_row(browser, approval_id)
     By = _by()
-    assert "console-approved-output" in row.find_element(By.CSS_SELECTOR, ".command").text
-    segments = [e.text for e in row.find_elements(By.CSS_SELECTOR, ".segment")]
+
+    def shown() -> tuple[str, list[str], str, str, str]:
+        row = _pending_row(browser, approval_id)
+        return (
+            row.find_element(By.CSS_SELECTOR, ".command").text,
+            [e.text for e in row.find_elements(By.CSS_SELECTOR, ".segment")],
+            " ".join(e.text for e in row.find_elements(By.CSS_SELECTOR, ".rule")),
+            row.text,
+            row.find_element(By.CSS_SELECTOR, ".countdown").text,
+        )
+
+    command, segments, rules, text, countdown = retry_stale(shown)
+    assert "console-approved-output" in command
     assert any(s.startswith("printf") for s in segments), segments
-    rules = " ".join(e.text for e in row.find_elements(By.CSS_SELECTOR, ".rule"))
     assert "printf" in rules and "prompt" in rules, rules
-    assert "printing needs a person" in row.text
-    assert "bot" in row.text and "local" in row.text
-    countdown = row.find_element(By.CSS_SELECTOR, ".countdown").text
+    assert "printing needs a person" in text
+    assert "bot" in text and "local" in text
     assert countdown.endswith("s") and 0 < int(countdown[:-1]) <= 60
     assert _click(browser, approval_id, "approve").startswith("approved")
     events = agent.result()

@@ -24,6 +24,7 @@ from tests.integration.console_support import (
     events_of,
     exec_request,
     login_browser,
+    retry_stale,
     wait_for,
 )
 from tests.integration.test_console_approvals import operator_config
@@ -60,10 +61,14 @@ def _dashboard(driver: Any, router: ConsoleRouter) -> None:
 
 
 def _session_output(driver: Any, session_id: int) -> str:
-    rows = driver.find_elements(
-        _by().CSS_SELECTOR, f'tr.session-row[data-session-id="{session_id}"]'
-    )
-    return str(rows[0].find_element(_by().CSS_SELECTOR, "pre.output").text) if rows else ""
+    """The streamed output shown in a session's row ("" while the row is absent)."""
+    selector = f'tr.session-row[data-session-id="{session_id}"] pre.output'
+
+    def read() -> str:
+        found = driver.find_elements(_by().CSS_SELECTOR, selector)
+        return str(found[0].text) if found else ""
+
+    return str(retry_stale(read))
 
 
 def _start_loop(router: ConsoleRouter, thread: str) -> tuple[int, str]:
@@ -174,7 +179,7 @@ def test_screenshot_with_one_pending_approval_and_one_live_session(
     )
     approval_id = agent.pending_id()
     _dashboard(browser, router)
-    pending = wait_for(
+    wait_for(
         lambda: browser.find_elements(
             By.CSS_SELECTOR, f'tr.pending-row[data-approval-id="{approval_id}"]'
         ),
@@ -182,18 +187,32 @@ def test_screenshot_with_one_pending_approval_and_one_live_session(
         "the pending row",
     )
     wait_for(lambda: "line-" in _session_output(browser, session_id), 15, "session output")
+
     # At the moment of the screenshot: exactly one pending row, the live session's row with
-    # output, the buttons of the approval.
-    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.pending-row")) == 1
-    assert "printf" in pending[0].find_element(By.CSS_SELECTOR, ".command").text
-    assert pending[0].find_elements(By.CSS_SELECTOR, "button.approve")
-    assert pending[0].find_elements(By.CSS_SELECTOR, "button.deny")
-    assert "line-" in _session_output(browser, session_id)
+    # output, the buttons of the approval (read again if a refresh replaced the section).
+    def present() -> tuple[int, str, bool, bool, str]:
+        rows = browser.find_elements(By.CSS_SELECTOR, "tr.pending-row")
+        row = rows[0]
+        return (
+            len(rows),
+            row.find_element(By.CSS_SELECTOR, ".command").text,
+            bool(row.find_elements(By.CSS_SELECTOR, "button.approve")),
+            bool(row.find_elements(By.CSS_SELECTOR, "button.deny")),
+            _session_output(browser, session_id),
+        )
+
+    count, command, approve, deny, output = retry_stale(present)
+    assert count == 1 and "printf" in command and approve and deny
+    assert "line-" in output
     shot = artifacts_dir() / "console-pending-and-live-session.png"
     assert browser.save_screenshot(str(shot))
     inner = browser.execute_script("return [window.innerWidth, window.innerHeight];")
     assert _png_size(shot) == tuple(inner)
     assert inner[0] == WINDOW[0] and 0 < inner[1] <= WINDOW[1]
     # Leave nothing parked: deny it.
-    pending[0].find_element(By.CSS_SELECTOR, "button.deny").click()
+    retry_stale(
+        lambda: browser.find_element(
+            By.CSS_SELECTOR, f'tr.pending-row[data-approval-id="{approval_id}"] button.deny'
+        ).click()
+    )
     assert "rejected by user" in agent.result()[-1].completed.output_text
