@@ -8,6 +8,9 @@ need_apt=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+# The operator console's browser tests (headless Chromium driven by Selenium).
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 # The Go example (tests/integration/test_go_client.py): Debian's Go toolchain, the protoc
 # plugins and the grpc-go/protobuf sources it builds against (no Go module proxy needed).
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)

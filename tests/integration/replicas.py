@@ -26,7 +26,7 @@ from shellgate.v1 import router_pb2, router_pb2_grpc
 from tests.execserver_harness import Daemon, daemon_subprocess
 from tests.integration.shared_support import REDIS_SERVER, free_port
 
-__all__ = ["Fleet", "RedisProcess", "Replica", "fleet"]
+__all__ = ["Fleet", "RedisProcess", "Replica", "fleet", "start_router_process"]
 
 TOKEN = "fleet-s3cret-token"
 
@@ -174,6 +174,11 @@ def _start_router(config: Path, folder: Path, name: str, timeout_s: float = 30) 
         proc.wait()
         raise RuntimeError(f"router {name} did not start: {line!r}\n{log_path.read_text()[-3000:]}")
     return Replica(name, proc, int(line), log_path)
+
+
+def start_router_process(config: Path, folder: Path, name: str) -> Replica:
+    """One router process (`serve --config`), not part of a fleet; the caller stops it."""
+    return _start_router(config, folder, name)
 
 
 def _config_text(fleet_dir: Path, redis_url: str, daemons: Sequence[Daemon], extra: str) -> str:

@@ -120,6 +120,11 @@ class Authenticator:
         return roles
 
     @property
+    def subjects(self) -> tuple[str, ...]:
+        """The subjects the token file names (no tokens)."""
+        return tuple(dict.fromkeys(entry.subject for entry in self._tokens))
+
+    @property
     def open(self) -> bool:
         """No tokens and no mTLS: every request is the local caller (nothing to read)."""
         return not self._tokens and not self._mtls

@@ -404,6 +404,10 @@ class ThreadRegistry:
     def __len__(self) -> int:
         return len(self._threads)
 
+    def states(self) -> list[ThreadState]:
+        """The threads this router holds now (a copy: read-only views such as the console)."""
+        return list(self._threads.values())
+
 
 # The name the router app uses; the default SharedState is in memory.
 InMemoryThreadStore = ThreadRegistry

@@ -13,6 +13,7 @@ from shellgate.common.output_channel import RoomCheck, pause_until
 from shellgate.common.process.base import ExitStatus, OutputChunk, ProcessHandle
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.output.head_tail import HeadTailBuffer, HeadTailSnapshot
+from shellgate.router.runtime.output_tap import OutputTap
 
 __all__ = ["OutputListener", "ProcessMeta", "UnifiedProcess"]
 
@@ -61,6 +62,8 @@ class UnifiedProcess:
         # dropping output. Between calls nobody is attached and the pump reads on into the
         # head/tail buffer (the session's retention).
         self.room: RoomCheck | None = None
+        # Read-only watchers (the console): each gets its own bounded copy (output_tap.py).
+        self._taps: set[OutputTap] = set()
         self._seq = initial_seq
         # Backend (daemon) seq of the last chunk pushed, and of the last one drained: a
         # re-attach from `drained_seq` replays exactly what no response has returned yet.
@@ -107,6 +110,8 @@ class UnifiedProcess:
                 self.buffer.push(chunk.data)
                 if self.listener is not None:
                     self.listener(chunk, self._seq)
+                for tap in self._taps:
+                    tap.push(chunk.data)
                 self.changed.set()
                 room = self.room
                 if room is not None and not self.exited and (pause := room()) is not None:
@@ -118,6 +123,8 @@ class UnifiedProcess:
             _log.exception("output pump of session %d failed", self.meta.process_id)
         finally:
             self.closed = True
+            for tap in self._taps:
+                tap.close()
             self.changed.set()
 
     async def _watch_exit(self) -> None:
@@ -127,6 +134,22 @@ class UnifiedProcess:
             status = ExitStatus(environment_lost=str(exc) or type(exc).__name__)
         self.exit_status = status
         self.changed.set()
+
+    def watch(self) -> OutputTap:
+        """A read-only tap on the output from now on, starting with what the model has not
+        polled yet (a copy: the buffer is not drained); end it with `unwatch`."""
+        snapshot = self.buffer.snapshot()
+        tap = OutputTap(snapshot.to_bytes())
+        if self.closed:
+            tap.close()
+        else:
+            self._taps.add(tap)
+        return tap
+
+    def unwatch(self, tap: OutputTap) -> None:
+        """Detach a tap (its watcher left)."""
+        self._taps.discard(tap)
+        tap.close()
 
     async def wait_exit(self, timeout_s: float) -> bool:
         """Wait up to `timeout_s` for the exit; True when it is known."""

@@ -158,6 +158,14 @@ class RouterConfig:
     metrics_token_file: str = ""
     metrics_tls_cert_file: str = ""
     metrics_tls_key_file: str = ""
+    # The operator web console (docs/console.md): its own HTTP listener, off when empty;
+    # a non-loopback address needs console_tls_cert_file and console_tls_key_file.
+    console_listen: str = ""
+    console_tls_cert_file: str = ""
+    console_tls_key_file: str = ""
+    # A console login ends after this long without a request; at most this many at once.
+    console_session_idle_ms: int = 30 * 60 * 1000
+    console_max_sessions: int = 64
     # Shared thread state across router replicas; empty = in this process's memory.
     redis_url: str = ""
     # A file holding the whole Redis URL (password included), e.g. a mounted Kubernetes
@@ -206,7 +214,7 @@ class RouterConfig:
         """Files that hold the router's credentials, masked inside every sandbox."""
         files = [self.source_file, self.token_file, self.tls_key_file, self.redis_url_file]
         files += [self.metrics_token_file, self.metrics_tls_key_file, self.audit_log]
-        files.append(self.approvals.webhook.secret_file)
+        files += [self.console_tls_key_file, self.approvals.webhook.secret_file]
         files += self.redact_values_files
         for env in self.environments:
             files += [env.token_file, env.tls_key_file]
@@ -272,6 +280,24 @@ class RouterConfig:
         self.approvals.validate()
         if self.redis_url and self.redis_url_file:
             raise ConfigError("redis_url_file", "redis_url and redis_url_file are exclusive: set one")
+        self._validate_console()
+
+    @property
+    def console_tls(self) -> bool:
+        """True when the console listener serves HTTPS."""
+        return bool(self.console_tls_cert_file and self.console_tls_key_file)
+
+    def _validate_console(self) -> None:
+        """The console's own listener: loopback, or TLS (the login token crosses it)."""
+        if bool(self.console_tls_cert_file) != bool(self.console_tls_key_file):
+            key = "console_tls_key_file" if self.console_tls_cert_file else "console_tls_cert_file"
+            raise ConfigError(key, "console_tls_cert_file and console_tls_key_file must be set together")
+        if self.console_listen and not self.console_tls and not is_loopback_address(self.console_listen):
+            raise ConfigError(
+                "console_listen", "address is not loopback: configure console_tls_cert_file "
+                "and console_tls_key_file (operator tokens and session cookies cross it)",
+                got=self.console_listen,
+            )  # fmt: skip
 
 
 # Limits for which 0 is meaningful (see Limits).
@@ -336,6 +362,9 @@ ROUTER_TABLE = model_of(
         "listen": ListenAddress,
         "health_listen": OptionalListenAddress,
         "metrics_listen": OptionalListenAddress,
+        "console_listen": OptionalListenAddress,
+        "console_session_idle_ms": PositiveInt,
+        "console_max_sessions": PositiveInt,
         "audit_fsync": Literal["always", "batch", "never"],
         "call_log_level": Literal["info", "debug"],
         "client_environments": dict[str, list[str]],

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -33,6 +34,9 @@ from shellgate.router.service.wire.approvals import SERVICE_NAME as APPROVALS_NA
 from shellgate.router.service.wire.approvals import ApprovalServicer
 from shellgate.router.service.wire.servicer import ToolRouterServicer
 from shellgate.v1 import approvals_pb2_grpc, router_pb2, router_pb2_grpc
+
+if TYPE_CHECKING:
+    from shellgate.router.service.console.listener import ConsoleListener
 
 log = logging.getLogger(__name__)
 SERVICE_NAME = router_pb2.DESCRIPTOR.services_by_name["ToolRouterService"].full_name
@@ -75,6 +79,8 @@ class RunningRouter:
     stop_background: asyncio.Event = field(default_factory=asyncio.Event)
     # The generated local token's file (the default on loopback without credentials).
     local_token: LocalToken | None = None
+    # The operator web console (console_listen), when configured.
+    console: ConsoleListener | None = None
 
     async def stop(self) -> None:
         """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
@@ -82,6 +88,9 @@ class RunningRouter:
         self.stop_background.set()
         await set_serving(self.health, SERVICE_NAME, False)
         await cancel_and_wait(*self.background, log=log)
+        if self.console is not None:
+            # First: its live streams end and no operator decides during the shutdown.
+            await self.console.stop()
         grace_s = self.app.config.limits.shutdown_grace_ms / 1000
         # In-flight calls get most of the grace period to finish on their own. Processes
         # still running then are killed by aclose *before* the server cancels the RPCs at
@@ -147,9 +156,10 @@ async def start_router(
     if refused is not None:
         raise ConfigError(refused)
     metrics_server = None
+    console: ConsoleListener | None = None
 
     async def start() -> None:
-        nonlocal metrics_server
+        nonlocal metrics_server, console
         try:
             # The replica bus first: shared amendments are applied before the first call.
             await app.start()
@@ -159,7 +169,14 @@ async def start_router(
                 if isinstance(metrics_server, asyncio.Server):  # the bound port (listen :0)
                     port_bound = metrics_server.sockets[0].getsockname()[1]
                     log.info("metrics listening on port %d", port_bound)
+            if config.console_listen:
+                # Imported only when configured: the console is an optional extra.
+                from shellgate.router.service.console.listener import start_console
+
+                console = await start_console(app)
         except BaseException:
+            if metrics_server is not None:
+                metrics_server.close()
             await server.stop(0)
             await app.aclose()
             raise
@@ -169,6 +186,7 @@ async def start_router(
         ready=lambda: bool(app.environments.ids()),
     )  # fmt: skip
     running = RunningRouter(server, port, app, health, metrics_server, health_server, health_port)
+    running.console = console
     if local is not None:
         try:
             local.publish(port)

@@ -1,0 +1,1 @@
+"""The operator web console (docs/console.md): login, environments, sessions, approvals, audit."""
