@@ -47,6 +47,20 @@ def test_pages_need_a_login(router: ConsoleRouter) -> None:
     _no_console(body)
 
 
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.2", "localhost.evil"])
+def test_an_unknown_host_header_gets_no_page(router: ConsoleRouter, host: str) -> None:
+    # DNS rebinding: another site's name resolved to loopback reaches the listener.
+    http = Http(router.url)
+    for path in ("/login", "/", "/static/console.js"):
+        status, headers, body = http.request(path, headers={"Host": host})
+        assert status == 421, (path, status)
+        _no_console(body)
+        assert 'name="token"' not in body
+    status, _, body = http.request("/login", headers={"Host": "localhost"})
+    assert status == 200 and 'name="token"' in body
+    assert http.login(OPERATOR_TOKEN)[0] in (200, 303)
+
+
 @pytest.mark.parametrize("token", ["wrong-token", CALLER_TOKEN, "", "x" * 5000])
 def test_a_refused_login_gets_401_and_no_console(router: ConsoleRouter, token: str) -> None:
     http = Http(router.url)

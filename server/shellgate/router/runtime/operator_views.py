@@ -47,7 +47,9 @@ def pending_view(
     if isinstance(element, CommandElement):
         segments = tuple(shlex.join(c) for c in element.policy.commands)
         outcome = element.approval
-        rules = tuple(rule_text(m) for m in outcome.segment_matches + outcome.scan_matches)
+        # The deny-side scan re-finds a segment's own match: show each rule once.
+        matches = outcome.segment_matches + outcome.scan_matches
+        rules = tuple(dict.fromkeys(rule_text(m) for m in matches))
         summary = "; ".join(_display(p) for p in element.display)
     elif isinstance(element, PatchElement):
         summary = "apply_patch"

@@ -163,6 +163,9 @@ class RouterConfig:
     console_listen: str = ""
     console_tls_cert_file: str = ""
     console_tls_key_file: str = ""
+    # Names the console may be reached by (the Host header), besides its listen address and,
+    # on loopback, `localhost`: any other Host is refused (DNS rebinding).
+    console_hosts: tuple[str, ...] = ()
     # A console login ends after this long without a request; at most this many at once.
     console_session_idle_ms: int = 30 * 60 * 1000
     console_max_sessions: int = 64

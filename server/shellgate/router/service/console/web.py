@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from shellgate.common.errors import ServiceError, UnauthenticatedError
 from shellgate.router.runtime.operator_desk import DECISIONS, OperatorDesk
-from shellgate.router.service.console.guard import SecurityHeaders, cookie_name, same_origin
+from shellgate.router.service.console.guard import (
+    SecurityHeaders,
+    allowed_hosts,
+    cookie_name,
+    same_origin,
+)
 from shellgate.router.service.console.logins import ConsoleSession, LoginSessions, LoginThrottle
 from shellgate.router.service.console.views import (
     audit_tail,
@@ -92,7 +97,8 @@ class Console:
             ),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
-        self.asgi = SecurityHeaders(Starlette(routes=routes), tls=tls)
+        hosts = allowed_hosts(config.console_listen, config.console_hosts)
+        self.asgi = SecurityHeaders(Starlette(routes=routes), tls=tls, hosts=hosts)
 
     @property
     def desk(self) -> OperatorDesk | None:
