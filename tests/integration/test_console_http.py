@@ -52,7 +52,7 @@ def test_an_unknown_host_header_gets_no_page(router: ConsoleRouter, host: str) -
     # DNS rebinding: another site's name resolved to loopback reaches the listener.
     http = Http(router.url)
     for path in ("/login", "/", "/static/console.js"):
-        status, headers, body = http.request(path, headers={"Host": host})
+        status, _, body = http.request(path, headers={"Host": host})
         assert status == 421, (path, status)
         _no_console(body)
         assert 'name="token"' not in body
