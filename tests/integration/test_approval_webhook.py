@@ -119,7 +119,81 @@ def test_signed_post_verifies(tmp_path: Path, hook: _Hook) -> None:
     assert payload["approval"]["approval_id"] == approval_id
     assert payload["approval"]["caller_subject"] == "agent"
     assert payload["router_id"]
-    assert 'shellgate_approval_webhook_deliveries_total{outcome="delivered"} 1.0' in text
+    assert 'shellgate_approval_webhook_deliveries_total{outcome="delivered"}' in text
+
+
+def _settled(hook: _Hook) -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for headers, body in list(hook.received):
+            if headers["X-Shellgate-Event"] == "approval_settled":
+                timestamp = headers["X-Shellgate-Timestamp"]
+                mac = hmac.new(SECRET, timestamp.encode() + b"." + body, hashlib.sha256)
+                assert headers["X-Shellgate-Signature"] == f"sha256={mac.hexdigest()}"
+                return json.loads(body)  # type: ignore[no-any-return]
+        time.sleep(0.02)
+    raise AssertionError(f"no approval_settled among {[h['X-Shellgate-Event'] for h, _ in hook.received]}")
+
+
+def test_settled_event_names_the_decision_and_the_operator(tmp_path: Path, hook: _Hook) -> None:
+    with _router(tmp_path, hook.url) as router:
+        approval_id, _ = _park_and_approve(router)
+        payload = _settled(hook)
+    assert payload["event"] == "approval_settled"
+    assert payload["approval"]["approval_id"] == approval_id
+    assert payload["approval"]["caller_subject"] == "agent"
+    assert (payload["status"], payload["decision"], payload["source"], payload["operator"]) == (
+        "decided", "approved", "operator", "ops",
+    )
+
+
+def test_settled_event_when_the_caller_leaves(tmp_path: Path, hook: _Hook) -> None:
+    with _router(tmp_path, hook.url) as router:
+        args = {"cmd": "git push", "login": False}
+        request = router_pb2.ExecuteRequest(
+            thread_id="wh-leave", turn=turn(), item=function_item("exec_command", args, "w2")
+        )
+        stream = router.stub.Execute(request, metadata=(("authorization", "Bearer tok-agent"),))
+        for event in stream:
+            if event.WhichOneof("event") == "approval_pending":
+                break
+        stream.cancel()
+        payload = _settled(hook)
+    assert (payload["status"], payload["decision"], payload["source"]) == (
+        "withdrawn", "abort", "caller",
+    )
+
+
+def test_redirects_are_not_followed(tmp_path: Path, hook: _Hook) -> None:
+    # The signed body carries the command: it goes to the configured URL only.
+    target = _Hook(200)
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(307)
+            self.send_header("Location", target.url)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with _router(tmp_path, f"http://127.0.0.1:{server.server_address[1]}/hook") as router:
+            _park_and_approve(router)
+            text = ""
+            deadline = time.monotonic() + 10
+            while 'outcome="failed"' not in text and time.monotonic() < deadline:
+                time.sleep(0.05)
+                text = router.running.app.metrics.render().decode()
+        assert 'shellgate_approval_webhook_deliveries_total{outcome="failed"}' in text
+        assert target.received == []
+    finally:
+        server.shutdown()
+        server.server_close()
+        target.close()
 
 
 @pytest.mark.parametrize("failing", ["http500", "refused"])
@@ -138,11 +212,12 @@ def test_failing_webhook_does_not_delay_the_call(tmp_path: Path, failing: str) -
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:
                 text = router.running.app.metrics.render().decode()
-                if 'outcome="failed"} 1.0' in text:
+                if 'outcome="failed"} 2.0' in text:
                     break
                 time.sleep(0.05)
-            assert 'shellgate_approval_webhook_deliveries_total{outcome="failed"} 1.0' in text
-            assert 'shellgate_approval_webhook_deliveries_total{outcome="retried"} 1.0' in text
+            # Two events (approval_pending, approval_settled), each tried twice.
+            assert 'shellgate_approval_webhook_deliveries_total{outcome="failed"} 2.0' in text
+            assert 'shellgate_approval_webhook_deliveries_total{outcome="retried"} 2.0' in text
     finally:
         if server is not None:
             server.close()

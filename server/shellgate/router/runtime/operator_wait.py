@@ -83,6 +83,7 @@ class OperatorApprovals:
         audit: AuditSink | None = None,
         on_pending: Callable[[PendingView], None] | None = None,
         on_decided: Callable[[str, str], None] | None = None,
+        on_settled: Callable[[PendingView, Decided | None], None] | None = None,
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
@@ -93,6 +94,8 @@ class OperatorApprovals:
         self._on_pending = on_pending
         # (source, decision) of every settled approval (metrics).
         self.on_decided = on_decided
+        # How each approval this router waited on ended (None: the caller left): the webhook.
+        self._on_settled = on_settled
         self._wall = wall
         self._routes = dict(settings.environment_routes)
         # Approvals waiting in this router's streams (the pending gauge).
@@ -130,6 +133,7 @@ class OperatorApprovals:
         await self.board.post(BoardEntry(view, self.instance_id))
         self.waiting += 1
         settled = False
+        decided: Decided | None = None
         try:
             self._record_pending(view, details)
             if self._on_pending is not None:
@@ -143,6 +147,8 @@ class OperatorApprovals:
         finally:
             self.waiting -= 1
             self.board.release(approval_id)
+            if self._on_settled is not None:
+                self._on_settled(view, decided)
             if not settled:
                 # The caller left or interrupted: no operator may decide it any more.
                 await self.board.withdraw(approval_id)

@@ -1,10 +1,13 @@
-"""The approval webhook: POST each new operator-routed approval, HMAC-signed (docs/approvals.md).
+"""The approval webhook: POST each operator-routed approval when it is posted and when it is
+settled, HMAC-signed (docs/approvals.md).
 
 The router's core dependencies hold no HTTP client (httpx only comes with the optional
 `mcp` extra), and one small POST per approval does not justify a new one: the request is
 stdlib `urllib.request` run in a worker thread. Delivery never delays or fails the call:
 it runs in the owner's TaskSet, retries a bounded number of times with doubling backoff,
-and logs failures rate-limited, never the secret or the body.
+and logs failures rate-limited, never the secret or the body. Redirects are not followed
+and proxy variables of the environment are ignored: the signed body (it carries the command)
+goes to the configured URL and nowhere else.
 """
 
 from __future__ import annotations
@@ -34,6 +37,16 @@ _log = logging.getLogger(__name__)
 # At most one failure line per this many seconds (the rest are counted in the metric).
 _LOG_EVERY_S = 60.0
 EVENT = "approval_pending"
+SETTLED_EVENT = "approval_settled"
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+# No ProxyHandler from the environment, no redirects (see the module docstring).
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
 
 
 def check_webhook_url(config: WebhookConfig) -> None:
@@ -88,43 +101,54 @@ class ApprovalWebhook:
 
     def notify(self, view: PendingView) -> None:
         """Queue the POST of one new pending approval (returns at once)."""
-        self._tasks.spawn(self._deliver(view), name=f"webhook-{view.approval_id}")
+        payload: dict[str, object] = {"event": EVENT, "approval": dataclasses.asdict(view)}
+        self._spawn(EVENT, view.approval_id, payload)
 
-    async def _deliver(self, view: PendingView) -> None:
-        approval = dataclasses.asdict(view)
-        body = json.dumps(
-            {"event": EVENT, "approval": approval, "router_id": self._router_id},
-            separators=(",", ":"),
-        ).encode()
+    def settled(self, view: PendingView, status: str, decision: str, source: str, who: str) -> None:
+        """Queue the POST of how an approval ended: decided, expired or withdrawn."""
+        payload: dict[str, object] = {
+            "event": SETTLED_EVENT,
+            "approval": {"approval_id": view.approval_id, "thread_id": view.thread_id,
+                         "call_id": view.call_id, "caller_subject": view.caller_subject},
+            "status": status, "decision": decision, "source": source, "operator": who,
+        }  # fmt: skip
+        self._spawn(SETTLED_EVENT, view.approval_id, payload)
+
+    def _spawn(self, event: str, approval_id: str, payload: dict[str, object]) -> None:
+        payload["router_id"] = self._router_id
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        self._tasks.spawn(self._deliver(event, approval_id, body), name=f"webhook-{approval_id}")
+
+    async def _deliver(self, event: str, approval_id: str, body: bytes) -> None:
         config = self._config
         backoff = config.retry_backoff_ms / 1000
         for attempt in range(config.max_retries + 1):
-            error = await asyncio.to_thread(self._post, body)
+            error = await asyncio.to_thread(self._post, event, body)
             if error is None:
                 self._on_attempt("delivered")
                 return
             last = attempt == config.max_retries
             self._on_attempt("failed" if last else "retried")
             if last:
-                self._warn(f"approval webhook: {view.approval_id} not delivered: {error}")
+                self._warn(f"approval webhook: {event} {approval_id} not delivered: {error}")
                 return
             await asyncio.sleep(backoff)
             backoff *= 2
 
-    def _post(self, body: bytes) -> str | None:
+    def _post(self, event: str, body: bytes) -> str | None:
         """One attempt (worker thread); the error text, or None when a 2xx answered."""
         timestamp = str(int(time.time()))
         request = urllib.request.Request(
             self._config.url, data=body, method="POST",
             headers={
                 "Content-Type": "application/json",
-                "X-Shellgate-Event": EVENT,
+                "X-Shellgate-Event": event,
                 "X-Shellgate-Timestamp": timestamp,
                 "X-Shellgate-Signature": signature(self._secret, timestamp, body),
             },
         )  # fmt: skip
         try:
-            with urllib.request.urlopen(request, timeout=self._config.timeout_ms / 1000) as reply:
+            with _OPENER.open(request, timeout=self._config.timeout_ms / 1000) as reply:
                 status = int(reply.status)
         except urllib.error.HTTPError as exc:
             return f"HTTP {exc.code}"

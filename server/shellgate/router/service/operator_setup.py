@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, Any
 from shellgate.common.auth import OPERATOR_ROLE, Authenticator
 from shellgate.router.runtime.audit import AuditSink
 from shellgate.router.runtime.operator_desk import PendingView
-from shellgate.router.runtime.operator_wait import BoardDesk, OperatorApprovals, OperatorSettings
+from shellgate.router.runtime.operator_wait import (
+    BoardDesk,
+    Decided,
+    OperatorApprovals,
+    OperatorSettings,
+)
 from shellgate.router.runtime.store.operator_board import InMemoryBoard, OperatorBoard
 from shellgate.router.service.approval_webhook import ApprovalWebhook
 from shellgate.router.service.config import RouterConfig
@@ -73,10 +78,21 @@ def build_operator_route(
             approvals_config.webhook, router_id=instance_id, on_attempt=metrics.webhook_delivery
         )
     on_pending = webhook.notify if webhook is not None else _no_webhook
+
+    def on_settled(view: PendingView, decided: Decided | None) -> None:
+        if webhook is None:
+            return
+        if decided is None:  # the caller cancelled or disconnected
+            webhook.settled(view, "withdrawn", "abort", "caller", "")
+            return
+        status = {"deadline": "expired", "interrupt": "withdrawn"}.get(decided.source, "decided")
+        webhook.settled(view, status, decided.decision.value, decided.source, decided.who)
+
     approvals = OperatorApprovals(
         settings, board, instance_id=instance_id,
         redact=redactor.text if redactor is not None else _same,
         audit=audit, on_pending=on_pending, on_decided=metrics.operator_decided,
+        on_settled=on_settled,
     )  # fmt: skip
 
     def is_operator(subject: str) -> bool:
