@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -263,7 +264,7 @@ def test_idle_probe_backs_off_and_input_resets_it(monkeypatch: pytest.MonkeyPatc
         first = await call.read()
         assert first.event.WhichOneof("event") == "started"
         await wait_probes(5)  # at ~0.05, 0.15, 0.35, 0.75, 1.55 s: "no" each time
-        gaps = [b - a for a, b in zip(probes, probes[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(probes)]
         assert gaps[3] >= 0.7, gaps  # doubled three times (0.1 → 0.8), not a steady 0.05
         await stub.Write(pb.WriteRequest(process_id=first.event.started.process_id, data=b"x"))
         written_at = time.monotonic()

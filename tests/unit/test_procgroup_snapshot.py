@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-
 from shellgate.common.process.group_snapshot import GroupSnapshot, GroupSnapshots, scan_groups
 from shellgate.common.process.procgroup import (
     cheap_alive,
@@ -33,9 +33,9 @@ def _state(pid: int) -> str:
         return handle.read().rsplit(b")", 1)[1].split()[0].decode()
 
 
-def _wait_until(check: object, timeout_s: float = 5.0) -> None:
+def _wait_until(check: Callable[[], bool], timeout_s: float = 5.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
+    while not check():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(0.01)
 
@@ -49,10 +49,8 @@ def groups() -> Iterator[list[subprocess.Popen[bytes]]]:
     spawned: list[subprocess.Popen[bytes]] = []
     yield spawned
     for proc in spawned:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=5)
 
 
@@ -167,3 +165,15 @@ def test_kill_group_reaps_an_orphaned_member_that_ignores_term(
     assert asyncio.run(kill_group(proc.pid, grace_ms=200, gone_timeout_ms=3_000))
     assert time.monotonic() - started < 3.0
     assert _members_now(proc.pid) == []
+
+
+def test_members_from_a_stale_snapshot_are_rechecked_now(
+    groups: list[subprocess.Popen[bytes]],
+) -> None:
+    proc = _spawn("sleep 30 & wait")
+    groups.append(proc)
+    # A stale view that names a pid outside the group (as after pid reuse) and not the leader.
+    snapshots = GroupSnapshots(
+        max_age_s=3600, scan=lambda clock: GroupSnapshot(clock(), {proc.pid: (os.getpid(),)})
+    )
+    assert group_members(proc.pid, snapshots=snapshots) == [proc.pid]

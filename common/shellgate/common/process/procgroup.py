@@ -32,16 +32,17 @@ def _group_exists(pgid: int) -> bool:
 def group_members(pgid: int, *, snapshots: GroupSnapshots = SNAPSHOTS) -> list[int]:
     """Live (non-zombie) pids whose process group is pgid, from the shared snapshot.
 
-    The snapshot may be up to its max age old (a member forked since then is missed until
-    the next refresh); the leader itself is always checked fresh, and an empty group is
+    The snapshot may be up to its max age old, so a member forked since then is missed until
+    the next refresh; every pid returned is re-read now (a member that died, or a pid reused
+    outside the group, is dropped), the leader is always checked fresh, and an empty group is
     answered without any scan. Blocks while /proc is scanned: call off the event loop.
     """
     if not _group_exists(pgid):
         return []
-    members = snapshots.members(pgid)
-    if pgid not in members and live_in_group(pgid, pgid):
-        members.insert(0, pgid)
-    return members
+    candidates = snapshots.members(pgid)
+    if pgid not in candidates:
+        candidates.insert(0, pgid)
+    return [pid for pid in candidates if live_in_group(pid, pgid)]
 
 
 def _children(pid: int) -> list[int]:
