@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -232,5 +234,43 @@ def test_list_reports_awaiting_input() -> None:
             await asyncio.sleep(0.1)
         assert state == pb.PROCESS_STATE_AWAITING_INPUT
         await stub.Terminate(pb.TerminateRequest(process_id=pid))
+
+    run(body)
+
+
+def test_idle_probe_backs_off_and_input_resets_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shellgate.execserver import follow
+
+    probes: list[float] = []
+    real_probe = follow.is_awaiting_input
+
+    def spy(pgid: int) -> bool:
+        probes.append(time.monotonic())
+        return real_probe(pgid)
+
+    monkeypatch.setattr(follow, "is_awaiting_input", spy)
+    monkeypatch.setattr(follow, "IDLE_PROBE_MS", 50)
+    monkeypatch.setattr(follow, "IDLE_PROBE_MAX_MS", 800)
+
+    async def wait_probes(count: int) -> None:
+        for _ in range(500):
+            if len(probes) >= count:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"only {len(probes)} probes")
+
+    async def body(stub: Any) -> None:
+        call = stub.Start(start_request(["sleep", "30"], stdin_open=True))
+        first = await call.read()
+        assert first.event.WhichOneof("event") == "started"
+        await wait_probes(5)  # at ~0.05, 0.15, 0.35, 0.75, 1.55 s: "no" each time
+        gaps = [b - a for a, b in itertools.pairwise(probes)]
+        assert gaps[3] >= 0.7, gaps  # doubled three times (0.1 → 0.8), not a steady 0.05
+        await stub.Write(pb.WriteRequest(process_id=first.event.started.process_id, data=b"x"))
+        written_at = time.monotonic()
+        # Without the reset the next probe would come 0.8 s after the last one.
+        await wait_probes(6)
+        assert probes[5] - written_at < 0.4, probes[5] - written_at
+        call.cancel()
 
     run(body)

@@ -14,6 +14,11 @@ from shellgate.execserver.managed import ManagedProcess
 
 # How long a follower sits idle before it checks whether the process waits for input.
 IDLE_PROBE_MS = 500
+# Each "not awaiting input" answer doubles the wait before the next probe, up to this cap;
+# output or input resets it. So a process that starts reading stdin after a long silence is
+# reported up to IDLE_PROBE_MAX_MS (not IDLE_PROBE_MS) later, and 1 000 idle sessions cost
+# one probe each per 2 s instead of per 0.5 s.
+IDLE_PROBE_MAX_MS = 2_000
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,8 @@ async def follow(
     cursor = after_seq
     proc.attached += 1
     idle_reported = False
+    probe_ms = IDLE_PROBE_MS
+    inputs = proc.inputs
     token = pacer
     try:
         while True:
@@ -112,25 +119,27 @@ async def follow(
                 if isinstance(event, SeqChunk | Exited | Closed):
                     cursor = event.seq
                     idle_reported = False
+                    probe_ms = IDLE_PROBE_MS
                 if isinstance(event, SeqChunk) and token is not None:
                     proc.pacer_progress(token, event.end)
                 if isinstance(event, Closed):
                     return
             if events:
                 continue
+            if proc.inputs != inputs:
+                inputs, probe_ms = proc.inputs, IDLE_PROBE_MS
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(IDLE_PROBE_MS / 1000):
+                async with asyncio.timeout(probe_ms / 1000):
                     await changed.wait()
                 continue
             pgid = proc.handle.pgid
-            if (
-                not idle_reported
-                and not proc.exited
-                and pgid is not None
-                and await asyncio.to_thread(is_awaiting_input, pgid)
-            ):
+            if idle_reported or proc.exited or pgid is None:
+                continue
+            if await asyncio.to_thread(is_awaiting_input, pgid):
                 idle_reported = True
                 yield Awaiting(cursor)
+            else:
+                probe_ms = min(probe_ms * 2, IDLE_PROBE_MAX_MS)
     finally:
         proc.attached -= 1
         proc.touch()

@@ -62,6 +62,8 @@ class ManagedProcess:
     attached: int = 0
     terminated: bool = False
     denied_at_exit: bool = False
+    # Stdin writes so far: a follower resets its idle-probe backoff when this moves.
+    inputs: int = 0
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     # The pump and the timeout watchdog: owned here, ended by dispose(); a failure is logged.
     _tasks: TaskSet = field(default_factory=lambda: TaskSet(log))
@@ -172,6 +174,11 @@ class ManagedProcess:
         """Record caller activity (Attach, Read, Write) for the owner TTL."""
         self.last_activity = self.clock()
         self.last_activity_ms = int(time.time() * 1000)
+
+    def note_input(self) -> None:
+        """Record a stdin write and wake the followers (they probe for input promptly again)."""
+        self.inputs += 1
+        self._notify()
 
     @property
     def changed(self) -> asyncio.Event:

@@ -246,6 +246,7 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         if proc.exited:
             raise ProcessExitedError("process has exited")
         await proc.handle.write(request.data)
+        proc.note_input()
         return pb.WriteResponse(accepted_bytes=len(request.data))
 
     @unary
