@@ -16,6 +16,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from shellgate.common.tracing import enable_command_text
 from shellgate.execserver.server import RunningServer, start_server
 from shellgate.router.runtime.remote.environment import RemoteConfig
 from shellgate.v1 import router_pb2
@@ -132,3 +133,59 @@ def test_approval_wait_is_a_span_linked_to_the_parking_call(tmp_path: Path) -> N
     assert parking.start_time is not None and parking.start_time <= wait.start_time <= parked_ns
     assert wait.end_time >= decided_ns and wait.end_time - wait.start_time >= 50_000_000
     assert dict(wait.attributes or {}) == {"decision": "approved", "approval.source": "caller"}
+
+
+def test_command_text_only_when_enabled_and_redacted(tmp_path: Path) -> None:
+    exporter = _exporter()
+    secrets = tmp_path / "secrets"
+    secrets.write_text("hunter2-secret\n")
+    config = router_config(
+        local_cwd=str(tmp_path), otel_command_text=True, redact_values_files=(str(secrets),)
+    )
+    try:
+        tracer = trace.get_tracer("test-caller")
+        with running_router(config) as router, tracer.start_as_current_span("caller") as caller:
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier)
+            item = function_item(
+                "exec_command", {"cmd": "echo on hunter2-secret", "login": False}, "c1"
+            )
+            request = router_pb2.ExecuteRequest(thread_id="t", turn=turn(), item=item)
+            list(router.stub.Execute(request, timeout=30, metadata=list(carrier.items())))
+    finally:
+        enable_command_text(None)
+    trace_id = caller.get_span_context().trace_id
+    spans = [s for s in exporter.get_finished_spans() if s.context.trace_id == trace_id]
+    execute = next(s for s in spans if s.name == "shellgate.execute")
+    commands = (execute.attributes or {})["shellgate.command"]
+    assert len(commands) == 1 and "echo on [REDACTED]" in commands[0], commands
+    assert not any("hunter2" in str(dict(s.attributes or {})) for s in spans)
+
+
+def test_operator_route_wait_is_a_span_of_the_waiting_call(tmp_path: Path) -> None:
+    from tests.integration.test_operator_approvals import (
+        _decide,
+        _open,
+        _start,
+        _until_pending,
+    )
+
+    exporter = _exporter()
+    with _start(tmp_path, operator_deadline_ms=30_000) as router:
+        stream = _open(router, "traced-op", "c1")
+        _, pending = _until_pending(stream)
+        time.sleep(0.3)
+        _decide(router, pending.approval_id, router_pb2.APPROVAL_DECISION_APPROVED)
+        list(stream)
+    spans = exporter.get_finished_spans()
+    waits = [s for s in spans if s.name == "approval.wait"]
+    assert len(waits) == 1, [s.name for s in spans]
+    wait = waits[0]
+    attributes = dict(wait.attributes or {})
+    assert attributes == {"decision": "approved", "approval.source": "operator"}
+    assert wait.end_time is not None and wait.start_time is not None
+    assert wait.end_time - wait.start_time >= 300_000_000
+    execute = next(
+        s for s in spans if s.name == "shellgate.execute" and s.context.trace_id == wait.context.trace_id
+    )
+    assert wait.parent is not None and wait.parent.span_id == execute.context.span_id

@@ -5,13 +5,15 @@ to whatever TracerProvider is installed: `configure_tracing` installs the SDK wi
 exporter when a daemon's `otel_endpoint` is set (tests install one with an in-memory
 exporter). The W3C trace context travels in gRPC metadata (`traceparent`): accepted from
 callers, passed on router → daemon. Attributes are bounded: tool, environment id,
-outcome, sandbox — never command text, paths or ids as metric-style labels.
+outcome, sandbox — never paths or ids as metric-style labels, and command text only when
+the operator turns it on (`enable_command_text`, the router's `otel_command_text`), after
+redaction and clipped.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 try:
@@ -21,8 +23,10 @@ except ImportError:  # the optional extra is not installed: tracing is off
     trace = None  # type: ignore[assignment]
 
 __all__ = [
+    "command_attributes",
     "configure_tracing",
     "current_trace_context",
+    "enable_command_text",
     "inject_metadata",
     "record_approval_wait",
     "set_attributes",
@@ -31,7 +35,27 @@ __all__ = [
     "span_event",
 ]
 
-AttributeValue = str | int | float | bool
+AttributeValue = str | int | float | bool | tuple[str, ...]
+# Off unless the operator enables it: the redaction applied to command text in spans.
+_command_redact: Callable[[str], str] | None = None
+# A span carries at most this many commands, each clipped to this many characters.
+MAX_SPAN_COMMANDS = 16
+MAX_SPAN_COMMAND_CHARS = 4_096
+
+
+def enable_command_text(redact: Callable[[str], str] | None) -> None:
+    """Let spans carry command text, passed through `redact` (None: turn it off again)."""
+    global _command_redact
+    _command_redact = redact
+
+
+def command_attributes(commands: Iterable[str]) -> dict[str, AttributeValue]:
+    """`{"shellgate.command": (…)}` when command text is enabled, else nothing."""
+    redact = _command_redact
+    if redact is None or trace is None:
+        return {}
+    texts = tuple(redact(text)[:MAX_SPAN_COMMAND_CHARS] for text in commands)
+    return {"shellgate.command": texts[:MAX_SPAN_COMMANDS]} if texts else {}
 
 
 def configure_tracing(service_name: str, endpoint: str) -> None:

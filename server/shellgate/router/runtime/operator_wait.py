@@ -25,6 +25,7 @@ from shellgate.common.errors import (
     SelfApprovalError,
     UnknownApprovalError,
 )
+from shellgate.common.tracing import record_approval_wait
 from shellgate.router.runtime.audit import AuditSink
 from shellgate.router.runtime.call_state import AwaitingApproval
 from shellgate.router.runtime.events import (
@@ -141,6 +142,8 @@ class OperatorApprovals:
             emit(ApprovalPendingEvent(replace(details, expires_in_ms=deadline - created), deadline))
             decided = await self._settled(view, emit, interrupt)
             settled = decided.source != "interrupt"
+            # The wait stays inside this Execute: a child span of it, no link needed.
+            record_approval_wait(created / 1000, self._wall(), decided.decision.value, decided.source)
             if self.on_decided is not None:
                 self.on_decided(decided.source, decided.decision.value)
             return decided

@@ -194,6 +194,8 @@ class RouterConfig:
     call_log_level: str = "info"
     # OTLP/gRPC collector for OpenTelemetry traces (`shellgate[otel]`); empty = no tracing.
     otel_endpoint: str = ""
+    # Spans carry the command text (redacted, attribute `shellgate.command`); off by default.
+    otel_command_text: bool = False
     # Who decides approvals, operator deadlines, operators, the webhook (docs/approvals.md).
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
     # The file this configuration was read from (empty: none); set by load_config.

@@ -10,6 +10,7 @@ tests/integration/test_metrics.py scrapes each one and sees it move.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -23,12 +24,14 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
-from shellgate.common.tracing import set_attributes, span_event
+from shellgate.common.tracing import command_attributes, set_attributes, span_event
+from shellgate.router.projection import ShellCall
 from shellgate.router.runtime.events import (
     ApprovalRequiredEvent,
     CompletedEvent,
     ExecuteEvent,
     OutputEvent,
+    ProjectionEvent,
     StartedEvent,
 )
 from shellgate.router.runtime.store.monitor import StoreMonitor
@@ -67,7 +70,12 @@ def trace_event(trace: Any, clock: CallClock, event: ExecuteEvent) -> None:
     """
     if trace is None:
         return
-    if isinstance(event, StartedEvent):
+    if isinstance(event, ProjectionEvent):
+        outcome = event.projected.outcome
+        if isinstance(outcome, ShellCall):
+            commands = (shlex.join(e.handler.argv) for e in outcome.elements)
+            set_attributes(trace, command_attributes(commands))
+    elif isinstance(event, StartedEvent):
         span_event(trace, "spawned", {"environment": event.environment_id,
                                       "sandboxed": event.sandboxed})  # fmt: skip
     elif isinstance(event, OutputEvent) and event.data and not clock.first_byte:

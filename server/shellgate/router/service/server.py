@@ -25,6 +25,7 @@ from shellgate.common.metrics_http import (
     start_metrics_server,
 )
 from shellgate.common.tasks import cancel_and_wait
+from shellgate.common.tracing import enable_command_text
 from shellgate.router.runtime.remote.discovery import DnsDiscovery
 from shellgate.router.runtime.remote.monitor import run_health_probes
 from shellgate.router.runtime.sweeper import run_thread_sweeper
@@ -119,6 +120,9 @@ async def start_router(
     app = RouterApp(
         config, parent_env=parent_env, local_token=local.token if local is not None else None
     )
+    if config.otel_command_text:
+        redactor = app.redactor
+        enable_command_text(redactor.text if redactor is not None else _unchanged)
     limits = config.limits
     config.connections.validate()
     # Descriptors bound the connections: take the hard limit, keep a reserve (connections.py).
@@ -256,3 +260,7 @@ async def serve_forever(router: RunningRouter, stop: asyncio.Event) -> None:
         await router.stop()
     finally:
         await cancel_and_wait(waiter, log=log)
+
+
+def _unchanged(text: str) -> str:
+    return text
