@@ -23,6 +23,13 @@ except ImportError:  # the optional extra is not installed: tracing is off
 __all__ = ["configure_tracing", "inject_metadata", "set_attributes", "span", "span_event"]
 
 AttributeValue = str | int | float | bool
+_TRACEPARENT = "traceparent"
+
+
+def _no_provider() -> bool:
+    """True while no TracerProvider is installed (every span would be a no-op)."""
+    provider = trace.get_tracer_provider()
+    return isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
 def configure_tracing(service_name: str, endpoint: str) -> None:
@@ -59,13 +66,13 @@ def span(
     metadata: Iterable[tuple[str, Any]] | None = None,
 ) -> Iterator[Any]:
     """A span, current inside the block; its parent comes from `metadata` when given."""
-    if trace is None:
+    carrier = {str(k): str(v) for k, v in metadata or () if isinstance(v, str)}
+    if trace is None or (_no_provider() and _TRACEPARENT not in carrier):
+        # Nothing would record it and there is no caller context to pass on: the proxy
+        # tracer's no-op span cost ~4 % of the router's CPU per Execute (py-spy).
         yield None
         return
-    parent = None
-    if metadata is not None:
-        carrier = {str(k): str(v) for k, v in metadata if isinstance(v, str)}
-        parent = propagate.extract(carrier)
+    parent = propagate.extract(carrier) if metadata is not None else None
     tracer = trace.get_tracer("shellgate")
     with tracer.start_as_current_span(name, context=parent, attributes=attributes) as current:
         yield current
