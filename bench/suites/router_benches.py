@@ -16,10 +16,10 @@ from bench import procs
 from bench.clients import raw, router, sg_exec, swerex_http
 from bench.clients.common import RunTimes
 from bench.core import MIB, Mode, Result, alternate, ratio, summarize
-from bench.suites.exec_benches import NO_PEER
 from bench.corpus import corpus
 from bench.peers import Peers, router_available, swerex_available
 from bench.procs import rss_kib
+from bench.suites.exec_benches import NO_PEER
 
 RPS_WORKERS = 16
 RSS_POLL_S = 0.05

@@ -176,9 +176,7 @@ class LocalProcess:
         """TERM the group, grace, KILL, wait until every member is gone, release fds."""
         if self._released:
             return
-        await kill_group(
-            self._popen.pid, self._limits.kill_grace_ms, self._limits.gone_timeout_ms
-        )
+        await kill_group(self._popen.pid, self._limits.kill_grace_ms, self._limits.gone_timeout_ms)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self.wait(), self._limits.gone_timeout_ms / 1000)
         await self._release()
@@ -317,7 +315,13 @@ class LocalBackend:
                 raise SpawnError(text, int(number) if number.isdigit() else 0)
             child_pid = int(status[3:])
         proc = LocalProcess(
-            popen, child_pid, out, stdin_parent, master, self._limits, self._released,
+            popen,
+            child_pid,
+            out,
+            stdin_parent,
+            master,
+            self._limits,
+            self._released,
             self._exited,
         )
         self._live.add(proc)
