@@ -4,7 +4,8 @@ Starts the router exactly as the bench does (pinned to CPU 0), drives the named 
 this process for `--seconds`, and records the server with `py-spy record` (pip-installable)
 into `--output` (SVG flame graph; `--format raw` gives collapsed stacks for grep/sort).
 Loads: project, execute, concurrent (64 × `sleep 0.2`), bytes (64 MiB of `yes`), and
-start (ExecService Start of `true` on the daemon, which is then the process profiled).
+start (ExecService Start of `true` on the daemon, which is then the process profiled) and
+remote (`exec_command` of `echo hi` through a router whose only environment is the daemon).
 `--cpu` skips py-spy and prints the server's CPU time per call from /proc/<pid>/stat: on a
 shared machine that decides a change where wall-clock medians are noise.
 """
@@ -26,7 +27,7 @@ from bench.peers import Peers
 from bench.procs import scratch_home
 from bench.suites.router_benches import _router_channel
 
-LOADS = ("project", "execute", "concurrent", "bytes", "start")
+LOADS = ("project", "execute", "concurrent", "bytes", "start", "remote")
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
@@ -46,8 +47,9 @@ async def _drive(peers: Peers, load: str, seconds: float) -> int:
             await sg_exec.run(stub, ["true"], peers.env, peers.home)
             done += 1
         return done
-    stub, _ = router.stubs(await _router_channel(peers))
-    turn_pb = router.turn(peers.home)
+    remote = load == "remote"
+    stub, _ = router.stubs(await _router_channel(peers, remote=remote))
+    turn_pb = router.turn(peers.home, environment=peers.REMOTE_ENVIRONMENT if remote else "local")
     done = 0
     if load == "project":
         requests = [router.project_request(i, turn_pb) for i in corpus(1000)]
@@ -63,10 +65,11 @@ async def _drive(peers: Peers, load: str, seconds: float) -> int:
         return done
     command = {
         "execute": "echo hi",
+        "remote": "echo hi",
         "concurrent": "sleep 0.2",
         "bytes": "yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c 67108864",
     }[load]
-    item = router.shell_item(command)
+    item = router.exec_item("echo hi") if remote else router.shell_item(command)
     width = 64 if load == "concurrent" else 1
     while time.perf_counter() < deadline:
         await asyncio.gather(*(router.execute(stub, item, turn_pb) for _ in range(width)))
@@ -78,7 +81,8 @@ async def _main(args: argparse.Namespace) -> None:
     with scratch_home() as home:
         peers = Peers(home)
         try:
-            pid = (peers.daemon() if args.load == "start" else peers.router()).pid
+            server = {"start": peers.daemon, "remote": peers.router_remote}.get(args.load)
+            pid = (server or peers.router)().pid
             await _drive(peers, args.load, 1.0)  # warm-up: imports, caches, first parse
             if args.cpu:
                 before, t0 = cpu_seconds(pid), time.perf_counter()
