@@ -206,9 +206,8 @@ class LocalBackend:
         # Every command then runs as this other user (see run_as.py).
         self._run_as = run_as
         self._live: set[LocalProcess] = set()
-        # Started and not yet seen to exit. Not len(_live): an exited process stays live
-        # until released, and the daemon keeps exited ones for Attach (30 s), which sent
-        # every spawn through the thread pool (measured: +0.3 ms CPU per Start).
+        # Started, exit not yet seen. Not len(_live): the daemon keeps exited processes for
+        # Attach, which sent every Start to the thread pool (measured +0.3 ms CPU each).
         self._running = 0
         self._guardian = GroupGuardian()
         # A few threads: concurrent starts overlap their exec waits; more buys nothing on
@@ -315,14 +314,7 @@ class LocalBackend:
                 raise SpawnError(text, int(number) if number.isdigit() else 0)
             child_pid = int(status[3:])
         proc = LocalProcess(
-            popen,
-            child_pid,
-            out,
-            stdin_parent,
-            master,
-            self._limits,
-            self._released,
-            self._exited,
+            popen, child_pid, out, stdin_parent, master, self._limits, self._released, self._exited
         )
         self._live.add(proc)
         self._running += 1
