@@ -42,44 +42,48 @@ def _sentence_of(r: dict[str, Any]) -> str:
     if name == "spawn":
         return (
             f"spawn: shellgate {_p50(r, 'shellgate')} ms vs Codex {_p50(r, 'codex')} ms "
-            f"({_g(m.get('speedup_vs_codex_p50'))}× faster; target 10×) and raw "
-            f"{_p50(r, 'raw')} ms ({_g(m.get('slowdown_vs_raw_p50'))}× raw; target ≤ 5×)."
+            f"({_g(m.get('speedup_vs_codex_p50'))}× faster; target 20×) and raw "
+            f"{_p50(r, 'raw')} ms ({_g(m.get('slowdown_vs_raw_p50'))}× raw; target ≤ 1.3×)."
         )
     if name == "throughput":
         lossless = m.get("shellgate_lossless")
         return (
             f"throughput: shellgate delivers {_p50(r, 'shellgate')} MiB/s vs Codex "
-            f"{_p50(r, 'codex')} MiB/s ({_g(m.get('speedup_vs_codex_p50'))}×; target 2.5×)"
+            f"{_p50(r, 'codex')} MiB/s ({_g(m.get('speedup_vs_codex_p50'))}×; target 4×)"
             + ("" if lossless else ", and it LOSES output under load (evicted gaps)")
             + f"; the pipe itself moves {_p50(r, 'pipe')} MiB/s."
         )
     if name == "concurrency":
         return (
             f"concurrency: shellgate {_p50(r, 'shellgate')} s, Codex {_p50(r, 'codex')} s, "
-            f"raw asyncio {_p50(r, 'raw')} s (target ≤ 0.26 s)."
+            f"raw asyncio {_p50(r, 'raw')} s ({_g(m.get('slowdown_vs_raw_p50'))}× raw; "
+            "target ≤ 1.1×)."
         )
     if name == "project":
         return (
             f"Project: {_p50(r, 'shellgate')} ms vs the empty RPC {_p50(r, 'empty_rpc')} ms "
-            f"({_g(m.get('p50_vs_empty_rpc'))}×; target 1.5×) and the in-process core "
-            f"{_p50(r, 'core')} ms; {_g(m.get('project_req_per_s'))} req/s (target 2 000)."
+            f"({_g(m.get('p50_vs_empty_rpc'))}×; target 1.3×) and the in-process core "
+            f"{_p50(r, 'core')} ms; {_g(m.get('project_req_per_s'))} req/s (target 2 500)."
         )
     if name == "execute":
         return (
-            f"Execute: {_p50(r, 'shellgate')} ms vs ExecService {_p50(r, 'execservice')} ms "
-            f"(overhead {_g(m.get('overhead_over_execservice_ms_p50'))} ms; target ≤ 1 ms), "
-            f"SWE-ReX {_p50(r, 'swerex')} ms, raw {_p50(r, 'raw')} ms."
+            f"Execute: {_p50(r, 'shellgate')} ms vs SWE-ReX {_p50(r, 'swerex')} ms "
+            f"({_g(m.get('vs_swerex_p50'))}×; target ≤ 0.75×) and raw {_p50(r, 'raw')} ms "
+            f"({_g(m.get('vs_raw_p50'))}×; target ≤ 1.5×); through a remote environment "
+            f"{_p50(r, 'shellgate_remote')} ms ({_g(m.get('remote_vs_swerex_p50'))}× SWE-ReX; "
+            f"target ≤ 1.0×); ExecService alone {_p50(r, 'execservice')} ms."
         )
     if name == "execute_concurrent":
         return (
-            f"concurrent Execute: {_p50(r, 'shellgate')} s (target ≤ 0.3 s) vs SWE-ReX "
+            f"concurrent Execute: {_p50(r, 'shellgate')} s "
+            f"({_g(m.get('slowdown_vs_raw_p50'))}× raw asyncio; target ≤ 1.1×) vs SWE-ReX "
             f"{_p50(r, 'swerex')} s (SWE-ReX runs subprocess.run inside its async handler, "
             f"so it serialises) and raw asyncio {_p50(r, 'raw')} s."
         )
     if name == "execute_bytes":
         return (
             f"bytes end to end: router {_p50(r, 'shellgate')} MiB/s vs SWE-ReX "
-            f"{_p50(r, 'swerex')} MiB/s ({_g(m.get('speedup_vs_swerex_p50'))}×; target 3×), "
+            f"{_p50(r, 'swerex')} MiB/s ({_g(m.get('speedup_vs_swerex_p50'))}×; target 8×), "
             f"router RSS +{_g(m.get('router_rss_growth_mib'))} MiB."
         )
     if name == "slow_consumer":

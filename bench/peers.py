@@ -187,6 +187,26 @@ class Peers:
             )
         return self._servers["router"]
 
+    REMOTE_ENVIRONMENT = "remote"
+
+    def router_remote(self) -> procs.Server:
+        """A second router whose only environment is the bench daemon (router → daemon)."""
+        if "router_remote" not in self._servers:
+            cfg = Path(self.tmp) / "router-remote.toml"
+            cfg.write_text(
+                "local_environment = false\n[[environments]]\n"
+                f'id = "{self.REMOTE_ENVIRONMENT}"\ntarget = "{self.daemon().address}"\n'
+                "insecure = true\n"
+            )
+            argv = [procs.python(), "-m", "shellgate.router.cli.main", "serve",
+                    "--no-local-token", "--config", str(cfg), "--listen", "127.0.0.1:0",
+                    "--print-port"]  # fmt: skip
+            env = {**os.environ, "HOME": self.home}
+            self._servers["router_remote"] = self._stack.enter_context(
+                procs.serve(argv, env=env, cwd=self.home)
+            )
+        return self._servers["router_remote"]
+
     async def enter_async(self, cm: Any) -> Any:
         """Keep an async context (a channel, a websocket) open until close."""
         return await self._astack.enter_async_context(cm)

@@ -3,7 +3,11 @@
 Starts the router exactly as the bench does (pinned to CPU 0), drives the named load from
 this process for `--seconds`, and records the server with `py-spy record` (pip-installable)
 into `--output` (SVG flame graph; `--format raw` gives collapsed stacks for grep/sort).
-Loads: project, execute, concurrent (64 × `sleep 0.2`), bytes (64 MiB of `yes`).
+Loads: project, execute, concurrent (64 × `sleep 0.2`), bytes (64 MiB of `yes`), and
+start (ExecService Start of `true` on the daemon, which is then the process profiled) and
+remote (`exec_command` of `echo hi` through a router whose only environment is the daemon).
+`--cpu` skips py-spy and prints the server's CPU time per call from /proc/<pid>/stat: on a
+shared machine that decides a change where wall-clock medians are noise.
 """
 
 from __future__ import annotations
@@ -11,25 +15,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import os
 import shutil
 import subprocess
 import sys
 import time
 
-from bench.clients import router
+from bench.clients import router, sg_exec
 from bench.corpus import corpus
 from bench.peers import Peers
 from bench.procs import scratch_home
 from bench.suites.router_benches import _router_channel
 
-LOADS = ("project", "execute", "concurrent", "bytes")
+LOADS = ("project", "execute", "concurrent", "bytes", "start", "remote")
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of one process (its reaped children not included)."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * TICK_S
 
 
 async def _drive(peers: Peers, load: str, seconds: float) -> int:
-    stub, _ = router.stubs(await _router_channel(peers))
-    turn_pb = router.turn(peers.home)
-    done = 0
     deadline = time.perf_counter() + seconds
+    if load == "start":
+        stub = await peers.enter_async(sg_exec.exec_stub(peers.daemon().address))
+        done = 0
+        while time.perf_counter() < deadline:
+            await sg_exec.run(stub, ["true"], peers.env, peers.home)
+            done += 1
+        return done
+    remote = load == "remote"
+    stub, _ = router.stubs(await _router_channel(peers, remote=remote))
+    turn_pb = router.turn(peers.home, environment=peers.REMOTE_ENVIRONMENT if remote else "local")
+    done = 0
     if load == "project":
         requests = [router.project_request(i, turn_pb) for i in corpus(1000)]
         counter = itertools.count()
@@ -44,10 +65,11 @@ async def _drive(peers: Peers, load: str, seconds: float) -> int:
         return done
     command = {
         "execute": "echo hi",
+        "remote": "echo hi",
         "concurrent": "sleep 0.2",
         "bytes": "yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c 67108864",
     }[load]
-    item = router.shell_item(command)
+    item = router.exec_item("echo hi") if remote else router.shell_item(command)
     width = 64 if load == "concurrent" else 1
     while time.perf_counter() < deadline:
         await asyncio.gather(*(router.execute(stub, item, turn_pb) for _ in range(width)))
@@ -59,8 +81,16 @@ async def _main(args: argparse.Namespace) -> None:
     with scratch_home() as home:
         peers = Peers(home)
         try:
-            pid = peers.router().pid
+            server = {"start": peers.daemon, "remote": peers.router_remote}.get(args.load)
+            pid = (server or peers.router)().pid
             await _drive(peers, args.load, 1.0)  # warm-up: imports, caches, first parse
+            if args.cpu:
+                before, t0 = cpu_seconds(pid), time.perf_counter()
+                n = await _drive(peers, args.load, args.seconds)
+                cpu, wall = cpu_seconds(pid) - before, time.perf_counter() - t0
+                print(f"{args.load}: {n} calls, server CPU {cpu / n * 1e3:.3f} ms/call, "
+                      f"wall {wall / n * 1e3:.3f} ms/call")  # fmt: skip
+                return
             spy = subprocess.Popen(
                 ["py-spy", "record", "--pid", str(pid), "-r", str(args.rate), "-d",
                  str(int(args.seconds) + 1), "-f", args.format, "-o", args.output,
@@ -87,8 +117,9 @@ def main() -> None:
     p.add_argument("--threads", action="store_true", help="one stack root per thread")
     p.add_argument("--gil", action="store_true", help="sample only the thread holding the GIL")
     p.add_argument("--native", action="store_true", help="include C frames (grpc core, …)")
+    p.add_argument("--cpu", action="store_true", help="no py-spy: server CPU ms per call")
     args = p.parse_args()
-    if shutil.which("py-spy") is None:
+    if not args.cpu and shutil.which("py-spy") is None:
         sys.exit("py-spy not found: pip install py-spy")
     asyncio.run(_main(args))
 

@@ -15,10 +15,11 @@ from bench.clients.common import RunTimes, finish_in_background
 THREAD = "bench"
 
 
-def turn(cwd: str) -> Any:
-    """The embedded `local` environment at cwd; never ask, no sandbox (like the peers)."""
+def turn(cwd: str, environment: str = "local") -> Any:
+    """One environment (the embedded `local` one by default) at cwd; never ask, no sandbox
+    (like the peers)."""
     return common_pb2.TurnContext(
-        environments=[common_pb2.TurnEnvironment(environment_id="local", cwd=cwd)],
+        environments=[common_pb2.TurnEnvironment(environment_id=environment, cwd=cwd)],
         approval_policy=common_pb2.ApprovalPolicy(kind=common_pb2.APPROVAL_POLICY_KIND_NEVER),
         permission_profile=common_pb2.PermissionProfile(
             kind=common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS),
@@ -32,6 +33,14 @@ def shell_item(command: str, call_id: str = "call_bench") -> str:
     """A `shell_command` function call with `login: false` (no rc files, like `bash -c`)."""
     args = json.dumps({"command": command, "login": False})
     return json.dumps({"type": "function_call", "name": "shell_command", "arguments": args,
+                       "call_id": call_id})  # fmt: skip
+
+
+def exec_item(command: str, call_id: str = "call_bench") -> str:
+    """An `exec_command` call with `login: false`: the shell tool Codex offers for a remote
+    environment (`shell_command` is registered only for a single local one)."""
+    args = json.dumps({"cmd": command, "login": False})
+    return json.dumps({"type": "function_call", "name": "exec_command", "arguments": args,
                        "call_id": call_id})  # fmt: skip
 
 

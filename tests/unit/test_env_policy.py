@@ -30,6 +30,24 @@ def test_patterns_are_whole_name_case_insensitive_globs() -> None:
     assert not pattern_matches("[x]", "x")
 
 
+names = st.text(alphabet="abAB_?*|().", max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(names, max_size=4), names)
+def test_a_pattern_list_matches_a_name_when_one_pattern_matches_it_whole(
+    patterns: list[str], name: str
+) -> None:
+    # Exclude and include-only test a name against a whole list at once.
+    env = {name: "v"} if name else {}
+    kept = create_env(env, P(ignore_default_excludes=True, exclude=patterns), None)
+    assert (name in kept) == (bool(name) and not any(pattern_matches(p, name) for p in patterns))
+    only = create_env(env, P(ignore_default_excludes=True, include_only=patterns), None)
+    # An empty include-only list filters nothing.
+    included = not patterns or any(pattern_matches(p, name) for p in patterns)
+    assert (name in only) == (bool(name) and included)
+
+
 def test_default_excludes_on_by_default() -> None:
     env = {"PATH": "/bin", "API_KEY": "k", "my_token": "t", "MONKEY": "m", "SECRET": "s"}
     assert create_env(env, P(), None) == {"PATH": "/bin"}

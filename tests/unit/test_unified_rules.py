@@ -92,6 +92,16 @@ def test_process_ids() -> None:
         allocate_process_id([], deterministic=False)
 
 
+def test_random_process_id_counts_only_ids_inside_the_range() -> None:
+    every = range(1000, 100_000)
+    with pytest.raises(RuntimeError, match="no unified exec process id is free"):
+        allocate_process_id(every, deterministic=False, randint=random.Random(1).randrange)
+    # Ids outside the range never make it look full; the one free id is found.
+    almost = [pid for pid in every if pid != 4242] + [5, 100_000, 250_000]
+    seq = iter([1000, 99_999, 4242])
+    assert allocate_process_id(almost, deterministic=False, randint=lambda a, b: next(seq)) == 4242
+
+
 def _procs(spec: list[tuple[int, bool]]) -> list[ProcessUsage]:
     return [ProcessUsage(pid, float(pid), exited) for pid, exited in spec]
 

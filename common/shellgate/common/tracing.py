@@ -56,6 +56,13 @@ def command_attributes(commands: Iterable[str]) -> dict[str, AttributeValue]:
         return {}
     texts = tuple(redact(text)[:MAX_SPAN_COMMAND_CHARS] for text in commands)
     return {"shellgate.command": texts[:MAX_SPAN_COMMANDS]} if texts else {}
+_TRACEPARENT = "traceparent"
+
+
+def _no_provider() -> bool:
+    """True while no TracerProvider is installed (every span would be a no-op)."""
+    provider = trace.get_tracer_provider()
+    return isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
 def configure_tracing(service_name: str, endpoint: str) -> None:
@@ -108,7 +115,7 @@ def record_approval_wait(
     The wait crosses RPCs (and replicas), so it cannot be a `with` block: its start time is
     the stored parking time.
     """
-    if trace is None:
+    if trace is None or _no_provider():
         return
     links = []
     if link:
@@ -141,13 +148,13 @@ def span(
     metadata: Iterable[tuple[str, Any]] | None = None,
 ) -> Iterator[Any]:
     """A span, current inside the block; its parent comes from `metadata` when given."""
-    if trace is None:
+    carrier = {str(k): str(v) for k, v in metadata or () if isinstance(v, str)}
+    if trace is None or (_no_provider() and _TRACEPARENT not in carrier):
+        # Nothing would record it and there is no caller context to pass on: the proxy
+        # tracer's no-op span cost ~4 % of the router's CPU per Execute (py-spy).
         yield None
         return
-    parent = None
-    if metadata is not None:
-        carrier = {str(k): str(v) for k, v in metadata if isinstance(v, str)}
-        parent = propagate.extract(carrier)
+    parent = propagate.extract(carrier) if metadata is not None else None
     tracer = trace.get_tracer("shellgate")
     with tracer.start_as_current_span(name, context=parent, attributes=attributes) as current:
         yield current
