@@ -21,7 +21,12 @@ from shellgate.v1 import router_pb2, router_pb2_grpc
 from tests.load.loadgen import errors, execute_request, run_load
 from tests.router_harness import router_subprocess
 
-FAST_FAIL_MS = 200.0
+# The held calls run `sleep 3`: a refusal that waited for capacity would take ≥ 3 s. Well
+# under that proves the refusal does not queue, without timing the machine itself (40
+# concurrent calls each still decode and project before admission refuses them; on a
+# slowed two-core VM in a full suite run that alone took ~0.5 s).
+HOLD_S = 3
+FAST_FAIL_MS = 1_500.0
 
 
 def _status_kib(pid: int, field: str) -> int:
@@ -66,7 +71,7 @@ async def _saturate(port: int, held: int, extra: int) -> dict[str, Any]:
         slow = []
         for i in range(held):
             request = execute_request(i)
-            request.item.raw_json = request.item.raw_json.replace('\\"true\\"', '\\"sleep 3\\"')
+            request.item.raw_json = request.item.raw_json.replace('\\"true\\"', f'\\"sleep {HOLD_S}\\"')
             call = stub.Execute(request, timeout=30)
             assert (await call.read()).WhichOneof("event") == "projection"
             slow.append(call)
