@@ -1,7 +1,7 @@
 """Profile the router under one bench's load: `python -m bench.profile_router project`.
 
-Starts the router exactly as the bench does (pinned to CPU 0), drives the named load from
-this process for `--seconds`, and records the server with `py-spy record` (pip-installable)
+Starts the router as the bench does (not pinned: CPU per call is what it measures), drives
+the named load from this process for `--seconds`, and records the server with `py-spy record` (pip-installable)
 into `--output` (SVG flame graph; `--format raw` gives collapsed stacks for grep/sort).
 Loads: project, execute, concurrent (64 × `sleep 0.2`), bytes (64 MiB of `yes`), and
 start (ExecService Start of `true` on the daemon, which is then the process profiled) and
