@@ -96,6 +96,24 @@ def _sentence_of(r: dict[str, Any]) -> str:
             f"idle PTYs: {_g(m.get('kib_per_session'))} KiB per session "
             f"({_g(m.get('sessions'))} sessions; target ≤ 200 KiB)."
         )
+    if name == "first_byte":
+        return (
+            f"time to first byte: router {_p50(r, 'shellgate')} ms, ExecService "
+            f"{_p50(r, 'execservice')} ms, raw {_p50(r, 'raw')} ms (router − raw "
+            f"{_g(m.get('router_minus_raw_ms_p50'))} ms; target ≤ 5 ms)."
+        )
+    if name == "idle_sessions":
+        return (
+            f"idle unified sessions: {_p50(r, 'shellgate')} KiB per session (router "
+            f"{_g(m.get('router_kib_per_session'))} + daemon {_g(m.get('daemon_kib_per_session'))};"
+            f" {_g(m.get('sessions_started'))} of {_g(m.get('sessions'))} started; target ≤ 300 KiB)."
+        )
+    if name == "project_under_load":
+        return (
+            f"Project under load: p99 {_g(m.get('loaded_p99_ms'))} ms vs "
+            f"{_g(m.get('idle_p99_ms'))} ms idle ({_g(m.get('p99_vs_idle'))}×; target ≤ 5×), "
+            f"{_g(m.get('load_executes_completed'))} load Executes completed meanwhile."
+        )
     return f"{r['title']}: {v}."
 
 

@@ -1,13 +1,14 @@
 """Profile the router under one bench's load: `python -m bench.profile_router project`.
 
-Starts the router exactly as the bench does (pinned to CPU 0), drives the named load from
-this process for `--seconds`, and records the server with `py-spy record` (pip-installable)
+Starts the router as the bench does (not pinned: CPU per call is what it measures), drives
+the named load from this process for `--seconds`, and records the server with `py-spy record` (pip-installable)
 into `--output` (SVG flame graph; `--format raw` gives collapsed stacks for grep/sort).
 Loads: project, execute, concurrent (64 × `sleep 0.2`), bytes (64 MiB of `yes`), and
 start (ExecService Start of `true` on the daemon, which is then the process profiled) and
 remote (`exec_command` of `echo hi` through a router whose only environment is the daemon).
-`--cpu` skips py-spy and prints the server's CPU time per call from /proc/<pid>/stat: on a
-shared machine that decides a change where wall-clock medians are noise.
+`--cpu` skips py-spy and prints the server's CPU time per call from /proc/<pid>/stat (and
+this client's, to tell which side bounds a stream): on a shared machine that decides a
+change where wall-clock medians are noise.
 """
 
 from __future__ import annotations
@@ -86,9 +87,12 @@ async def _main(args: argparse.Namespace) -> None:
             await _drive(peers, args.load, 1.0)  # warm-up: imports, caches, first parse
             if args.cpu:
                 before, t0 = cpu_seconds(pid), time.perf_counter()
+                client_before = cpu_seconds(os.getpid())
                 n = await _drive(peers, args.load, args.seconds)
                 cpu, wall = cpu_seconds(pid) - before, time.perf_counter() - t0
+                client = cpu_seconds(os.getpid()) - client_before
                 print(f"{args.load}: {n} calls, server CPU {cpu / n * 1e3:.3f} ms/call, "
+                      f"client CPU {client / n * 1e3:.3f} ms/call, "
                       f"wall {wall / n * 1e3:.3f} ms/call")  # fmt: skip
                 return
             spy = subprocess.Popen(

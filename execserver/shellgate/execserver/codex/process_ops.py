@@ -26,12 +26,14 @@ from shellgate.common.tasks import TaskSet
 from shellgate.execserver.codex.sandbox_policy import sandbox_spec
 from shellgate.execserver.codex.wire import (
     INVALID_REQUEST,
+    Encoded,
     Message,
     RpcError,
     b64decode,
     b64encode,
     field,
     notification,
+    output_notification,
     path_from_uri,
     uri_from_path,
 )
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
     from shellgate.execserver.codex.protocol import CodexContext
 
 log = logging.getLogger(__name__)
-Send = Callable[[Message], Awaitable[None]]
+Send = Callable[[Message | Encoded], Awaitable[None]]
 _CAPABILITIES = (
     "networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",
     "credentialMaskingCustomProviders", "capabilityDiscoverySandbox", "fsWatchMissing",
@@ -192,10 +194,9 @@ class SessionProcesses:
         try:
             async for event in follow(proc, 0, pacer=pacer):
                 if type(event) is SeqChunk:
-                    await self._send(notification("process/output", {
-                        "processId": name, "seq": event.seq, "stream": event.stream.value,
-                        "chunk": b64encode(event.data),
-                    }))  # fmt: skip
+                    await self._send(
+                        output_notification(name, event.seq, event.stream.value, event.data)
+                    )
                     if pacer is not None:
                         proc.pacer_progress(pacer, event.end)
                 elif isinstance(event, Exited):

@@ -22,6 +22,7 @@ from shellgate.execserver.codex.wire import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    Encoded,
     Message,
     RpcError,
     error_of,
@@ -34,7 +35,7 @@ from shellgate.execserver.info import HostInfo
 from shellgate.execserver.process_table import ProcessTable
 
 log = logging.getLogger(__name__)
-Send = Callable[[Message], Awaitable[None]]
+Send = Callable[[Message | Encoded], Awaitable[None]]
 
 
 @dataclass(frozen=True)

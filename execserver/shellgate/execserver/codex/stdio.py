@@ -13,7 +13,14 @@ import sys
 from typing import BinaryIO
 
 from shellgate.execserver.codex.protocol import CodexContext, CodexSession
-from shellgate.execserver.codex.wire import PARSE_ERROR, Message, RpcError, error_response
+from shellgate.execserver.codex.wire import (
+    PARSE_ERROR,
+    Encoded,
+    Message,
+    RpcError,
+    encode,
+    error_response,
+)
 from shellgate.execserver.codex.ws import MAX_MESSAGE_BYTES
 
 STDIO_CALLER = "codex-stdio"
@@ -33,9 +40,9 @@ async def serve_stdio(
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
-    async def send(message: Message) -> None:
+    async def send(message: Message | Encoded) -> None:
         # One write per whole line: lines never interleave.
-        writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        writer.write(encode(message) + b"\n")
         await writer.drain()
 
     session = CodexSession(ctx, STDIO_CALLER, send)

@@ -18,7 +18,14 @@ from shellgate.common.auth import Authenticator, load_tokens
 from shellgate.common.errors import UnauthenticatedError
 from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.execserver.codex.protocol import CodexContext, CodexSession
-from shellgate.execserver.codex.wire import PARSE_ERROR, Message, RpcError, error_response
+from shellgate.execserver.codex.wire import (
+    PARSE_ERROR,
+    Encoded,
+    Message,
+    RpcError,
+    encode,
+    error_response,
+)
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
@@ -105,8 +112,9 @@ async def start_codex_ws(
     async def handle(connection: ServerConnection) -> None:
         caller = _caller(auth, connection.request.headers if connection.request else Headers())
 
-        async def send(message: Message) -> None:
-            await connection.send(json.dumps(message, separators=(",", ":")))
+        async def send(message: Message | Encoded) -> None:
+            # UTF-8 bytes sent as a text frame: no str round trip for big output chunks.
+            await connection.send(encode(message), text=True)
 
         session = CodexSession(ctx, caller, send)
         try:
