@@ -14,6 +14,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from shellgate.common.grpc.listen import is_loopback_host
 
@@ -34,6 +35,15 @@ class MetricsEndpoint:
     token_file: str = ""
     tls_cert_file: str = ""
     tls_key_file: str = ""
+
+    @classmethod
+    def of(cls, config: Any) -> MetricsEndpoint:
+        """The endpoint a daemon config describes (`metrics_listen`, `metrics_token_file`,
+        `metrics_tls_cert_file`, `metrics_tls_key_file`: the same keys in both daemons)."""
+        return cls(
+            config.metrics_listen, config.metrics_token_file, config.metrics_tls_cert_file,
+            config.metrics_tls_key_file,
+        )  # fmt: skip
 
     def token(self) -> bytes | None:
         """The bearer token (read at start), or None."""

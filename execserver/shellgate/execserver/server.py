@@ -144,10 +144,7 @@ async def start_server(config: ServerConfig) -> RunningServer:
     if not is_loopback_host(host) and creds is None and not config.insecure:
         raise ValueError(f"refusing to listen on non-loopback {host} without TLS or --insecure")
     check_health_listen(config.health_listen, config.listen)
-    endpoint = MetricsEndpoint(
-        config.metrics_listen, config.metrics_token_file, config.metrics_tls_cert_file,
-        config.metrics_tls_key_file,
-    )  # fmt: skip
+    endpoint = MetricsEndpoint.of(config)
     refused = check_metrics_listen(endpoint)
     if refused is not None:
         raise ValueError(refused)

@@ -120,9 +120,10 @@ async def start_router(
     app = RouterApp(
         config, parent_env=parent_env, local_token=local.token if local is not None else None
     )
-    if config.otel_command_text:
-        redactor = app.redactor
-        enable_command_text(redactor.text if redactor is not None else _unchanged)
+    # Process-wide (spans have no router): set or cleared by every router started here.
+    redactor = app.redactor
+    redact = redactor.text if redactor is not None else _unchanged
+    enable_command_text(redact if config.otel_command_text else None)
     limits = config.limits
     config.connections.validate()
     # Descriptors bound the connections: take the hard limit, keep a reserve (connections.py).
@@ -152,10 +153,7 @@ async def start_router(
     enable_reflection((SERVICE_NAME, APPROVALS_NAME, HEALTH_NAME), server)
     creds = server_credentials(config)
     port = bind(server, config.listen, creds)
-    endpoint = MetricsEndpoint(
-        config.metrics_listen, config.metrics_token_file, config.metrics_tls_cert_file,
-        config.metrics_tls_key_file,
-    )  # fmt: skip
+    endpoint = MetricsEndpoint.of(config)
     refused = check_metrics_listen(endpoint)
     if refused is not None:
         raise ConfigError(refused)
