@@ -66,6 +66,13 @@ def artifacts_dir() -> Path:
     return folder
 
 
+def by() -> Any:
+    """Selenium's locator strategies (imported late: the module loads without selenium)."""
+    from selenium.webdriver.common.by import By
+
+    return By
+
+
 @contextlib.contextmanager
 def chromium() -> Iterator[Any]:
     """A headless Chromium at 1366x768 with a fresh profile; quit afterwards."""

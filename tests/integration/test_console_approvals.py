@@ -25,6 +25,7 @@ from tests.integration.console_support import (
     Agent,
     ConsoleRouter,
     Http,
+    by,
     chromium,
     console_router,
     console_url,
@@ -70,12 +71,6 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleRouter]:
         yield running
 
 
-def _by() -> Any:
-    from selenium.webdriver.common.by import By
-
-    return By
-
-
 def _printf(thread: str, call_id: str, text: str) -> router_pb2.ExecuteRequest:
     return exec_request(
         thread, {"cmd": f"printf '{text}\\n'", "login": False, "yield_time_ms": 5000}, call_id
@@ -85,7 +80,7 @@ def _printf(thread: str, call_id: str, text: str) -> router_pb2.ExecuteRequest:
 def _pending_row(driver: Any, approval_id: str, timeout_s: float = 15) -> Any:
     selector = f'tr.pending-row[data-approval-id="{approval_id}"]'
     return wait_for(
-        lambda: driver.find_elements(_by().CSS_SELECTOR, selector), timeout_s, "the pending row"
+        lambda: driver.find_elements(by().CSS_SELECTOR, selector), timeout_s, "the pending row"
     )[0]
 
 
@@ -94,21 +89,21 @@ def _click(driver: Any, approval_id: str, button: str) -> str:
     retry_stale(
         lambda: (
             _pending_row(driver, approval_id)
-            .find_element(_by().CSS_SELECTOR, f"button.{button}")
+            .find_element(by().CSS_SELECTOR, f"button.{button}")
             .click()
         )
     )
-    notice = wait_for(lambda: driver.find_elements(_by().ID, "notice"), 15, "the notice")
+    notice = wait_for(lambda: driver.find_elements(by().ID, "notice"), 15, "the notice")
     return str(notice[0].text)
 
 
 def _switch_operator(driver: Any, url: str, token: str) -> None:
     driver.get(url + "/")
-    found = driver.find_elements(_by().ID, "logout")
+    found = driver.find_elements(by().ID, "logout")
     if found:
         found[0].click()
     login_browser(driver, url, token)
-    wait_for(lambda: driver.find_elements(_by().ID, "operator"), 10, "the dashboard")
+    wait_for(lambda: driver.find_elements(by().ID, "operator"), 10, "the dashboard")
 
 
 def _operator_decisions(router: ConsoleRouter, call_id: str) -> list[dict[str, Any]]:
@@ -131,7 +126,7 @@ def test_operator_approves_in_the_browser_and_the_agent_gets_the_output(
     )
     approval_id = agent.pending_id()
     _switch_operator(browser, router.url, OPERATOR_TOKEN)
-    By = _by()
+    By = by()
 
     def shown() -> tuple[str, list[str], str, str, str]:
         row = _pending_row(browser, approval_id)

@@ -19,6 +19,7 @@ from tests.integration.console_support import (
     Agent,
     ConsoleRouter,
     artifacts_dir,
+    by,
     chromium,
     console_router,
     events_of,
@@ -47,17 +48,11 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleRouter]:
         yield running
 
 
-def _by() -> Any:
-    from selenium.webdriver.common.by import By
-
-    return By
-
-
 def _dashboard(driver: Any, router: ConsoleRouter) -> None:
     driver.get(router.url + "/")
-    if not driver.find_elements(_by().ID, "operator"):
+    if not driver.find_elements(by().ID, "operator"):
         login_browser(driver, router.url, OPERATOR_TOKEN)
-    wait_for(lambda: driver.find_elements(_by().ID, "operator"), 10, "the dashboard")
+    wait_for(lambda: driver.find_elements(by().ID, "operator"), 10, "the dashboard")
 
 
 def _session_output(driver: Any, session_id: int) -> str:
@@ -65,7 +60,7 @@ def _session_output(driver: Any, session_id: int) -> str:
     selector = f'tr.session-row[data-session-id="{session_id}"] pre.output'
 
     def read() -> str:
-        found = driver.find_elements(_by().CSS_SELECTOR, selector)
+        found = driver.find_elements(by().CSS_SELECTOR, selector)
         return str(found[0].text) if found else ""
 
     return str(retry_stale(read))
@@ -88,7 +83,7 @@ def _start_loop(router: ConsoleRouter, thread: str) -> tuple[int, str]:
 def test_a_wrong_token_gets_no_console_then_the_operator_sees_environments(
     router: ConsoleRouter, browser: Any
 ) -> None:
-    By = _by()
+    By = by()
     browser.delete_all_cookies()
     login_browser(browser, router.url, "not-a-token")
     assert "token not accepted" in browser.find_element(By.ID, "login-message").text
@@ -152,7 +147,7 @@ def test_live_output_streams_into_the_page_and_the_model_still_gets_all_of_it(
     assert seen == list(range(1, LINES + 1))
     # The stream ended with the process.
     wait_for(
-        lambda: browser.find_elements(_by().CSS_SELECTOR, "pre.output[data-ended]"),
+        lambda: browser.find_elements(by().CSS_SELECTOR, "pre.output[data-ended]"),
         10,
         "the end of the stream",
     )
@@ -168,7 +163,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 def test_screenshot_with_one_pending_approval_and_one_live_session(
     router: ConsoleRouter, browser: Any
 ) -> None:
-    By = _by()
+    By = by()
     session_id, _ = _start_loop(router, "shot-session")
     agent = Agent(
         router.stub(),
