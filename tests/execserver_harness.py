@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from shellgate.v1 import exec_pb2 as pb
 from shellgate.v1 import exec_pb2_grpc as pb_grpc
 from shellgate.v1 import shell_pb2 as shell_pb
 
+from tests.child import stop_child
 from tests.nofile import nofile_prefix
 
 # Tests let the whole daemon environment through (including SHELLGATE_TEST_MARK, so the
@@ -80,13 +80,7 @@ def daemon_subprocess(
             raise RuntimeError(f"daemon did not print its port: {line!r} {err.decode()[-2000:]}")
         yield Daemon(proc, int(line))
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()

@@ -20,6 +20,7 @@ from shellgate.router.service.config import Limits, RouterConfig
 from shellgate.router.service.server import RunningRouter, start_router
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc, shell_pb2
 
+from tests.child import stop_child
 from tests.nofile import nofile_prefix
 
 # Let the whole environment through so the orphan sweep's marker reaches every child.
@@ -158,13 +159,7 @@ def router_subprocess(
             )
         yield proc, int(line)
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc)
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()

@@ -6,7 +6,6 @@ import contextlib
 import os
 import re
 import select
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from tests.child import stop_child
 from tests.integration.test_client_support import router_env
 from tests.proc_scan import pids_with
 
@@ -148,13 +148,7 @@ def http_server(
             raise RuntimeError(f"no port: {line!r} {log.read().decode(errors='replace')[-2000:]}")
         yield proc, int(line)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc, grace_s=20)
         if proc.stdout is not None:
             proc.stdout.close()
         log.close()

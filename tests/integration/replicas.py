@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 import grpc
 from shellgate.v1 import router_pb2, router_pb2_grpc
 
+from tests.child import stop_child
 from tests.execserver_harness import Daemon, daemon_subprocess
 from tests.integration.shared_support import REDIS_SERVER, free_port
 
@@ -117,13 +117,7 @@ class Replica:
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 15 s."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_child(self.proc)
         self._close()
 
     def log(self) -> str:
