@@ -187,6 +187,20 @@ class Peers:
             )
         return self._servers["router"]
 
+    def floor(self) -> procs.Server:
+        """`python -m bench.floor_server` (not pinned): the grpc-aio floor, see its docstring."""
+        if "floor" not in self._servers:
+            argv = [procs.python(), "-m", "bench.floor_server", "--listen", "127.0.0.1:0",
+                    "--print-port"]  # fmt: skip
+            # Started in HOME like the router (whose environment its Execute children get);
+            # the repository goes on the path so `bench` imports from there.
+            path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+            env = {**os.environ, "HOME": self.home, "PYTHONPATH": path}
+            self._servers["floor"] = self._stack.enter_context(
+                procs.serve(argv, env=env, cwd=self.home)
+            )
+        return self._servers["floor"]
+
     REMOTE_ENVIRONMENT = "remote"
 
     def router_remote(self) -> procs.Server:
