@@ -43,7 +43,9 @@ MESSAGE_BYTES = 80 * 1024 * 1024  # the daemon's default max_message_bytes
 PIPE = asyncio.subprocess.PIPE
 
 
-async def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> asyncio.subprocess.Process:
+async def spawn(
+    argv: Sequence[str], env: Mapping[str, str], cwd: str
+) -> asyncio.subprocess.Process:
     """Start argv in its own session with piped stdout/stderr and no stdin (as the servers do)."""
     return await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.DEVNULL, stdout=PIPE, stderr=PIPE, env=dict(env),
@@ -94,7 +96,7 @@ def _event(**kind: Any) -> exec_pb2.StartResponse:
 class FloorExec(exec_pb2_grpc.ExecServiceServicer):
     """ExecService.Start only: spawn, then started, output…, exited, closed."""
 
-    async def Start(self, request: Any, context: Any) -> AsyncIterator[exec_pb2.StartResponse]:  # noqa: N802
+    async def Start(self, request: Any, context: Any) -> AsyncIterator[exec_pb2.StartResponse]:
         """Stream one process's events, seq counted per process like the daemon."""
         try:
             proc = await spawn(request.argv, request.env, request.cwd)
@@ -116,7 +118,9 @@ class FloorExec(exec_pb2_grpc.ExecServiceServicer):
 class FloorRouter(router_pb2_grpc.ToolRouterServiceServicer):
     """ToolRouterService.Execute only: projection, started, output…, completed."""
 
-    async def Execute(self, request: Any, context: Any) -> AsyncIterator[router_pb2.ExecuteResponse]:  # noqa: N802
+    async def Execute(
+        self, request: Any, context: Any
+    ) -> AsyncIterator[router_pb2.ExecuteResponse]:
         """Run the call's command with `bash -c`, formatting the output minimally."""
         t0 = time.monotonic()
         item = json.loads(request.item.raw_json)
