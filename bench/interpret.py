@@ -27,10 +27,32 @@ def _same_protocol(r: dict[str, Any], unit: str) -> str:
     )
 
 
+def _floor(r: dict[str, Any]) -> str:
+    """The grpc-aio floor (bench/floor_server.py) against the row's anchors, where it ran."""
+    if "grpc_floor" not in r["contenders"]:
+        return ""
+    m = r["metrics"]
+    if r["name"] == "first_byte":
+        against = (f"raw + {_g(m.get('floor_minus_raw_ms_p50'))} ms; router − floor "
+                   f"{_g(m.get('router_minus_floor_ms_p50'))} ms")  # fmt: skip
+    else:
+        parts = [f"{_g(m.get('floor_vs_raw_p50'))}× raw"]
+        if "floor_vs_swerex_p50" in m:
+            parts.insert(0, f"{_g(m['floor_vs_swerex_p50'])}× SWE-ReX")
+        if "floor_speedup_vs_codex_p50" in m:
+            parts.append(f"{_g(m['floor_speedup_vs_codex_p50'])}× faster than Codex")
+        parts.append(f"shellgate {_g(m.get('shellgate_vs_floor_p50'))}× the floor")
+        against = "; ".join(parts)
+    return f" grpc-aio floor {_p50(r, 'grpc_floor')} {r['unit']} ({against})."
+
+
 def _sentence(r: dict[str, Any]) -> str:
     text = _sentence_of(r)
+    if r["verdict"] in ("skipped", "error"):
+        return text
+    text += _floor(r)
     unit = {"spawn": "ms", "throughput": "MiB/s", "concurrency": "s"}.get(r["name"])
-    if unit is None or r["verdict"] in ("skipped", "error"):
+    if unit is None:
         return text
     return text + _same_protocol(r, unit)
 

@@ -9,11 +9,14 @@ from typing import Any
 
 from bench.clients import raw, sg_exec
 from bench.clients.common import RunTimes
-from bench.core import MIB, Mode, Result, alternate, ratio, summarize
+from bench.core import MIB, Mode, Result, Stats, alternate, ratio, summarize
 from bench.peers import Peers, codex_available
 
 Runner = Callable[[list[str]], Awaitable[RunTimes]]
 NO_PEER = summarize([])
+# The grpc-aio floor (bench/floor_server.py): evidence next to the targets, never judged.
+FLOOR = "grpc_floor"
+FLOOR_LABEL = "minimal grpc-aio server: spawn + the same messages, no product logic"
 
 
 def _no_codex(res: Result) -> None:
@@ -24,7 +27,9 @@ def _no_codex(res: Result) -> None:
         res.note = f"Codex peer not available: {why}. " + res.note
 
 
-async def runners(peers: Peers, with_codex: bool = True) -> dict[str, Runner]:
+async def runners(
+    peers: Peers, with_codex: bool = True, with_floor: bool = False
+) -> dict[str, Runner]:
     """One `argv → RunTimes` callable per contender, sharing a connection per server."""
     env, cwd = peers.env, peers.home
     stub = await peers.enter_async(sg_exec.exec_stub(peers.daemon().address))
@@ -40,6 +45,10 @@ async def runners(peers: Peers, with_codex: bool = True) -> dict[str, Runner]:
         # shellgate-execserver behind Codex's own protocol, driven by the same client.
         front = await peers.enter_async(codex_ws.codex_session(peers.codex_front()))
         out["shellgate_codex"] = lambda argv: front.run(argv, env, cwd)
+    if with_floor:
+        # The same ExecService client against the floor server.
+        floor = await peers.enter_async(sg_exec.exec_stub(peers.floor().address))
+        out[FLOOR] = lambda argv: sg_exec.run(floor, argv, env, cwd)
     return out
 
 
@@ -48,6 +57,22 @@ def _label_front(res: Result) -> None:
         res.contenders["shellgate_codex"]["label"] = (
             "shellgate-execserver --codex-listen, same protocol and client as codex"
         )
+    label_floor(res)
+
+
+def label_floor(res: Result) -> None:
+    """Name the floor contender in the table."""
+    if FLOOR in res.contenders:
+        res.contenders[FLOOR]["label"] = FLOOR_LABEL
+
+
+def floor_metrics(stats: dict[str, Stats], anchor: str = "raw") -> dict[str, float]:
+    """The floor against an anchor and shellgate against the floor (p50 ratios)."""
+    floor = stats.get(FLOOR, NO_PEER)
+    return {
+        f"floor_vs_{anchor}_p50": ratio(floor.p50, stats.get(anchor, NO_PEER).p50),
+        "shellgate_vs_floor_p50": ratio(stats["shellgate"].p50, floor.p50),
+    }
 
 
 def _timed(run: Runner, argv: list[str], sink: list[RunTimes]) -> Callable[[], Awaitable[float]]:
@@ -63,7 +88,7 @@ async def bench_spawn(peers: Peers, mode: Mode) -> Result:
     """`true` start → exit, p50/p99, for shellgate, Codex and raw fork/exec."""
     res = Result("spawn", "spawn `true` start→exit", "≥ 20× faster than Codex; ≤ 1.3× raw",
                  unit="ms")  # fmt: skip
-    run = await runners(peers)
+    run = await runners(peers, with_floor=True)
     sinks: dict[str, list[RunTimes]] = {name: [] for name in run}
     samples = await alternate({n: _timed(r, ["true"], sinks[n]) for n, r in run.items()}, mode)
     stats = {}
@@ -82,13 +107,16 @@ async def bench_spawn(peers: Peers, mode: Mode) -> Result:
         "same_protocol_speedup_vs_codex_p50": ratio(
             codex.p50, stats.get("shellgate_codex", NO_PEER).p50
         ),
+        **floor_metrics(stats),
+        "floor_speedup_vs_codex_p50": ratio(codex.p50, stats.get(FLOOR, NO_PEER).p50),
     }
     res.judge(vs_codex >= 20 and vs_raw <= 1.3)
     _no_codex(res)
     _label_front(res)
     res.note = (
         "times to the `exited` event (raw: wait() after draining the pipes); "
-        "argv run directly, child env exactly {PATH, HOME=<empty dir>, LANG}"
+        "argv run directly, child env exactly {PATH, HOME=<empty dir>, LANG}; "
+        f"{FLOOR} = the same client against bench/floor_server.py (evidence, not judged)"
     )
     return res
 
@@ -156,7 +184,7 @@ async def bench_concurrency(peers: Peers, mode: Mode) -> Result:
     n = mode.concurrency
     res = Result("concurrency", f"{n} concurrent `sleep 0.2` wall", "≤ 1.1× raw asyncio",
                  unit="s")  # fmt: skip
-    run = await runners(peers)
+    run = await runners(peers, with_floor=True)
 
     def wall(runner: Runner) -> Callable[[], Awaitable[float]]:
         async def sample() -> float:
@@ -179,9 +207,11 @@ async def bench_concurrency(peers: Peers, mode: Mode) -> Result:
         "same_protocol_speedup_vs_codex_p50": ratio(
             stats.get("codex", NO_PEER).p50, stats.get("shellgate_codex", NO_PEER).p50
         ),
+        **floor_metrics(stats),
     }
     res.judge(vs_raw <= 1.1)
     _label_front(res)
+    res.note = f"{FLOOR} = the same client against bench/floor_server.py (evidence, not judged)"
     return res
 
 

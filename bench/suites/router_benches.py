@@ -19,7 +19,7 @@ from bench.core import MIB, Mode, Result, alternate, ratio, summarize
 from bench.corpus import corpus
 from bench.peers import Peers, router_available, swerex_available
 from bench.procs import rss_kib
-from bench.suites.exec_benches import NO_PEER
+from bench.suites.exec_benches import FLOOR, NO_PEER, floor_metrics, label_floor
 
 RPS_WORKERS = 16
 RSS_POLL_S = 0.05
@@ -31,8 +31,11 @@ def unavailable(name: str, title: str, target: str, why: str) -> Result:
     return Result(name, title, target, verdict="skipped", note=f"not available: {why}")
 
 
-async def _router_channel(peers: Peers, remote: bool = False) -> Any:
-    server = peers.router_remote() if remote else peers.router()
+async def _router_channel(
+    peers: Peers, remote: bool = False, server: procs.Server | None = None
+) -> Any:
+    if server is None:
+        server = peers.router_remote() if remote else peers.router()
     channel = grpc.aio.insecure_channel(server.address, options=CHANNEL_OPTIONS)
     await peers.enter_async(_closing(channel))
     await channel.channel_ready()
@@ -152,9 +155,14 @@ async def bench_project(peers: Peers, mode: Mode) -> Result:
 
 
 async def _e2e_runners(
-    peers: Peers, argv: list[str], command: str, with_swerex: bool = True
+    peers: Peers,
+    argv: list[str],
+    command: str,
+    with_swerex: bool = True,
+    with_floor: bool = False,
 ) -> dict[str, Callable[[], Awaitable[RunTimes]]]:
-    """router Execute, ExecService Start, raw spawn and SWE-ReX /execute of one command."""
+    """router Execute, ExecService Start, raw spawn and SWE-ReX /execute of one command
+    (and the same Execute client against the grpc-aio floor when asked)."""
     env, home = peers.env, peers.home
     channel = await _router_channel(peers)
     stub, _ = router.stubs(channel)
@@ -170,6 +178,9 @@ async def _e2e_runners(
         server, token = peers.swerex()
         conn = swerex_http.SwerexConnection(int(server.address.rsplit(":", 1)[1]), token)
         out["swerex"] = lambda: swerex_http.execute(conn, argv, env, home)
+    if with_floor:
+        floor, _ = router.stubs(await _router_channel(peers, server=peers.floor()))
+        out[FLOOR] = lambda: router.execute(floor, item, turn_pb)
     return out
 
 
@@ -198,7 +209,7 @@ async def bench_execute(peers: Peers, mode: Mode) -> Result:
     if not router_available():
         return unavailable("execute", title, target, "router servicer not in this checkout")
     res = Result("execute", title, target, unit="ms")
-    run = await _e2e_runners(peers, ["bash", "-c", "echo hi"], "echo hi")
+    run = await _e2e_runners(peers, ["bash", "-c", "echo hi"], "echo hi", with_floor=True)
     run["shellgate_remote"] = await _remote_runner(peers, "echo hi")
     samples = await alternate({k: _seconds(r) for k, r in run.items()}, mode)
     stats = {name: res.add(name, [v * 1e3 for v in values]) for name, values in samples.items()}
@@ -212,14 +223,19 @@ async def bench_execute(peers: Peers, mode: Mode) -> Result:
         "vs_raw_p50": vs_raw,
         "remote_vs_swerex_p50": remote_vs_swerex,
         "overhead_over_execservice_ms_p50": stats["shellgate"].p50 - stats["execservice"].p50,
+        # Evidence for the targets: where a bare grpc-aio Execute lands against the anchors.
+        "floor_vs_swerex_p50": ratio(stats.get(FLOOR, NO_PEER).p50, swerex),
+        **floor_metrics(stats),
     }
     res.judge(vs_swerex <= 0.75 and vs_raw <= 1.5 and remote_vs_swerex <= 1.0)
     res.note = (
         "every side runs `bash -c 'echo hi'` (router: shell_command with login:false); "
         "router = Execute to `completed` with the embedded local environment; "
         "shellgate_remote = `exec_command` (Codex's tool for a remote environment) through "
-        "a second router whose only environment is the bench daemon; ratios are shellgate p50 / anchor p50"
+        "a second router whose only environment is the bench daemon; ratios are shellgate p50 / anchor p50; "
+        f"{FLOOR} = the same Execute client against bench/floor_server.py (evidence, not judged)"
     )
+    label_floor(res)
     if "swerex" not in stats:
         res.verdict, res.note = "skipped", "SWE-ReX not available. " + res.note
     return res
@@ -233,7 +249,7 @@ async def bench_execute_concurrent(peers: Peers, mode: Mode) -> Result:
         return unavailable("execute_concurrent", title, target, "router servicer missing")
     res = Result("execute_concurrent", title, target, unit="s")
     argv = ["bash", "-c", "sleep 0.2"]
-    run = await _e2e_runners(peers, argv, "sleep 0.2", with_swerex=False)
+    run = await _e2e_runners(peers, argv, "sleep 0.2", with_swerex=False, with_floor=True)
     contenders: dict[str, Callable[[], Awaitable[float]]] = {}
 
     def wall(one: Callable[[], Awaitable[RunTimes]]) -> Callable[[], Awaitable[float]]:
@@ -246,6 +262,7 @@ async def bench_execute_concurrent(peers: Peers, mode: Mode) -> Result:
 
     contenders["shellgate"] = wall(run["shellgate"])
     contenders["raw"] = wall(run["raw"])
+    contenders[FLOOR] = wall(run[FLOOR])
     if swerex_available():
         server, token = peers.swerex()
         port = int(server.address.rsplit(":", 1)[1])
@@ -265,9 +282,11 @@ async def bench_execute_concurrent(peers: Peers, mode: Mode) -> Result:
     vs_raw = ratio(stats["shellgate"].p50, stats["raw"].p50)
     res.metrics = {"slowdown_vs_raw_p50": vs_raw,
                    "speedup_vs_swerex_p50": ratio(stats["swerex"].p50, stats["shellgate"].p50)
-                   if "swerex" in stats else None}  # fmt: skip
+                   if "swerex" in stats else None, **floor_metrics(stats)}  # fmt: skip
     res.judge(vs_raw <= 1.1)
-    res.note = "one connection per SWE-ReX caller (HTTP/1.1); one gRPC channel for the router"
+    label_floor(res)
+    res.note = ("one connection per SWE-ReX caller (HTTP/1.1); one gRPC channel for the router "
+                f"and one for {FLOOR} (bench/floor_server.py, evidence, not judged)")  # fmt: skip
     return res
 
 
