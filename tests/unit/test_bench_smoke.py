@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.interpret import interpretation
+
 REPO = Path(__file__).resolve().parents[2]
 BENCHES = {"spawn", "throughput", "concurrency", "project", "execute", "execute_concurrent",
            "execute_bytes", "slow_consumer", "idle_pty", "first_byte", "idle_sessions",
@@ -39,6 +41,23 @@ def test_smoke_run_writes_every_row(tmp_path: Path) -> None:
     # The exec-server rows always carry their raw anchor next to shellgate.
     for name in ("spawn", "throughput", "concurrency"):
         assert {"shellgate", "raw"} <= set(rows[name]["contenders"])
+    # The grpc-aio floor (bench/floor_server.py) runs next to shellgate in these rows.
+    floor_metric = {"spawn": "shellgate_vs_floor_p50", "concurrency": "shellgate_vs_floor_p50",
+                    "execute": "shellgate_vs_floor_p50", "first_byte": "router_minus_floor_ms_p50",
+                    "execute_concurrent": "shellgate_vs_floor_p50"}  # fmt: skip
+    for name, metric in floor_metric.items():
+        floor = rows[name]["contenders"]["grpc_floor"]
+        assert floor["n"] >= 1 and floor["p50"] == floor["p50"], name
+        value = rows[name]["metrics"][metric]
+        assert value == value, (name, metric)  # not NaN: both sides ran
+    # The summary bullets mention the floor wherever it ran (and only there).
+    bullets = [
+        line for line in interpretation(run["results"]).splitlines() if line.startswith("- ")
+    ]
+    for row, bullet in zip(run["results"], bullets, strict=True):
+        assert ("grpc-aio floor" in bullet) == (
+            row["name"] in floor_metric and row["verdict"] != "skipped"
+        ), bullet
     # The smoke run never touches the committed results.
     latest = REPO / "bench/results/latest.json"
     if latest.exists():
