@@ -41,6 +41,7 @@ from shellgate.v1 import exec_pb2, exec_pb2_grpc, projection_pb2, router_pb2, ro
 READ_BYTES = 512 * 1024  # the daemon's read size
 MESSAGE_BYTES = 80 * 1024 * 1024  # the daemon's default max_message_bytes
 PIPE = asyncio.subprocess.PIPE
+Stream = exec_pb2.OutputStream.ValueType
 
 
 async def spawn(
@@ -53,11 +54,11 @@ async def spawn(
     )  # fmt: skip
 
 
-async def chunks(proc: asyncio.subprocess.Process) -> AsyncIterator[tuple[int, bytes]]:
+async def chunks(proc: asyncio.subprocess.Process) -> AsyncIterator[tuple[Stream, bytes]]:
     """(OutputStream, bytes) as they arrive on stdout and stderr, until both reach EOF."""
-    queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue()
+    queue: asyncio.Queue[tuple[Stream, bytes] | None] = asyncio.Queue()
 
-    async def pump(reader: asyncio.StreamReader | None, stream: int) -> None:
+    async def pump(reader: asyncio.StreamReader | None, stream: Stream) -> None:
         assert reader is not None
         while data := await reader.read(READ_BYTES):
             queue.put_nowait((stream, data))
