@@ -39,6 +39,7 @@ from grpc_health.v1 import health, health_pb2_grpc
 from shellgate.v1 import exec_pb2, exec_pb2_grpc, projection_pb2, router_pb2, router_pb2_grpc
 
 READ_BYTES = 512 * 1024  # the daemon's read size
+KEEP_BYTES = 32 * 1024  # head and tail of the output kept for the model's text
 MESSAGE_BYTES = 80 * 1024 * 1024  # the daemon's default max_message_bytes
 PIPE = asyncio.subprocess.PIPE
 Stream = exec_pb2.OutputStream.ValueType
@@ -81,6 +82,13 @@ async def chunks(proc: asyncio.subprocess.Process) -> AsyncIterator[tuple[Stream
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _kept(total: int, head: bytes, tail: bytes) -> bytes:
+    """The output as the model sees it here: whole when short, else head + marker + tail."""
+    if total <= KEEP_BYTES:
+        return head
+    return head + b"\n[... output truncated ...]\n" + tail
 
 
 def _exit_status(returncode: int) -> exec_pb2.ExitStatus:
@@ -139,16 +147,20 @@ class FloorRouter(router_pb2_grpc.ToolRouterServiceServicer):
             pid=proc.pid,
         )  # fmt: skip
         yield router_pb2.ExecuteResponse(started=started)
-        seq, output = 0, bytearray()
+        # The model's text keeps a head and a tail (as the router's token budget does), never
+        # the whole output: 64 MiB in one `completed` message would exceed the message limit.
+        seq, total, head, tail = 0, 0, b"", b""
         async for stream, data in chunks(proc):
-            seq += 1
-            output += data
+            seq, total = seq + 1, total + len(data)
+            if len(head) < KEEP_BYTES:
+                head += data[: KEEP_BYTES - len(head)]
+            tail = (tail + data[-KEEP_BYTES:])[-KEEP_BYTES:]
             chunk = router_pb2.ExecutionOutput(stream=stream, seq=seq, data=data)
             yield router_pb2.ExecuteResponse(output=chunk)
         code = await proc.wait()
         wall = time.monotonic() - t0
         text = (f"Exit code: {code}\nWall time: {wall:.1f} seconds\nOutput:\n"
-                f"{output.decode(errors='replace')}")  # fmt: skip
+                f"{_kept(total, head, tail).decode(errors='replace')}")  # fmt: skip
         out_item = {"type": "function_call_output", "call_id": item["call_id"], "output": text}
         yield router_pb2.ExecuteResponse(completed=router_pb2.ExecutionCompleted(
             output_item_json=json.dumps(out_item), output_text=text, success=code == 0,

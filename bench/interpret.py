@@ -35,6 +35,12 @@ def _floor(r: dict[str, Any]) -> str:
     if r["name"] == "first_byte":
         against = (f"raw + {_g(m.get('floor_minus_raw_ms_p50'))} ms; router − floor "
                    f"{_g(m.get('router_minus_floor_ms_p50'))} ms")  # fmt: skip
+    elif "shellgate_vs_floor_rate_p50" in m:
+        # A rate (MiB/s): the floor's against the peer's, shellgate's against the floor's.
+        peer = "Codex" if r["name"] == "throughput" else "SWE-ReX"
+        speedup = m.get("floor_speedup_vs_codex_p50", m.get("floor_speedup_vs_swerex_p50"))
+        against = (f"{_g(speedup)}× {peer}; shellgate "
+                   f"{_g(m['shellgate_vs_floor_rate_p50'])}× the floor's rate")  # fmt: skip
     else:
         parts = [f"{_g(m.get('floor_vs_raw_p50'))}× raw"]
         if "floor_vs_swerex_p50" in m:

@@ -125,7 +125,7 @@ async def bench_throughput(peers: Peers, mode: Mode) -> Result:
     """`head -c N /dev/zero` streamed to the client, MiB/s; anchors Codex and `head | cat`."""
     n = mode.throughput_bytes
     res = Result("throughput", f"output throughput, {n // MIB} MiB", "≥ 4× Codex", unit="MiB/s")
-    run = await runners(peers)
+    run = await runners(peers, with_floor=True)
     argv = ["head", "-c", str(n), "/dev/zero"]
     env, cwd = peers.env, peers.home
 
@@ -167,6 +167,11 @@ async def bench_throughput(peers: Peers, mode: Mode) -> Result:
         "same_protocol_speedup_vs_codex_p50": ratio(
             stats.get("shellgate_codex", NO_PEER).p50, stats.get("codex", NO_PEER).p50
         ),
+        # MiB/s: higher is faster, so these read "times the anchor's rate".
+        "floor_speedup_vs_codex_p50": ratio(
+            stats.get(FLOOR, NO_PEER).p50, stats.get("codex", NO_PEER).p50
+        ),
+        "shellgate_vs_floor_rate_p50": ratio(stats["shellgate"].p50, stats.get(FLOOR, NO_PEER).p50),
     }
     res.judge(vs_codex >= 4 and lossless)
     _no_codex(res)

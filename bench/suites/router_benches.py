@@ -299,7 +299,7 @@ async def bench_execute_bytes(peers: Peers, mode: Mode) -> Result:
         return unavailable("execute_bytes", title, target, "router servicer missing")
     res = Result("execute_bytes", title, target, unit="MiB/s")
     command = f"yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c {n}"
-    run = await _e2e_runners(peers, ["bash", "-c", command], command)
+    run = await _e2e_runners(peers, ["bash", "-c", command], command, with_floor=True)
     run.pop("raw")
     server = peers.router()
     await asyncio.sleep(0.5)
@@ -333,8 +333,13 @@ async def bench_execute_bytes(peers: Peers, mode: Mode) -> Result:
              for name, values in samples.items()}  # fmt: skip
     growth = (peak[0] - baseline) / 1024
     vs = ratio(stats["shellgate"].p50, stats["swerex"].p50) if "swerex" in stats else float("nan")
+    floor = stats.get(FLOOR, NO_PEER).p50
     res.metrics = {"speedup_vs_swerex_p50": vs, "router_rss_growth_mib": growth,
-                   "router_rss_baseline_mib": baseline / 1024}  # fmt: skip
+                   "router_rss_baseline_mib": baseline / 1024,
+                   # MiB/s: the floor's rate against SWE-ReX's, shellgate's against the floor's.
+                   "floor_speedup_vs_swerex_p50": ratio(floor, stats.get("swerex", NO_PEER).p50),
+                   "shellgate_vs_floor_rate_p50": ratio(stats["shellgate"].p50, floor)}  # fmt: skip
+    label_floor(res)
     res.judge(vs >= 8 and growth <= 32)
     res.note = "throughput = bytes seen by the client / (request → completed or reply)"
     return res

@@ -44,7 +44,9 @@ def test_smoke_run_writes_every_row(tmp_path: Path) -> None:
     # The grpc-aio floor (bench/floor_server.py) runs next to shellgate in these rows.
     floor_metric = {"spawn": "shellgate_vs_floor_p50", "concurrency": "shellgate_vs_floor_p50",
                     "execute": "shellgate_vs_floor_p50", "first_byte": "router_minus_floor_ms_p50",
-                    "execute_concurrent": "shellgate_vs_floor_p50"}  # fmt: skip
+                    "execute_concurrent": "shellgate_vs_floor_p50",
+                    "throughput": "shellgate_vs_floor_rate_p50",
+                    "execute_bytes": "shellgate_vs_floor_rate_p50"}  # fmt: skip
     for name, metric in floor_metric.items():
         floor = rows[name]["contenders"]["grpc_floor"]
         assert floor["n"] >= 1 and floor["p50"] == floor["p50"], name
