@@ -7,7 +7,7 @@ A child process, not an in-process router: the client package may not import the
 
 from __future__ import annotations
 
-import ctypes
+import os
 import select
 import shutil
 import signal
@@ -15,13 +15,29 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-_PR_SET_PDEATHSIG = 1
 _START_TIMEOUT_S = 60.0
 
+# Where setpriv is missing: a fresh interpreter (no grpc loaded, so this gRPC-loaded
+# process is never forked for real) sets the parent-death signal (PR_SET_PDEATHSIG = 1),
+# gives up if its parent already died (the signal would never come), then execs argv.
+_TRAMPOLINE = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(1)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
 
-def _die_with_parent() -> None:
-    # Even a SIGKILLed `shellgate mcp` takes its router (and so its commands) along.
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+def dying_with_parent(argv: Sequence[str], setpriv: str | None) -> list[str]:
+    """argv wrapped so that the child gets SIGTERM when this process dies, even SIGKILLed.
+
+    Exec'd, never `preexec_fn`: that forks this gRPC-loaded process for real, and grpcio's
+    fork handler can crash the child before its exec (grpc/grpc#43055).
+    """
+    if setpriv is not None:
+        return [setpriv, "--pdeathsig", "SIGTERM", "--", *argv]
+    return [sys.executable, "-c", _TRAMPOLINE, str(os.getpid()), *argv]
 
 
 class EmbeddedRouter:
@@ -37,19 +53,10 @@ class EmbeddedRouter:
 
     def start(self) -> None:
         """Start it and wait for its port (RuntimeError with the reason when it fails)."""
-        # stderr is inherited: an MCP client shows a stdio server's stderr as its log.
-        # setpriv sets the parent-death signal and execs the router: no preexec_fn, which
-        # would fork this gRPC-loaded process for real (grpc/grpc#43055: grpcio's fork
-        # handler can crash the child before its exec).
-        setpriv = shutil.which("setpriv")
-        if setpriv is not None:
-            args = [setpriv, "--pdeathsig", "SIGTERM", "--", *self._args]
-            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-        else:
-            proc = subprocess.Popen(
-                self._args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                preexec_fn=_die_with_parent,
-            )  # fmt: skip
+        # stderr is inherited: an MCP client shows a stdio server's stderr as its log. Even
+        # a SIGKILLed `shellgate mcp` takes its router (and so its commands) along.
+        args = dying_with_parent(self._args, shutil.which("setpriv"))
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         self._proc = proc
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], _START_TIMEOUT_S)
