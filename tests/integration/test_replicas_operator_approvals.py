@@ -4,6 +4,7 @@ caller's open stream on the first gets the output."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,3 +112,25 @@ def test_caller_gone_on_a_withdraws_on_b(two: Fleet) -> None:
         _decide(b.channel, approval_id, router_pb2.APPROVAL_DECISION_APPROVED)
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
     assert not marker.exists()
+
+
+def test_board_failures_count_as_the_store_down(tmp_path: Path) -> None:
+    # A failed board operation is a failed shared-store operation: UNAVAILABLE for the
+    # operator, counted by operation in the store's metrics, the store reported down.
+    from tests.integration.test_replicas_redis import metrics
+
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"ops {OPERATOR} roles=operator\n")
+    extra = (f'token_file = "{tokens}"\nmetrics_listen = "127.0.0.1:0"\n'
+             '[approvals]\ndefault_route = "operator"\n')  # fmt: skip
+    with fleet(tmp_path, routers=1, daemons=0, extra_config=extra) as f:
+        (router,) = f.routers
+        assert _listed(router.channel) == []
+        f.redis.stop(kill=True)
+        with pytest.raises(grpc.RpcError) as err:
+            _listed(router.channel)
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "approvals list" in (err.value.details() or "")
+        text = metrics(router)
+        assert "shellgate_shared_state_up 0" in text
+        assert re.search(r'shellgate_shared_state_errors_total\{op="approvals_list"\} [1-9]', text)

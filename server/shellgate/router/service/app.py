@@ -249,7 +249,10 @@ class RouterApp:
         self.operator = build_operator_route(
             config, instance_id=self.instance_id, auth=self.auth, metrics=self.metrics,
             audit=self.audit_sink, redactor=self.redactor,
-            redis=(shared.client, shared.prefix, self.bus) if shared and self.bus else None,
+            redis=(
+                (shared.client, shared.prefix, self.bus, shared.monitor)
+                if shared and self.bus else None
+            ),
         )  # fmt: skip
         self.operator_desk: OperatorDesk = self.operator.desk
 

@@ -21,6 +21,7 @@ from shellgate.router.service.metrics import Metrics
 from shellgate.router.service.redaction import Redactor
 
 if TYPE_CHECKING:
+    from shellgate.router.runtime.store.monitor import StoreMonitor
     from shellgate.router.runtime.store.redis_bus import RedisBus
 
 __all__ = ["OperatorRoute", "build_operator_route"]
@@ -48,16 +49,17 @@ def build_operator_route(
     metrics: Metrics,
     audit: AuditSink | None,
     redactor: Redactor | None,
-    redis: tuple[Any, str, RedisBus] | None,
+    redis: tuple[Any, str, RedisBus, StoreMonitor] | None,
 ) -> OperatorRoute:
-    """The operator route of one router; `redis` = (client, key prefix, bus) in scaled mode."""
+    """The operator route of one router; `redis` = (client, key prefix, bus, the store's
+    monitor) in scaled mode."""
     approvals_config = config.approvals
     board: OperatorBoard
     if redis is not None:
         from shellgate.router.runtime.store.redis_board import RedisBoard
 
-        client, prefix, bus = redis
-        board = RedisBoard(client, prefix=prefix, bus=bus)
+        client, prefix, bus, monitor = redis
+        board = RedisBoard(client, prefix=prefix, bus=bus, monitor=monitor)
     else:
         board = InMemoryBoard()
     settings = OperatorSettings(

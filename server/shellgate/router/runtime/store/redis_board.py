@@ -20,6 +20,7 @@ from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import RedisError
 from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.router.runtime.operator_desk import view_from_json, view_to_json
+from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.store.operator_board import (
     PENDING,
     TOMBSTONE_MS,
@@ -33,15 +34,6 @@ __all__ = ["SETTLED_NOTICE", "RedisBoard"]
 SETTLED_NOTICE = "approval_settled"
 T = TypeVar("T")
 
-
-async def _guarded(what: str, op: Awaitable[T]) -> T:
-    """A Redis failure is the store's UNAVAILABLE error (never a bare RedisError)."""
-    try:
-        return await op
-    except (RedisError, OSError) as exc:
-        raise SharedStateUnavailableError(
-            f"shared thread state unavailable (approvals {what}): {exc}"
-        ) from exc
 
 # KEYS: the entry, the index. ARGV: id, view JSON, replica, deadline_ms, ttl_ms.
 _POST = """
@@ -75,7 +67,17 @@ def _text(value: Any) -> str:
 class RedisBoard:
     """OperatorBoard on Redis (see the module docstring for keys and atomicity)."""
 
-    def __init__(self, client: Redis | RedisCluster, *, prefix: str, bus: RedisBus) -> None:
+    def __init__(
+        self,
+        client: Redis | RedisCluster,
+        *,
+        prefix: str,
+        bus: RedisBus,
+        monitor: StoreMonitor | None = None,
+    ) -> None:
+        # The shared store's monitor: a failed board operation counts as the store being
+        # down (health, metrics, the rate-limited log), one that gets through as it being up.
+        self._monitor = monitor
         self._r = client
         self._base = f"{prefix}{{approvals}}:"
         self._index = self._base + "index"
@@ -88,6 +90,19 @@ class RedisBoard:
     def _key(self, approval_id: str) -> str:
         return self._base + "a:" + approval_id
 
+    async def _guarded(self, what: str, op: Awaitable[T]) -> T:
+        """A Redis failure is the store's UNAVAILABLE error (never a bare RedisError)."""
+        try:
+            value = await op
+        except (RedisError, OSError) as exc:
+            if self._monitor is not None:
+                self._monitor.failed(f"approvals {what}", exc)
+            raise SharedStateUnavailableError(
+                f"shared thread state unavailable (approvals {what}): {exc}"
+            ) from exc
+        if self._monitor is not None:
+            self._monitor.succeeded()
+        return value
     async def _wake_all(self) -> None:
         for event in self._events.values():
             event.set()
@@ -96,7 +111,7 @@ class RedisBoard:
         """Publish a new pending approval (TTL: deadline plus the tombstone)."""
         view = entry.view
         ttl_ms = max(view.deadline_ms - view.created_at_ms, 1) + TOMBSTONE_MS
-        await _guarded(
+        await self._guarded(
             "post",
             self._post(
                 keys=[self._key(view.approval_id), self._index],
@@ -106,19 +121,19 @@ class RedisBoard:
 
     async def get(self, approval_id: str) -> BoardEntry | None:
         """The entry, or None."""
-        raw = await _guarded("get", self._r.hgetall(self._key(approval_id)))
+        raw = await self._guarded("get", self._r.hgetall(self._key(approval_id)))
         return _entry(raw)
 
     async def pending(self, now_ms: int) -> list[BoardEntry]:
         """Pending entries before their deadline, oldest first (past ones pruned)."""
         # Ids past their deadline (or whose entry expired) leave the index here.
-        await _guarded("list", self._r.zremrangebyscore(self._index, "-inf", now_ms))
-        ids = [_text(i) for i in await _guarded("list", self._r.zrange(self._index, 0, -1))]
+        await self._guarded("list", self._r.zremrangebyscore(self._index, "-inf", now_ms))
+        ids = [_text(i) for i in await self._guarded("list", self._r.zrange(self._index, 0, -1))]
         entries = []
         for approval_id in ids:
             entry = await self.get(approval_id)
             if entry is None:
-                await _guarded("list", self._r.zrem(self._index, approval_id))
+                await self._guarded("list", self._r.zrem(self._index, approval_id))
             elif entry.status == PENDING:
                 entries.append(entry)
         return sorted(entries, key=lambda e: (e.view.created_at_ms, e.view.approval_id))
@@ -131,7 +146,7 @@ class RedisBoard:
             keys=[self._key(approval_id), self._index],
             args=[approval_id, status, decision, operator, "" if now_ms is None else now_ms],
         )
-        outcome = _text(await _guarded("settle", script))
+        outcome = _text(await self._guarded("settle", script))
         if outcome == "ok":
             await self._bus.notice(SETTLED_NOTICE)
         return Settle(outcome)
@@ -139,8 +154,8 @@ class RedisBoard:
     async def withdraw(self, approval_id: str) -> None:
         """Forget the entry and its index member."""
         self.release(approval_id)
-        await _guarded("withdraw", self._r.delete(self._key(approval_id)))
-        await _guarded("withdraw", self._r.zrem(self._index, approval_id))
+        await self._guarded("withdraw", self._r.delete(self._key(approval_id)))
+        await self._guarded("withdraw", self._r.zrem(self._index, approval_id))
 
     def release(self, approval_id: str) -> None:
         """Drop the wake-up event of a call no longer waiting."""
