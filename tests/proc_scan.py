@@ -22,6 +22,15 @@ def pids_with(token: str) -> list[int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (not gone, not a zombie)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def rss_bytes(pid: int) -> int:
     """Resident set size of `pid` (VmRSS from /proc/PID/status)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.proc_scan import alive
+
 REPO = Path(__file__).resolve().parents[2]
 
 # A parent that starts `sleep` the way EmbeddedRouter starts the router, prints its pid and
@@ -28,14 +30,6 @@ time.sleep(0.3)  # the trampoline execs `sleep` (same pid)
 print(child.pid, flush=True)
 time.sleep(300)
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _cmdline(pid: int) -> list[str]:
@@ -54,15 +48,15 @@ def test_child_dies_when_the_parent_is_killed(how: str) -> None:
     try:
         assert parent.stdout is not None
         child = int(parent.stdout.readline())
-        assert _alive(child)
+        assert alive(child)
         # The wrapper exec'd the command: the pid now runs `sleep 300` itself.
         assert _cmdline(child) == ["/bin/sleep", "300"]
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
         deadline = time.monotonic() + 10
-        while _alive(child) and time.monotonic() < deadline:
+        while alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(child), "the child outlived its SIGKILLed parent"
+        assert not alive(child), "the child outlived its SIGKILLed parent"
     finally:
         # The parent's session: the child too, should the assertion above have failed.
         with contextlib.suppress(ProcessLookupError):

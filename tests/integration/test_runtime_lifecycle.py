@@ -14,6 +14,7 @@ from shellgate.router.runtime.events import CompletedEvent, StartedEvent, Termin
 from shellgate.router.runtime.execute import execute_call
 
 from tests.integration.runtime_support import Harness, call_item, completed, normalise
+from tests.proc_scan import alive
 
 
 async def _interrupt_after_start(h: Harness, name: str, args: dict[str, object]) -> list[object]:
@@ -36,9 +37,7 @@ def test_interrupt_kills_classic_keeps_unified(tmp_path: Path) -> None:
             assert normalise(done.output_text) == "Wall time: W seconds\naborted by user"
             assert done.termination is Termination.CANCELLED
             started = next(e for e in events if isinstance(e, StartedEvent))
-            assert (started.pid is not None and not os.path.exists(f"/proc/{started.pid}/cmdline")) or (
-                Path(f"/proc/{started.pid}/stat").read_text().split(")")[1].split()[0] == "Z"
-            )
+            assert started.pid is not None and not alive(started.pid)
             events = await _interrupt_after_start(
                 h, "exec_command", {"cmd": "sleep 30", "yield_time_ms": 20_000}
             )
@@ -76,10 +75,10 @@ def test_cancelled_stream_kills_classic(tmp_path: Path) -> None:
             assert not any(isinstance(e, CompletedEvent) for e in seen)
             assert started.pid is not None
             for _ in range(100):
-                if not _alive(started.pid):
+                if not alive(started.pid):
                     break
                 await asyncio.sleep(0.05)
-            assert not _alive(started.pid)
+            assert not alive(started.pid)
             assert "call-1" not in h.thread.inflight
 
     asyncio.run(main())
@@ -89,14 +88,6 @@ def h_stream(h: Harness):  # type: ignore[no-untyped-def]
     turn = h.turn()
     item = call_item("shell_command", {"command": "sleep 30", "login": False})
     return execute_call(project(item, turn, h.host()), turn, h.ctx)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_pruning_at_64_sessions_protects_recent(tmp_path: Path) -> None:
