@@ -335,10 +335,12 @@ __all__ = [
     "BOTH_TOKEN",
     "CALLER_TOKEN",
     "OPERATOR_TOKEN",
+    "RULES",
     "WINDOW",
     "Agent",
     "ConsoleRouter",
     "Http",
+    "approvals_table",
     "artifacts_dir",
     "browser_missing",
     "chromium",
@@ -347,7 +349,27 @@ __all__ = [
     "exec_request",
     "kinds",
     "login_browser",
+    "operator_config",
     "output_of",
     "retry_stale",
     "wait_for",
 ]
+
+
+# The printf rule that prompts, for the operator-approval console tests.
+RULES = (
+    'prefix_rule(pattern=["printf"], decision="prompt", justification="printing needs a person")\n'
+)
+
+
+def approvals_table(deadline_ms: int = 60_000) -> str:
+    """Operator-routed approvals (a TOML table: it goes last)."""
+    return f'[approvals]\ndefault_route = "operator"\noperator_deadline_ms = {deadline_ms}\n'
+
+
+def operator_config(folder: Path, deadline_ms: int = 60_000) -> str:
+    """Operator-routed approvals and a rule that prompts for printf."""
+    rules = folder / "rules"
+    rules.mkdir(parents=True, exist_ok=True)
+    (rules / "base.rules").write_text(RULES)
+    return f'rules_dirs = ["{rules}"]\n' + approvals_table(deadline_ms)

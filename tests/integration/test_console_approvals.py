@@ -21,17 +21,19 @@ from tests.integration.console_support import (
     BOTH_TOKEN,
     CALLER_TOKEN,
     OPERATOR_TOKEN,
+    RULES,
     TOKENS,
     Agent,
     ConsoleRouter,
     Http,
+    approvals_table,
     by,
-    chromium,
     console_router,
     console_url,
     exec_request,
     kinds,
     login_browser,
+    operator_config,
     output_of,
     retry_stale,
     wait_for,
@@ -40,28 +42,6 @@ from tests.integration.replicas import fleet
 from tests.integration.shared_support import REDIS_SERVER
 
 DENIED_TEXT = 'exec_command failed: CreateProcess { message: "Rejected(\\"rejected by user\\")" }'
-RULES = (
-    'prefix_rule(pattern=["printf"], decision="prompt", justification="printing needs a person")\n'
-)
-
-
-def approvals_table(deadline_ms: int = 60_000) -> str:
-    """Operator-routed approvals (a TOML table: it goes last)."""
-    return f'[approvals]\ndefault_route = "operator"\noperator_deadline_ms = {deadline_ms}\n'
-
-
-def operator_config(folder: Path, deadline_ms: int = 60_000) -> str:
-    """Operator-routed approvals and a rule that prompts for printf."""
-    rules = folder / "rules"
-    rules.mkdir(parents=True, exist_ok=True)
-    (rules / "base.rules").write_text(RULES)
-    return f'rules_dirs = ["{rules}"]\n' + approvals_table(deadline_ms)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture(scope="module")

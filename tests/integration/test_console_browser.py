@@ -20,25 +20,18 @@ from tests.integration.console_support import (
     ConsoleRouter,
     artifacts_dir,
     by,
-    chromium,
     console_router,
     events_of,
     exec_request,
     login_browser,
+    operator_config,
     retry_stale,
     wait_for,
 )
-from tests.integration.test_console_approvals import operator_config
 
 LINES = 14
 # Prints line-1 … line-14, one every 0.4 s: the page must show them as they come.
 LOOP = f"for i in $(seq 1 {LINES}); do echo line-$i; sleep 0.4; done"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture(scope="module")
