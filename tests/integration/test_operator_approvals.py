@@ -276,24 +276,14 @@ def test_turn_escalates_but_never_downgrades(tmp_path: Path) -> None:
         events = list(_open(router, "op8", "r1"))
         assert events[-1].WhichOneof("event") == "approval_required"
         # The turn escalates to the operator route.
-        request = router_pb2.ExecuteRequest(
-            thread_id="op8",
-            turn=base_turn(approval_route=common_pb2.APPROVAL_ROUTE_OPERATOR),
-            item=function_item("exec_command", PUSH, "r2"),
-        )
-        stream = router.stub.Execute(request, metadata=_md("agent"), timeout=60)
+        stream = _open(router, "op8", "r2", approval_route=common_pb2.APPROVAL_ROUTE_OPERATOR)
         _, pending = _until_pending(stream)
         _decide(router, pending.approval_id, router_pb2.APPROVAL_DECISION_APPROVED)
         assert completed(list(stream)).output_text.endswith("pushed\n")
 
 
 def test_turn_caller_route_cannot_downgrade_operator(router: Router) -> None:
-    request = router_pb2.ExecuteRequest(
-        thread_id="op9",
-        turn=base_turn(approval_route=common_pb2.APPROVAL_ROUTE_CALLER),
-        item=function_item("exec_command", PUSH, "g1"),
-    )
-    stream = router.stub.Execute(request, metadata=_md("agent"), timeout=60)
+    stream = _open(router, "op9", "g1", approval_route=common_pb2.APPROVAL_ROUTE_CALLER)
     _, pending = _until_pending(stream)
     _decide(router, pending.approval_id, router_pb2.APPROVAL_DECISION_DENIED)
     assert completed(list(stream)).output_text == DENIED_TEXT
