@@ -55,36 +55,45 @@ def _item(name: str, args: dict[str, Any], call_id: str) -> common_pb2.ToolCallI
 _CALLS = itertools.count(1)
 
 
+async def _first_output(
+    start: Callable[[], Any], kind_of: Callable[[Any], str | None], last: str, who: str
+) -> float:
+    """Seconds from `start()` (which opens the stream) to its first `output` event; the
+    stream is read on to its `last` event."""
+    t0 = time.perf_counter()
+    first = None
+    async for message in start():
+        kind = kind_of(message)
+        if kind == "output" and first is None:
+            first = time.perf_counter() - t0
+        elif kind == last:
+            break
+    if first is None:
+        raise RuntimeError(f"{who} streamed no output")
+    return first
+
+
 async def _router_first_byte(stub: Any, turn_pb: Any) -> float:
     request = router_pb2.ExecuteRequest(
         thread_id=router.THREAD, turn=turn_pb,
         item=_item("shell_command", {"command": STREAMING, "login": False}, f"ttfb-{next(_CALLS)}"),
     )  # fmt: skip
-    t0 = time.perf_counter()
-    first = None
-    async for message in stub.Execute(request):
-        kind = message.WhichOneof("event")
-        if kind == "output" and first is None:
-            first = time.perf_counter() - t0
-        elif kind == "completed":
-            break
-    if first is None:
-        raise RuntimeError("router Execute streamed no output")
-    return first
+    return await _first_output(
+        lambda: stub.Execute(request),
+        lambda m: m.WhichOneof("event"),
+        "completed",
+        "router Execute",
+    )
 
 
 async def _exec_first_byte(stub: Any, env: dict[str, str], home: str) -> float:
-    t0 = time.perf_counter()
-    first = None
-    async for message in stub.Start(sg_exec.start_request(["bash", "-c", STREAMING], env, home)):
-        kind = message.event.WhichOneof("event")
-        if kind == "output" and first is None:
-            first = time.perf_counter() - t0
-        elif kind == "closed":
-            break
-    if first is None:
-        raise RuntimeError("ExecService streamed no output")
-    return first
+    request = sg_exec.start_request(["bash", "-c", STREAMING], env, home)
+    return await _first_output(
+        lambda: stub.Start(request),
+        lambda m: m.event.WhichOneof("event"),
+        "closed",
+        "ExecService",
+    )
 
 
 async def _raw_first_byte(env: dict[str, str], home: str) -> float:
