@@ -32,6 +32,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from shellgate.common.process.group_snapshot import stat_fields
+
 _PR_SET_CHILD_SUBREAPER = 36
 # Ended roots stay known this long (in clock ticks), so an orphan seen late is attributed.
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -80,13 +82,9 @@ class ProcStat:
 
 def proc_stat(pid: int) -> ProcStat | None:
     """/proc/<pid>/stat, or None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            text = f.read()
-    except OSError:
+    fields = stat_fields(pid)
+    if fields is None:
         return None
-    # The command name may hold spaces and parentheses: the fields follow the last ')'.
-    fields = text.rsplit(")", 1)[1].split()
     return ProcStat(pid, fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
 
 
