@@ -24,7 +24,7 @@ from shellgate.v1 import router_pb2, router_pb2_grpc
 
 from tests.child import stop_child
 from tests.execserver_harness import Daemon, daemon_subprocess
-from tests.integration.shared_support import REDIS_SERVER, free_port
+from tests.integration.shared_support import REDIS_SERVER, free_port, seal_key_file
 
 __all__ = ["Fleet", "RedisProcess", "Replica", "fleet", "start_router_process"]
 
@@ -180,6 +180,7 @@ def _config_text(fleet_dir: Path, redis_url: str, daemons: Sequence[Daemon], ext
     rules.mkdir(exist_ok=True)
     lines = [
         f'redis_url = "{redis_url}"',
+        f'shared_state_key_file = "{seal_key_file(fleet_dir)}"',
         "local_environment = true",
         f'local_cwd = "{fleet_dir}"',
         f'rules_dirs = ["{rules}"]',

@@ -9,10 +9,13 @@ import contextlib
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
+from shellgate.router.runtime.store.record_seal import RecordSeal
 from shellgate.router.service.config import RouterConfig
 
 from tests.router_harness import Router, running_router
@@ -62,8 +65,26 @@ def redis_server() -> Iterator[str]:
             proc.wait()
 
 
+# The replicas' seal key (shared_state_key_file): one per test run, as a fleet shares one.
+_SEAL_DIR = Path(tempfile.mkdtemp(prefix="shellgate-seal-"))
+SEAL_KEY = "test-seal-key-" + "0123456789abcdef" * 2
+
+
+TEST_SEAL = RecordSeal(SEAL_KEY.encode())
+
+
+def seal_key_file(folder: Path | None = None) -> Path:
+    """A 0600 `shared_state_key_file` in `folder` (default: the run's shared one)."""
+    path = (folder or _SEAL_DIR) / "seal.key"
+    if not path.exists():
+        path.write_text(SEAL_KEY + "\n")
+        path.chmod(0o600)
+    return path
+
+
 @contextlib.contextmanager
 def shared_router(config: RouterConfig, redis_url: str) -> Iterator[Router]:
     """A real router whose thread state lives in Redis (`redis_url`)."""
-    with running_router(replace(config, redis_url=redis_url)) as router:
+    shared = replace(config, redis_url=redis_url, shared_state_key_file=str(seal_key_file()))
+    with running_router(shared) as router:
         yield router

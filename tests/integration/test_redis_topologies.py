@@ -22,7 +22,7 @@ from shellgate.router.runtime.store.redis_bus import RedisBus
 from shellgate.router.runtime.store.redis_state import RedisSharedState
 from shellgate.router.runtime.store.shared_state import PendingRecord, SessionRecord
 
-from tests.integration.shared_support import REDIS_SERVER, free_port
+from tests.integration.shared_support import REDIS_SERVER, TEST_SEAL, free_port
 
 REDIS_CLI = shutil.which("redis-cli")
 pytestmark = pytest.mark.skipif(
@@ -135,7 +135,7 @@ def test_cluster(tmp_path: Path) -> None:
 
         async def main() -> None:
             url = f"redis+cluster://127.0.0.1:{ports[1]}"
-            store = RedisSharedState.from_url(url, idle_ttl_ms=60_000)
+            store = RedisSharedState.from_url(url, idle_ttl_ms=60_000, seal=TEST_SEAL)
             try:
                 await exercise(store)
                 await bus_round_trip(store)
@@ -181,7 +181,7 @@ def test_sentinel(tmp_path: Path) -> None:
 
             async def main() -> None:
                 url = f"redis+sentinel://127.0.0.1:{sentinel}/shellgate/0"
-                store = RedisSharedState.from_url(url, idle_ttl_ms=60_000)
+                store = RedisSharedState.from_url(url, idle_ttl_ms=60_000, seal=TEST_SEAL)
                 try:
                     await bus_round_trip(store)
                     await exercise(store)

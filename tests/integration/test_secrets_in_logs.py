@@ -17,7 +17,7 @@ import grpc
 import pytest
 from shellgate.v1 import router_pb2, router_pb2_grpc
 
-from tests.integration.shared_support import free_port, wait_listening
+from tests.integration.shared_support import free_port, seal_key_file, wait_listening
 from tests.router_harness import function_item, turn
 
 TOKEN = "tok-planted-8d2c41f07a"
@@ -57,6 +57,7 @@ def test_no_planted_secret_in_any_log_line_or_audit_record(tmp_path: Path) -> No
         (tmp_path / "redis.url").write_text(f"redis://:{REDIS_PASSWORD}@127.0.0.1:{redis_port}/0\n")
         (tmp_path / "router.toml").write_text(
             f'token_file = "{tmp_path}/tokens"\nredis_url_file = "{tmp_path}/redis.url"\n'
+            f'shared_state_key_file = "{seal_key_file(tmp_path)}"\n'
             f'rules_dirs = ["{rules}"]\naudit_log = "{audit}"\nlocal_cwd = "{tmp_path}"\n'
             f'metrics_listen = "127.0.0.1:{free_port()}"\n'
             f'metrics_token_file = "{tmp_path}/metrics.token"\n'

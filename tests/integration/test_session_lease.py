@@ -15,7 +15,7 @@ from shellgate.router.runtime.store.redis_state import WAITER_TTL_MS, RedisShare
 from shellgate.router.runtime.store.session_lease import SessionBusyError, SessionLease
 from shellgate.router.runtime.store.shared_state import SessionRecord
 
-from tests.integration.shared_support import REDIS_SERVER, redis_server
+from tests.integration.shared_support import REDIS_SERVER, TEST_SEAL, redis_server
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -39,7 +39,7 @@ def record(consumed_seq: int) -> SessionRecord:
 
 def test_lease_and_compare_and_set(redis_url: str) -> None:
     async def scenario() -> None:
-        store = RedisSharedState.from_url(redis_url, idle_ttl_ms=60_000)
+        store = RedisSharedState.from_url(redis_url, idle_ttl_ms=60_000, seal=TEST_SEAL)
         try:
             await store.ensure_thread(THREAD, "g1")
             await store.put_session(THREAD, record(0))

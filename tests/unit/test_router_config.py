@@ -13,6 +13,7 @@ listen = "127.0.0.1:50051"
 token_file = "/etc/shellgate/tokens"
 rules_dirs = ["/etc/shellgate/rules"]
 redis_url = "redis://127.0.0.1:6379/0"
+shared_state_key_file = "/etc/shellgate/seal.key"
 metrics_listen = "127.0.0.1:9464"
 health_listen = "0.0.0.0:50061"
 
@@ -92,14 +93,42 @@ def test_a_discovery_only_router_is_a_valid_config() -> None:
     assert config.environments == () and config.discovery[0].id_prefix == "n"
 
 
+KEY = {"shared_state_key_file": "/etc/shellgate/seal.key"}
+
+
 def test_redis_url_file_holds_the_url_and_is_masked(tmp_path: Path) -> None:
     url_file = tmp_path / "url"
     url_file.write_text("redis://:pw@redis.example:6379/0\n")
-    config = parse_config({"redis_url_file": str(url_file)})
+    config = parse_config({"redis_url_file": str(url_file), **KEY})
     assert config.shared_store_url() == "redis://:pw@redis.example:6379/0"
     assert str(url_file) in config.secret_files()
-    assert parse_config({"redis_url": "redis://x:1/0"}).shared_store_url() == "redis://x:1/0"
+    assert KEY["shared_state_key_file"] in config.secret_files()
+    assert parse_config({"redis_url": "redis://x:1/0", **KEY}).shared_store_url() == "redis://x:1/0"
     assert parse_config({}).shared_store_url() == ""
+
+
+@pytest.mark.parametrize("store", [{"redis_url": "redis://x:1/0"}, {"redis_url_file": "/f"}])
+def test_a_shared_store_needs_the_seal_key(store: dict[str, str]) -> None:
+    with pytest.raises(ConfigError, match="shared_state_key_file: required with a shared store"):
+        parse_config(store)
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "problem"),
+    [(None, 0o600, "cannot read"), ("short\n", 0o600, "needs at least 16 bytes"),
+     ("k" * 32, 0o644, "readable by every user")],
+)  # fmt: skip
+def test_a_bad_seal_key_file_is_refused(
+    tmp_path: Path, content: str | None, mode: int, problem: str
+) -> None:
+    from shellgate.router.runtime.store.record_seal import load_seal_key
+
+    path = tmp_path / "seal.key"
+    if content is not None:
+        path.write_text(content)
+        path.chmod(mode)
+    with pytest.raises(ConfigError, match=f"shared_state_key_file: {problem}"):
+        load_seal_key(str(path))
 
 
 @pytest.mark.parametrize("content", [None, "  \n"])
@@ -107,7 +136,7 @@ def test_an_unreadable_or_empty_redis_url_file_is_refused(tmp_path: Path, conten
     url_file = tmp_path / "url"
     if content is not None:
         url_file.write_text(content)
-    config = parse_config({"redis_url_file": str(url_file)})
+    config = parse_config({"redis_url_file": str(url_file), **KEY})
     with pytest.raises(ConfigError, match="redis_url_file"):
         config.shared_store_url()
 

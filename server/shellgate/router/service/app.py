@@ -38,6 +38,7 @@ from shellgate.router.runtime.registry import (
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.remote.fs import RemoteFileSystem
 from shellgate.router.runtime.store.monitor import StoreMonitor
+from shellgate.router.runtime.store.record_seal import RecordSeal, load_seal_key
 from shellgate.router.runtime.tally import StateLimits
 from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
 from shellgate.router.service.admission import Admission
@@ -170,10 +171,12 @@ class RouterApp:
             # Imported only when configured: redis is an optional dependency.
             from shellgate.router.runtime.store.redis_state import RedisSharedState
 
+            seal = self._record_seal(config)
             try:
                 shared = RedisSharedState.from_url(
                     redis_url,
                     idle_ttl_ms=config.limits.thread_idle_ttl_ms,
+                    seal=seal,
                     prefix=config.redis_key_prefix,
                 )
             except ValueError as exc:
@@ -215,8 +218,9 @@ class RouterApp:
             self.threads.attach_bus(self.bus)
             if self.policy_store is not None:
                 SharedAmendments(
-                    shared.client, prefix=shared.prefix, bus=self.bus, store=self.policy_store
-                )
+                    shared.client, prefix=shared.prefix, bus=self.bus, store=self.policy_store,
+                    seal=shared.seal,
+                )  # fmt: skip
         limits = config.limits
         self.execute_admission = Admission(
             "Execute",
@@ -250,11 +254,28 @@ class RouterApp:
             config, instance_id=self.instance_id, auth=self.auth, metrics=self.metrics,
             audit=self.audit_sink, redactor=self.redactor,
             redis=(
-                (shared.client, shared.prefix, self.bus, shared.monitor)
+                (shared.client, shared.prefix, self.bus, shared.monitor, shared.seal)
                 if shared and self.bus else None
             ),
         )  # fmt: skip
         self.operator_desk: OperatorDesk = self.operator.desk
+
+    def _record_seal(self, config: RouterConfig) -> RecordSeal:
+        """The seal of what grants in the shared store; a refused record is logged and
+        audited (who could write Redis tried to grant something)."""
+        seal = RecordSeal(load_seal_key(config.shared_state_key_file))
+        sink = self.audit
+
+        def refused(what: str, where: dict[str, str]) -> None:
+            log.warning(
+                "refused a forged %s from the shared store (its seal does not verify): %s",
+                what, where,
+            )  # fmt: skip
+            if sink is not None:
+                sink.record({"type": "shared_state_refused", "record": what, **where})
+
+        seal.on_forged = refused
+        return seal
 
     def _observe(self) -> None:
         """Feed the metrics: decisions (with the audit log), reloads, state gauges."""

@@ -175,6 +175,10 @@ class RouterConfig:
     # Secret, so no credential sits in the configuration; exclusive with redis_url.
     redis_url_file: str = ""
     redis_key_prefix: str = "shellgate:"
+    # The replicas' own secret (first line, >= 16 bytes; Redis never holds it): what grants
+    # and is read back from Redis (approvals, grants, amendments) is sealed with it.
+    # Required with redis_url / redis_url_file.
+    shared_state_key_file: str = ""
     # Exec-server daemons discovered through DNS (one environment per resolved address).
     discovery: tuple[DnsDiscoveryConfig, ...] = ()
     # Every remote environment is health-checked this often (ListEnvironments reports the
@@ -218,6 +222,7 @@ class RouterConfig:
     def secret_files(self) -> tuple[str, ...]:
         """Files that hold the router's credentials, masked inside every sandbox."""
         files = [self.source_file, self.token_file, self.tls_key_file, self.redis_url_file]
+        files += [self.shared_state_key_file]
         files += [self.metrics_token_file, self.metrics_tls_key_file, self.audit_log]
         files += [self.console_tls_key_file, self.approvals.webhook.secret_file]
         files += self.redact_values_files
@@ -285,6 +290,12 @@ class RouterConfig:
         self.approvals.validate()
         if self.redis_url and self.redis_url_file:
             raise ConfigError("redis_url_file", "redis_url and redis_url_file are exclusive: set one")
+        if (self.redis_url or self.redis_url_file) and not self.shared_state_key_file:
+            raise ConfigError(
+                "shared_state_key_file",
+                "required with a shared store: a secret file of the replicas (not in Redis) "
+                "that seals approvals, grants and amendments (e.g. `openssl rand -hex 32`)",
+            )
         self._validate_console()
 
     @property

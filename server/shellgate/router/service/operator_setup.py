@@ -22,6 +22,7 @@ from shellgate.router.service.redaction import Redactor
 
 if TYPE_CHECKING:
     from shellgate.router.runtime.store.monitor import StoreMonitor
+    from shellgate.router.runtime.store.record_seal import RecordSeal
     from shellgate.router.runtime.store.redis_bus import RedisBus
 
 __all__ = ["OperatorRoute", "build_operator_route"]
@@ -49,17 +50,17 @@ def build_operator_route(
     metrics: Metrics,
     audit: AuditSink | None,
     redactor: Redactor | None,
-    redis: tuple[Any, str, RedisBus, StoreMonitor] | None,
+    redis: tuple[Any, str, RedisBus, StoreMonitor, RecordSeal] | None,
 ) -> OperatorRoute:
     """The operator route of one router; `redis` = (client, key prefix, bus, the store's
-    monitor) in scaled mode."""
+    monitor, the records' seal) in scaled mode."""
     approvals_config = config.approvals
     board: OperatorBoard
     if redis is not None:
         from shellgate.router.runtime.store.redis_board import RedisBoard
 
-        client, prefix, bus, monitor = redis
-        board = RedisBoard(client, prefix=prefix, bus=bus, monitor=monitor)
+        client, prefix, bus, monitor, seal = redis
+        board = RedisBoard(client, prefix=prefix, bus=bus, seal=seal, monitor=monitor)
     else:
         board = InMemoryBoard()
     settings = OperatorSettings(

@@ -5,7 +5,8 @@ An `approved_with_amendment` decision appends its prefix rule to the approving r
 the replica bus makes every replica re-read the list, and each replica also re-reads it
 when its subscription (re)starts and every `redis_bus.REFRESH_S` seconds. The list is
 applied on top of the rules files (`PolicyStore.set_shared_prefix_rules`), so a replica
-started later, or restarted, loads every amendment from Redis at start.
+started later, or restarted, loads every amendment from Redis at start. Each item carries
+a `RecordSeal` over its rule: an item pushed by anyone but a replica is refused and reported.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, cast
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
+from shellgate.router.runtime.store.record_seal import RecordSeal
 from shellgate.router.runtime.store.redis_bus import RedisBus
 from shellgate.router.service.rules_store import PolicyStore
 
@@ -33,9 +35,18 @@ class SharedAmendments:
     """Publishes approved prefix rules to Redis and applies the list to a PolicyStore."""
 
     def __init__(
-        self, client: Redis | RedisCluster, *, prefix: str, bus: RedisBus, store: PolicyStore
+        self,
+        client: Redis | RedisCluster,
+        *,
+        prefix: str,
+        bus: RedisBus,
+        store: PolicyStore,
+        seal: RecordSeal,
     ) -> None:
         self._r = client
+        self._seal = seal
+        # Items already reported as forged (each periodic refresh would report them again).
+        self._reported: set[bytes] = set()
         self.key = f"{prefix}amendments"
         self._bus = bus
         self._store = store
@@ -46,7 +57,9 @@ class SharedAmendments:
         """Store an approved prefix rule for every replica and tell them (best effort:
         the approving replica already applied it and wrote it to its rules file)."""
         try:
-            await cast(Awaitable[Any], self._r.rpush(self.key, json.dumps(list(prefix))))
+            rule = json.dumps(list(prefix), separators=(",", ":"))
+            item = json.dumps({"rule": rule, "seal": self._seal.seal("amendment", rule)})
+            await cast(Awaitable[Any], self._r.rpush(self.key, item))
         except (RedisError, OSError) as exc:
             _log.warning("amendment %s not shared (Redis): %s", list(prefix), exc)
             return
@@ -63,12 +76,21 @@ class SharedAmendments:
             return
         rules: list[tuple[str, ...]] = []
         for item in raw:
-            try:
-                value = json.loads(item)
-            except ValueError:
-                value = None
+            value = self._unsealed(item)
             if isinstance(value, list) and value and all(isinstance(t, str) for t in value):
                 rules.append(tuple(value))
-            else:
-                _log.warning("ignored a malformed shared amendment: %r", item[:200])
         self._store.set_shared_prefix_rules(rules)
+
+    def _unsealed(self, item: bytes) -> object:
+        """The rule of an item whose seal verifies; None (reported) otherwise."""
+        try:
+            wrapper = json.loads(item)
+            rule, seal = str(wrapper["rule"]), str(wrapper["seal"])
+        except (ValueError, KeyError, TypeError):
+            rule, seal = "", ""
+        if not self._seal.verify(seal, "amendment", rule):
+            if item not in self._reported and len(self._reported) < MAX_SHARED_AMENDMENTS:
+                self._reported.add(item)
+                self._seal.forged("shared amendment", item=item[:200].decode(errors="replace"))
+            return None
+        return json.loads(rule)

@@ -7,6 +7,12 @@ status, decision, operator, deadline). In Redis Cluster all of them hash to one 
 each Lua script below declares both keys in KEYS and stays atomic on that slot.
 A settle is announced with the replica-bus notice `approval_settled`; the waiting replica
 also re-reads its entry every `[approvals] poll_ms` in case the notice is lost.
+
+Both halves of an entry are sealed (`record_seal`): the view with its replica at post, the
+decision (status, decision, operator) bound to the approval id and the view it settles.
+An entry whose view seal fails is refused (it does not exist for operators or the waiting
+call); a settle whose seal fails is refused, reported and undone, so the entry waits for
+a real operator again.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis, RedisCluster
@@ -27,6 +34,8 @@ from shellgate.router.runtime.store.operator_board import (
     BoardEntry,
     Settle,
 )
+from shellgate.router.runtime.store.record_seal import RecordSeal
+from shellgate.router.runtime.store.record_seal import digest as record_digest
 from shellgate.router.runtime.store.redis_bus import RedisBus
 
 __all__ = ["SETTLED_NOTICE", "RedisBoard"]
@@ -35,18 +44,18 @@ SETTLED_NOTICE = "approval_settled"
 T = TypeVar("T")
 
 
-# KEYS: the entry, the index. ARGV: id, view JSON, replica, deadline_ms, ttl_ms.
+# KEYS: the entry, the index. ARGV: id, view JSON, replica, deadline_ms, ttl_ms, seal.
 _POST = """
 redis.call('HSET', KEYS[1], 'view', ARGV[2], 'replica', ARGV[3], 'status', 'pending',
-           'deadline', ARGV[4])
+           'deadline', ARGV[4], 'seal', ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 return 1
 """
 
 # KEYS: the entry, the index. ARGV: id, status, decision, operator, now_ms ('' = no
-# deadline check). Returns 'ok', 'missing', or the status that stands ('decided',
-# 'expired'); the entry leaves the index once settled.
+# deadline check), the decision's seal. Returns 'ok', 'missing', or the status that stands
+# ('decided', 'expired'); the entry leaves the index once settled.
 _SETTLE = """
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return 'missing' end
@@ -54,9 +63,21 @@ if status ~= 'pending' then return status end
 if ARGV[5] ~= '' and tonumber(ARGV[5]) >= tonumber(redis.call('HGET', KEYS[1], 'deadline')) then
   return 'expired'
 end
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'decision', ARGV[3], 'operator', ARGV[4])
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'decision', ARGV[3], 'operator', ARGV[4],
+           'dseal', ARGV[6])
 redis.call('ZREM', KEYS[2], ARGV[1])
 return 'ok'
+"""
+
+# KEYS: the entry, the index. ARGV: id, the refused decision seal. Puts a settle whose
+# seal failed back to pending (unless it changed meanwhile) and into the index.
+_UNSETTLE = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or status == 'pending' then return 0 end
+if (redis.call('HGET', KEYS[1], 'dseal') or '') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'pending', 'decision', '', 'operator', '', 'dseal', '')
+redis.call('ZADD', KEYS[2], redis.call('HGET', KEYS[1], 'deadline'), ARGV[1])
+return 1
 """
 
 
@@ -73,6 +94,7 @@ class RedisBoard:
         *,
         prefix: str,
         bus: RedisBus,
+        seal: RecordSeal,
         monitor: StoreMonitor | None = None,
     ) -> None:
         # The shared store's monitor: a failed board operation counts as the store being
@@ -84,6 +106,8 @@ class RedisBoard:
         self._bus = bus
         self._post = client.register_script(_POST)
         self._settle = client.register_script(_SETTLE)
+        self._unsettle = client.register_script(_UNSETTLE)
+        self._seal = seal
         self._events: dict[str, asyncio.Event] = {}
         bus.on_notice(SETTLED_NOTICE, self._wake_all)
 
@@ -103,6 +127,7 @@ class RedisBoard:
         if self._monitor is not None:
             self._monitor.succeeded()
         return value
+
     async def _wake_all(self) -> None:
         for event in self._events.values():
             event.set()
@@ -111,18 +136,52 @@ class RedisBoard:
         """Publish a new pending approval (TTL: deadline plus the tombstone)."""
         view = entry.view
         ttl_ms = max(view.deadline_ms - view.created_at_ms, 1) + TOMBSTONE_MS
+        text = view_to_json(view)
+        seal = self._seal.seal("board.view", view.approval_id, text, entry.replica)
         await self._guarded(
             "post",
             self._post(
                 keys=[self._key(view.approval_id), self._index],
-                args=[view.approval_id, view_to_json(view), entry.replica, view.deadline_ms, ttl_ms],
+                args=[view.approval_id, text, entry.replica, view.deadline_ms, ttl_ms, seal],
             ),
         )
 
+    def _decision_seal(self, approval_id: str, view: str, status: str, decision: str,
+                       operator: str) -> str:  # fmt: skip
+        return self._seal.seal(
+            "board.decision", approval_id, record_digest(view), status, decision, operator
+        )
+
     async def get(self, approval_id: str) -> BoardEntry | None:
-        """The entry, or None."""
+        """The entry whose seals verify, or None (a forged view is no entry)."""
         raw = await self._guarded("get", self._r.hgetall(self._key(approval_id)))
-        return _entry(raw)
+        fields = {_text(k): _text(v) for k, v in raw.items()}
+        if "view" not in fields:
+            return None
+        view, replica = fields["view"], fields.get("replica", "")
+        if not self._seal.verify(fields.get("seal"), "board.view", approval_id, view, replica):
+            self._seal.forged("operator approval view", approval_id=approval_id)
+            return None
+        entry = _entry(fields)
+        if entry.status == PENDING:
+            return entry
+        if self._seal.verify(
+            fields.get("dseal"), "board.decision",
+            approval_id, record_digest(view), entry.status, entry.decision, entry.operator,
+        ):  # fmt: skip
+            return entry
+        self._seal.forged(
+            "operator decision", approval_id=approval_id, claimed_operator=entry.operator,
+            claimed_decision=entry.decision,
+        )  # fmt: skip
+        await self._guarded(
+            "get",
+            self._unsettle(
+                keys=[self._key(approval_id), self._index],
+                args=[approval_id, fields.get("dseal", "")],
+            ),
+        )
+        return replace(entry, status=PENDING, decision="", operator="")
 
     async def pending(self, now_ms: int) -> list[BoardEntry]:
         """Pending entries before their deadline, oldest first (past ones pruned)."""
@@ -142,10 +201,15 @@ class RedisBoard:
         self, approval_id: str, status: str, decision: str, operator: str, now_ms: int | None
     ) -> Settle:
         """Settle once (atomic on the approvals slot), then tell every replica."""
+        view = await self._guarded("settle", self._r.hget(self._key(approval_id), "view"))
+        if view is None:
+            return Settle("missing")
+        seal = self._decision_seal(approval_id, _text(view), status, decision, operator)
         script = self._settle(
             keys=[self._key(approval_id), self._index],
-            args=[approval_id, status, decision, operator, "" if now_ms is None else now_ms],
-        )
+            args=[approval_id, status, decision, operator, "" if now_ms is None else now_ms,
+                  seal],
+        )  # fmt: skip
         outcome = _text(await self._guarded("settle", script))
         if outcome == "ok":
             await self._bus.notice(SETTLED_NOTICE)
@@ -169,14 +233,11 @@ class RedisBoard:
         event.clear()
 
 
-def _entry(raw: dict[Any, Any]) -> BoardEntry | None:
-    fields = {_text(k): v for k, v in raw.items()}
-    if "view" not in fields:
-        return None
+def _entry(fields: dict[str, str]) -> BoardEntry:
     return BoardEntry(
         view=view_from_json(fields["view"]),
-        replica=_text(fields.get("replica")),
-        status=_text(fields.get("status")) or PENDING,
-        decision=_text(fields.get("decision")),
-        operator=_text(fields.get("operator")),
+        replica=fields.get("replica", ""),
+        status=fields.get("status") or PENDING,
+        decision=fields.get("decision", ""),
+        operator=fields.get("operator", ""),
     )

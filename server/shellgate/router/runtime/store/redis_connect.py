@@ -78,11 +78,13 @@ def _credentials(creds: str) -> dict[str, Any]:
     return out
 
 
-def _common(timeout_ms: int) -> dict[str, Any]:
+def _common(timeout_ms: int, *, tcp: bool = True) -> dict[str, Any]:
+    # TCP keepalive is a TCP socket option: redis-py's unix-socket connection refuses it.
+    keepalive: dict[str, Any] = {"socket_keepalive": True} if tcp else {}
     return {
+        **keepalive,
         "socket_timeout": timeout_ms / 1000,
         "socket_connect_timeout": timeout_ms / 1000,
-        "socket_keepalive": True,
         "health_check_interval": HEALTH_CHECK_INTERVAL_S,
         "retry": Retry(ExponentialBackoff(cap=BACKOFF_CAP_S, base=BACKOFF_BASE_S), RETRIES),
     }
@@ -99,7 +101,7 @@ def connect(
     so every replica must publish and subscribe on the same node.
     """
     scheme, creds, hosts, path = _split(url)
-    common = _common(timeout_ms)
+    common = _common(timeout_ms, tcp=scheme != "unix")
     if scheme in _PLAIN_SCHEMES:
         plain = Redis.from_url(url, **common)
         return plain, [], plain

@@ -3,7 +3,8 @@
 Keys live under `{prefix}{<thread id>}:` (the braces keep a thread's keys in one cluster
 slot) and all expire together with the thread's idle TTL, refreshed on every use. A Redis
 error becomes SharedStateUnavailableError (UNAVAILABLE): an approval that cannot be read
-is never treated as granted.
+is never treated as granted. What grants (approved digests, sticky grants, parked calls)
+carries a `RecordSeal`: a record written into Redis by anyone else is refused and reported.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.router.runtime.store.monitor import StoreMonitor
+from shellgate.router.runtime.store.record_seal import RecordSeal
 from shellgate.router.runtime.store.redis_connect import connect
 from shellgate.router.runtime.store.redis_scripts import (
     ACQUIRE_LEASE,
@@ -55,10 +57,12 @@ class RedisSharedState:
         client: Redis | RedisCluster,
         *,
         idle_ttl_ms: int,
+        seal: RecordSeal,
         prefix: str = DEFAULT_PREFIX,
         monitor: StoreMonitor | None = None,
     ) -> None:
         self._r = client
+        self.seal = seal
         self._ttl = int(idle_ttl_ms)
         self._prefix = prefix
         self._touch = client.register_script(TOUCH)
@@ -83,11 +87,17 @@ class RedisSharedState:
 
     @classmethod
     def from_url(
-        cls, url: str, *, idle_ttl_ms: int, prefix: str = DEFAULT_PREFIX, timeout_ms: int = 2_000
+        cls,
+        url: str,
+        *,
+        idle_ttl_ms: int,
+        seal: RecordSeal,
+        prefix: str = DEFAULT_PREFIX,
+        timeout_ms: int = 2_000,
     ) -> RedisSharedState:
         """Connect lazily to a `redis_url` (one server, Sentinel or Cluster: redis_connect)."""
         client, extra, bus = connect(url, timeout_ms=timeout_ms)
-        store = cls(client, idle_ttl_ms=idle_ttl_ms, prefix=prefix)
+        store = cls(client, idle_ttl_ms=idle_ttl_ms, seal=seal, prefix=prefix)
         store._sentinels = extra
         store.bus_client = bus
         return store
@@ -196,42 +206,59 @@ class RedisSharedState:
         await self._run("drop", lambda: _await(self._r.delete(*keys)))
         return sessions, live
 
+    def _approved_member(self, thread_id: str, digest: str) -> str:
+        # The seal binds the digest to its thread: a member copied from another thread, or
+        # a bare digest written by someone else, is no approval.
+        return f"{digest}.{self.seal.seal('approved', thread_id, digest)}"
+
     async def approve(self, thread_id: str, digest: str) -> None:
-        """Record an approval key digest."""
+        """Record an approval key digest (sealed)."""
         key = self.base(thread_id) + "approved"
         pipe = self._r.pipeline(transaction=True)
-        pipe.sadd(key, digest)
+        pipe.sadd(key, self._approved_member(thread_id, digest))
         pipe.pexpire(key, self._ttl)
         await self._run("approve", pipe.execute)
 
     async def is_approved(self, thread_id: str, digest: str) -> bool:
-        """Whether the digest was approved for the session."""
+        """Whether the digest was approved for the session (a forged member is refused)."""
         key = self.base(thread_id) + "approved"
-        return bool(
-            await self._run("approval lookup", lambda: _await(self._r.sismember(key, digest)))
-        )
+        pipe = self._r.pipeline(transaction=False)
+        pipe.sismember(key, self._approved_member(thread_id, digest))
+        pipe.sismember(key, digest)
+        sealed, bare = await self._run("approval lookup", pipe.execute)
+        if not sealed and bare:
+            self.seal.forged("session approval", thread=thread_id, digest=digest)
+        return bool(sealed)
 
     async def set_grant(self, thread_id: str, key: str, value: str) -> None:
-        """Store a sticky grant."""
+        """Store a sticky grant (`<seal>:<value>`)."""
         hkey = self.base(thread_id) + "grants"
+        sealed = f"{self.seal.seal('grant', thread_id, key, value)}:{value}"
         pipe = self._r.pipeline(transaction=True)
-        pipe.hset(hkey, key, value)
+        pipe.hset(hkey, key, sealed)
         pipe.pexpire(hkey, self._ttl)
         await self._run("grant", pipe.execute)
 
     async def grants(self, thread_id: str) -> dict[str, str]:
-        """All sticky grants."""
+        """All sticky grants whose seal verifies (the others are refused and reported)."""
         raw = await self._run(
             "grants", lambda: _await(self._r.hgetall(self.base(thread_id) + "grants"))
         )
-        return {_text(k): _text(v) for k, v in raw.items()}
+        found: dict[str, str] = {}
+        for name, stored in ((_text(k), _text(v)) for k, v in raw.items()):
+            seal, _, value = stored.partition(":")
+            if self.seal.verify(seal, "grant", thread_id, name, value):
+                found[name] = value
+            else:
+                self.seal.forged("sticky grant", thread=thread_id, grant=name)
+        return found
 
     async def put_pending(self, thread_id: str, record: PendingRecord, ttl_ms: int) -> None:
         """Record a pending approval (its own TTL, bounded by the thread's)."""
         b = self.base(thread_id)
         value = json.dumps(
             {"call_id": record.call_id, "instance_id": record.instance_id,
-             "payload": record.payload},
+             "payload": record.payload, "seal": self._pending_seal(thread_id, record)},
             separators=(",", ":"),
         )  # fmt: skip
         pipe = self._r.pipeline(transaction=True)
@@ -252,11 +279,30 @@ class RedisSharedState:
         raw, ttl, _, _ = await self._run("pending", pipe.execute)
         if raw is None:
             return None
-        data = json.loads(raw)
-        return PendingRecord(
-            approval_id, str(data["call_id"]), str(data["instance_id"]),
-            str(data.get("payload", "")), max(0, int(ttl)),
-        )  # fmt: skip
+        try:
+            data = json.loads(raw)
+            record = PendingRecord(
+                approval_id, str(data["call_id"]), str(data["instance_id"]),
+                str(data.get("payload", "")), max(0, int(ttl)),
+            )  # fmt: skip
+            seal = str(data.get("seal", ""))
+        except (ValueError, KeyError, TypeError):
+            record, seal = None, ""
+        if record is None or not self.seal.verify(
+            seal, "pending", *self._pending_fields(thread_id, record)
+        ):
+            # Refused: nothing is resumed from a parked call nobody here parked.
+            self.seal.forged("parked call", thread=thread_id, approval_id=approval_id)
+            return None
+        return record
+
+    @staticmethod
+    def _pending_fields(thread_id: str, record: PendingRecord) -> tuple[str, ...]:
+        return (thread_id, record.approval_id, record.call_id, record.instance_id,
+                record.payload)  # fmt: skip
+
+    def _pending_seal(self, thread_id: str, record: PendingRecord) -> str:
+        return self.seal.seal("pending", *self._pending_fields(thread_id, record))
 
     async def live_pending_ids(self, thread_id: str) -> set[str]:
         """The live pending ids (records expire by themselves; their index entries are pruned)."""
