@@ -65,7 +65,14 @@ def _loopback_router_data(tmp_path: Path, url_file: Path, daemon_port: int) -> d
     assert data["local_environment"] is False and data["redis_url_file"]
     for key in ("tls_cert_file", "tls_key_file", "token_file", "health_listen"):
         data.pop(key)
-    data.update(listen="127.0.0.1:0", local_token=False, redis_url_file=str(url_file))
+    seal = tmp_path / "seal.key"
+    seal.write_text(secrets.token_hex(32) + "\n")
+    seal.chmod(0o600)
+    assert data["shared_state_key_file"]
+    data.update(
+        listen="127.0.0.1:0", local_token=False, redis_url_file=str(url_file),
+        shared_state_key_file=str(seal),
+    )  # fmt: skip
     data["rules_dirs"] = [str(tmp_path / Path(d).name) for d in data["rules_dirs"]]
     for folder in data["rules_dirs"]:
         Path(folder).mkdir(exist_ok=True)
