@@ -8,86 +8,34 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
-import json
 import ssl
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from shellgate.execserver.codex.runner import start_beside
-from shellgate.execserver.codex.ws import CodexWsServer, start_codex_ws
-from shellgate.execserver.server import RunningServer
-from websockets.asyncio.client import ClientConnection, connect
+from shellgate.common.auth import load_tokens
+from shellgate.execserver.codex.ws import start_codex_ws
+from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from tests.certs import make_tls
 from tests.codex_sandbox_wire import codex_sandbox, entry
 from tests.execserver_harness import daemon_config, in_process_daemon
-
-REPLY_TIMEOUT_S = 10
-
-
-class Client:
-    """A JSON-RPC client over one WebSocket, keeping notifications aside."""
-
-    def __init__(self, ws: ClientConnection) -> None:
-        self.ws = ws
-        self.notes: list[dict[str, Any]] = []
-        self._next = 0
-
-    async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Send a request; its whole answer (result or error)."""
-        self._next += 1
-        await self.ws.send(json.dumps({"id": self._next, "method": method, "params": params}))
-        async with asyncio.timeout(REPLY_TIMEOUT_S):
-            while True:
-                message = json.loads(await self.ws.recv())
-                if message.get("id") == self._next:
-                    return dict(message)
-                self.notes.append(message)
-
-    async def until_closed(self, process_id: str) -> list[dict[str, Any]]:
-        """Notifications of one process until its process/closed."""
-        async with asyncio.timeout(REPLY_TIMEOUT_S):
-            while not any(n["method"] == "process/closed" and n["params"]["processId"]
-                          == process_id for n in self.notes):  # fmt: skip
-                self.notes.append(json.loads(await self.ws.recv()))
-        return [n for n in self.notes if n["params"]["processId"] == process_id]
-
-
-def _start(process_id: str, argv: list[str], cwd: Path, **extra: Any) -> dict[str, Any]:
-    return {"processId": process_id, "argv": argv, "cwd": cwd.as_uri(), "env": {},
-            "tty": False, "pipeStdin": False, **extra}  # fmt: skip
-
-
-@contextlib.asynccontextmanager
-async def _daemon_with_codex() -> AsyncIterator[tuple[RunningServer, CodexWsServer]]:
-    config = daemon_config()
-    async with in_process_daemon(config) as running:
-        codex = await start_beside(running, config, "ws://127.0.0.1:0")
-        try:
-            yield running, codex
-        finally:
-            await codex.stop()
-
-
-async def _client(port: int) -> Client:
-    client = Client(await connect(f"ws://127.0.0.1:{port}", compression=None))
-    reply = await client.call("initialize", {"clientName": "test"})
-    assert reply["result"]["sessionId"]
-    await client.ws.send(json.dumps({"method": "initialized", "params": {}}))
-    return client
+from tests.integration.codex_ws_support import (
+    REPLY_TIMEOUT_S,
+    Client,
+    codex_daemon,
+    connect_codex,
+    start_params,
+)
 
 
 def test_handshake_events_and_one_table(tmp_path: Path) -> None:
     """initialize → info with all capabilities false; output pushed with seq from 1."""
 
     async def main() -> None:
-        async with _daemon_with_codex() as (running, codex):
-            client = await _client(codex.port)
+        async with codex_daemon() as (running, codex):
+            client = await connect_codex(codex.port)
             info = (await client.call("environment/info"))["result"]
             assert info["shell"]["path"].startswith("/") and info["cwd"].startswith("file:///")
             assert info["capabilities"] and not any(info["capabilities"].values())
@@ -95,7 +43,7 @@ def test_handshake_events_and_one_table(tmp_path: Path) -> None:
             again = await client.call("initialize", {"clientName": "test"})
             assert again["error"]["code"] == -32600
             argv = ["/bin/sh", "-c", "printf out; printf err >&2; exit 4"]
-            started = await client.call("process/start", _start("p1", argv, tmp_path))
+            started = await client.call("process/start", start_params("p1", argv, tmp_path))
             assert started["result"] == {"processId": "p1", "sandboxType": "none"}
             # The same table the gRPC service serves holds it, under the codex caller.
             assert [p.owner.startswith("codex:") for p in running.table.list("codex-local")] \
@@ -121,8 +69,8 @@ def test_unknown_method_and_unenforceable_requests_are_refused(tmp_path: Path) -
     marker = tmp_path / "ran"
 
     async def main() -> None:
-        async with _daemon_with_codex() as (running, codex):
-            client = await _client(codex.port)
+        async with codex_daemon() as (running, codex):
+            client = await connect_codex(codex.port)
             unknown = await client.call("http/request", {"url": "http://127.0.0.1/"})
             assert unknown["error"]["code"] == -32601
             assert "http/request" in unknown["error"]["message"]
@@ -135,7 +83,7 @@ def test_unknown_method_and_unenforceable_requests_are_refused(tmp_path: Path) -
             for extra in ({"sandbox": unreadable}, {"sandbox": unknown_kind},
                           {"sandbox": {"type": "workspaceWrite"}},
                           {"enforceManagedNetwork": True}):  # fmt: skip
-                refused = await client.call("process/start", _start("p", touch, tmp_path, **extra))
+                refused = await client.call("process/start", start_params("p", touch, tmp_path, **extra))
                 assert refused["error"]["code"] == -32600
                 assert "nothing ran" in refused["error"]["message"]
             fs = await client.call("fs/writeFile", {"path": marker.as_uri(), "dataBase64": "eA==",
@@ -157,9 +105,9 @@ def test_closing_the_connection_kills_its_processes(tmp_path: Path) -> None:
     """A session's processes die with its connection (no orphans)."""
 
     async def main() -> None:
-        async with _daemon_with_codex() as (running, codex):
-            client = await _client(codex.port)
-            await client.call("process/start", _start("s", ["sleep", "60"], tmp_path))
+        async with codex_daemon() as (running, codex):
+            client = await connect_codex(codex.port)
+            await client.call("process/start", start_params("s", ["sleep", "60"], tmp_path))
             (proc,) = running.table.list("codex-local")
             await client.ws.close()
             async with asyncio.timeout(REPLY_TIMEOUT_S):
@@ -184,9 +132,12 @@ def test_readyz_and_wss_bearer_auth(tmp_path: Path) -> None:
             assert running.host_info is not None
             ctx = CodexContext(config, running.table, running.host_info, {})
             with pytest.raises(ValueError, match="loopback only"):
-                await start_codex_ws(ctx, "ws://0.0.0.0:0")
+                await start_codex_ws(ctx, "ws://0.0.0.0:0", tokens=None)
+            with pytest.raises(ValueError, match="needs --token-file"):
+                await start_codex_ws(ctx, "wss://127.0.0.1:0", tokens=None,
+                                     tls_cert=tls.server_cert, tls_key=tls.server_key)  # fmt: skip
             server = await start_codex_ws(
-                ctx, "wss://127.0.0.1:0", token_file=str(tokens),
+                ctx, "wss://127.0.0.1:0", tokens=load_tokens(str(tokens)),
                 tls_cert=tls.server_cert, tls_key=tls.server_key,
             )  # fmt: skip
             try:

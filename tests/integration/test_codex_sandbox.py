@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import base64
 from pathlib import Path
+from typing import Any
 
 import pytest
 from shellgate.common.sandbox import sandbox_unavailable_reason
 
 from tests.codex_sandbox_wire import codex_sandbox, entry
-from tests.integration.test_codex_protocol import Client, _client, _daemon_with_codex, _start
+from tests.integration.codex_ws_support import Client, codex_daemon, connect_codex, start_params
 
 pytestmark = pytest.mark.skipif(
     bool(sandbox_unavailable_reason()), reason=f"no bubblewrap sandbox: {sandbox_unavailable_reason()}"
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.skipif(
 
 async def _run(client: Client, name: str, script: str, cwd: Path, sandbox: object) -> tuple[int, str]:
     """Start `sh -c script` under sandbox; its exit code and its output."""
-    started = await client.call("process/start", _start(name, ["/bin/sh", "-c", script], cwd,
+    started = await client.call("process/start", start_params(name, ["/bin/sh", "-c", script], cwd,
                                                         sandbox=sandbox))  # fmt: skip
     assert started["result"] == {"processId": name, "sandboxType": "linuxSeccomp"}, started
     notes = await client.until_closed(name)
@@ -46,8 +47,8 @@ def test_workspace_write_process_writes_only_in_the_workspace(tmp_path: Path) ->
     sandbox = codex_sandbox(work.as_uri())
 
     async def main() -> None:
-        async with _daemon_with_codex() as (_running, codex):
-            client = await _client(codex.port)
+        async with codex_daemon() as (_running, codex):
+            client = await connect_codex(codex.port)
             code, out = await _run(client, "in", "echo hi > inside.txt && echo ok", work, sandbox)
             assert (code, out) == (0, "ok\n")
             code, _ = await _run(client, "out", f"echo x > {target}", work, sandbox)
@@ -77,13 +78,13 @@ def test_sandboxed_fs_writes_are_confined(tmp_path: Path) -> None:
     sandbox = codex_sandbox(work.as_uri())
     data = base64.b64encode(b"patched\n").decode()
 
-    async def write(client: Client, path: Path, sb: object) -> dict[str, object]:
+    async def write(client: Client, path: Path, sb: object) -> dict[str, Any]:
         return await client.call("fs/writeFile",
                                  {"path": path.as_uri(), "dataBase64": data, "sandbox": sb})  # fmt: skip
 
     async def main() -> None:
-        async with _daemon_with_codex() as (_running, codex):
-            client = await _client(codex.port)
+        async with codex_daemon() as (_running, codex):
+            client = await connect_codex(codex.port)
             assert (await write(client, work / "hello.txt", sandbox))["result"] == {}
             ws_only = codex_sandbox(work.as_uri(), [entry("root", "read"),
                                                    entry("project_roots", "write")])  # fmt: skip

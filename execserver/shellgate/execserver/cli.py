@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import signal
 import sys
@@ -17,6 +18,7 @@ from shellgate.common.cli_options import (
 )
 from shellgate.common.config_schema import ConfigError, log_level
 from shellgate.common.held_env import scrub_and_reexec, take_held
+from shellgate.common.local_token import read_local_token, token_path
 from shellgate.common.log_setup import LOG_FORMAT_HELP, LOG_FORMATS, configure_logging
 from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
@@ -30,16 +32,21 @@ _SERVE_EXAMPLES = """examples:
   shellgate-execserver serve --listen 0.0.0.0:7000 --tls-cert host.pem --tls-key host.key \\
       --token-file /etc/shellgate/tokens
   shellgate-execserver serve --listen 127.0.0.1:7000 --codex-listen ws://127.0.0.1:7001
-  (a router then names it: [[environments]] id = "build", target = "HOST:7000")"""
+  (a router then names it: [[environments]] id = "build", target = "HOST:7000"; Codex's
+   environments.toml: url = "ws://127.0.0.1:7001" and auth_bearer_token = the output of
+   `shellgate-execserver token --port 7001`, see docs/codex.md)"""
 _STDIO_EXAMPLES = """examples:
   shellgate-execserver codex-stdio --config /etc/shellgate/execserver.toml
   # Codex's environments.toml: program = "ssh", args = ["buildhost", "shellgate-execserver", "codex-stdio"]"""
+_TOKEN_EXAMPLES = """examples:
+  shellgate-execserver token --port 7001          # the token itself
+  shellgate-execserver token --port 7001 --path   # the 0600 file holding it"""
 _HASH_EXAMPLES = """examples:
   printf '%s\\n' "$TOKEN" | shellgate-execserver hash-token router-1 >> /etc/shellgate/tokens"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `shellgate-execserver` argument parser (serve, hash-token)."""
+    """The `shellgate-execserver` argument parser (serve, codex-stdio, token, hash-token)."""
     parser = argparse.ArgumentParser(
         prog="shellgate-execserver",
         description="The exec-server daemon: runs a router's commands on this host (or over SSH).",
@@ -63,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--no-local-token", dest="local_token", action="store_false", default=None,
         help="trust every local user: no generated token on a loopback address without "
-        "--token-file or mTLS (default: a random token in a 0600 file, see the docs)",
+        "--token-file or mTLS, for gRPC and --codex-listen ws:// alike (default: a random "
+        "token in a 0600 file, see the docs)",
     )  # fmt: skip
     serve.add_argument("--tls-cert", dest="tls_cert_file", help="server certificate (PEM)")
     serve.add_argument("--tls-key", dest="tls_key_file", help="server key (PEM)")
@@ -72,7 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--root", help="default cwd reported by GetInfo")
     serve.add_argument("--codex-listen", dest="codex_listen",
                        help="also speak Codex's exec-server protocol: ws://127.0.0.1:PORT "
-                       "(loopback, no auth) or wss://HOST:PORT (TLS + --token-file)")
+                       "(loopback; bearer token: --token-file's, else the local token) or "
+                       "wss://HOST:PORT (TLS + --token-file)")  # fmt: skip
+    serve.add_argument("--codex-host", dest="codex_hosts", action="append", default=[],
+                       metavar="NAME", help="a Host name the --codex-listen listener answers "
+                       "to besides its address (repeatable; e.g. the wss:// name on 0.0.0.0)")  # fmt: skip
     serve.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
     serve.add_argument("--log-format", choices=LOG_FORMATS, default="text", help=LOG_FORMAT_HELP)
     stdio = sub.add_parser(
@@ -85,6 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     stdio.add_argument("--config", help="TOML configuration file (backend, limits)")
     stdio.add_argument("--root", help="default cwd reported by environment/info")
     stdio.add_argument("--log-level", default="WARNING", help=LOG_LEVEL_HELP)
+    token = sub.add_parser(
+        "token", help="print the local token a daemon of this user published for a port",
+        description="Print the generated local token of a `shellgate-execserver serve` on "
+        "this machine, by the port of its gRPC or --codex-listen listener (for Codex's "
+        "environments.toml `auth_bearer_token`, or grpcurl).",
+        epilog=_TOKEN_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    token.add_argument("--port", type=int, required=True, help="the listener's port")
+    token.add_argument("--path", action="store_true", help="print the file's path instead")
     hash_token = sub.add_parser(
         "hash-token",
         help="print a token-file line holding a token's SHA-256 instead of the token",
@@ -103,6 +124,18 @@ def _hash_token(subject: str) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     print(hashed_token_line(subject, token))
+    return 0
+
+
+def _print_token(port: int, path: bool) -> int:
+    token = read_local_token("execserver", port)
+    if token is None:
+        print(f"shellgate-execserver token: no token for port {port}: "
+              f"{token_path('execserver', port)} is missing or unreadable (is a "
+              "`shellgate-execserver serve` with a local token listening there, started by "
+              "this user?)", file=sys.stderr)  # fmt: skip
+        return 1
+    print(token_path("execserver", port) if path else token)
     return 0
 
 
@@ -135,6 +168,11 @@ async def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
+    if args.codex_hosts:
+        hosts = (*config.codex_ws.hosts, *args.codex_hosts)
+        config = dataclasses.replace(
+            config, codex_ws=dataclasses.replace(config.codex_ws, hosts=hosts)
+        )
     if config.otel_endpoint:
         try:
             configure_tracing("shellgate-execserver", config.otel_endpoint)
@@ -208,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "hash-token":
         return _hash_token(args.subject)
+    if args.command == "token":
+        return _print_token(args.port, args.path)
     try:
         level = log_level(args.log_level)
     except ConfigError as exc:

@@ -43,6 +43,20 @@ class SshConfig:
 
 
 @dataclass(frozen=True)
+class CodexWsLimits:
+    """The Codex WebSocket listener (`--codex-listen`): the names it answers to, its bounds."""
+
+    # Names the listener may be reached by (the Host header), besides its bind address and,
+    # on loopback, every loopback spelling: any other Host is refused (DNS rebinding).
+    hosts: tuple[str, ...] = ()
+    # A connection that has not finished its opening handshake (and TLS) by then is closed.
+    handshake_timeout_ms: int = 5_000
+    # Connections open at once, and of those not yet authenticated; past either: 503.
+    max_connections: int = 64
+    max_unauthenticated: int = 16
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     """Daemon configuration: listener, credentials, table bounds, retention.
 
@@ -78,6 +92,7 @@ class ServerConfig:
     # Unprivileged user the local backend's commands run as (empty: the daemon's own).
     run_as: str = ""
     ssh: SshConfig = field(default_factory=SshConfig)
+    codex_ws: CodexWsLimits = field(default_factory=CodexWsLimits)
     # Idle/half-open connection reaping and the connection cap (docs/configuration.md).
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     # Root for relative cwds and GetInfo's cwd; empty = the daemon's own cwd.
@@ -146,6 +161,13 @@ SERVER_TABLE = model_of(
         "health_listen": OptionalListenAddress,
         "metrics_listen": OptionalListenAddress,
         "connections": CONNECTIONS_TABLE,
+        "codex_ws": model_of(
+            CodexWsLimits,
+            types={
+                name: PositiveInt
+                for name in ("handshake_timeout_ms", "max_connections", "max_unauthenticated")
+            },
+        ),
         "ssh": model_of(
             SshConfig,
             types={"port": Port, "pool_size": PositiveInt, "channels_per_connection": PositiveInt},

@@ -1,22 +1,24 @@
 """Codex exec-server protocol over WebSocket: one JSON-RPC message per text frame, /readyz.
 
-`ws://` only on loopback (no auth, like Codex's own listener there); anywhere else `wss://`
-with the daemon's TLS certificate and `Authorization: Bearer` checked against its token file.
+`ws://` only on loopback, anywhere else `wss://` with the daemon's TLS certificate. Either way
+the upgrade needs `Authorization: Bearer` (the token file's tokens, else the daemon's local
+token) and a Host and Origin of this listener; `door.py` decides that before any frame.
 """
 
 from __future__ import annotations
 
-import http
 import json
 import logging
 import ssl
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from shellgate.common.auth import Authenticator, load_tokens
-from shellgate.common.errors import UnauthenticatedError
+from shellgate.common.auth import TokenEntry
 from shellgate.common.grpc.listen import is_loopback_host
+from shellgate.common.local_token import LocalToken
+from shellgate.execserver.codex.door import Door, DoorConnection
 from shellgate.execserver.codex.protocol import CodexContext, CodexSession
 from shellgate.execserver.codex.wire import (
     PARSE_ERROR,
@@ -26,15 +28,13 @@ from shellgate.execserver.codex.wire import (
     encode,
     error_response,
 )
+from shellgate.execserver.config import CodexWsLimits
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
-from websockets.http11 import Request, Response
 
 log = logging.getLogger(__name__)
 # Codex's own per-message ceiling.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-LOCAL_CALLER = "codex-local"
 
 
 @dataclass(frozen=True)
@@ -55,27 +55,10 @@ class CodexListen:
         return cls(parts.scheme == "wss", parts.hostname, parts.port)
 
 
-def _auth(listen: CodexListen, token_file: str) -> Authenticator | None:
-    """The bearer check (None on loopback ws://); refuses an unsafe listener."""
-    if not listen.tls:
-        if not is_loopback_host(listen.host):
-            raise ValueError("codex-listen: ws:// is loopback only; use wss:// with --tls-cert")
-        return None
-    if not token_file:
-        raise ValueError("codex-listen: wss:// needs --token-file (bearer tokens)")
-    return Authenticator(load_tokens(token_file), mtls=False)
-
-
 def _ssl_context(cert: str, key: str) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(Path(cert), Path(key))
     return context
-
-
-def _caller(auth: Authenticator | None, headers: Headers) -> str:
-    if auth is None:
-        return LOCAL_CALLER
-    return auth.authenticate({"authorization": headers.get("authorization", "")}, {})
 
 
 @dataclass
@@ -84,39 +67,58 @@ class CodexWsServer:
 
     server: Server
     port: int
+    door: Door
+    # The local token's file published for this port (withdrawn at stop).
+    published: LocalToken | None = field(default=None, repr=False)
 
     async def stop(self) -> None:
         """Close every connection (their sessions kill their processes) and stop listening."""
         self.server.close()
         await self.server.wait_closed()
+        if self.published is not None:
+            self.published.withdraw()
+
+
+def _checked(
+    listen: CodexListen, tokens: Sequence[TokenEntry] | None, tls: tuple[str, str]
+) -> None:
+    if not listen.tls and not is_loopback_host(listen.host):
+        raise ValueError("codex-listen: ws:// is loopback only; use wss:// with --tls-cert")
+    if listen.tls and tokens is None:
+        raise ValueError("codex-listen: wss:// needs --token-file (bearer tokens)")
+    if listen.tls and not all(tls):
+        raise ValueError("codex-listen: wss:// needs --tls-cert and --tls-key")
 
 
 async def start_codex_ws(
-    ctx: CodexContext, url: str, *, token_file: str = "", tls_cert: str = "", tls_key: str = ""
+    ctx: CodexContext,
+    url: str,
+    *,
+    tokens: Sequence[TokenEntry] | None,
+    publish: LocalToken | None = None,
+    tls_cert: str = "",
+    tls_key: str = "",
+    limits: CodexWsLimits | None = None,
 ) -> CodexWsServer:
-    """Listen on `url` (ValueError for an unsafe or malformed one)."""
-    listen = CodexListen.parse(url)
-    auth = _auth(listen, token_file)
-    if listen.tls and not (tls_cert and tls_key):
-        raise ValueError("codex-listen: wss:// needs --tls-cert and --tls-key")
+    """Listen on `url` (ValueError for an unsafe or malformed one).
 
-    def check(connection: ServerConnection, request: Request) -> Response | None:
-        if request.path.split("?", 1)[0] == "/readyz":
-            return connection.respond(http.HTTPStatus.OK, "ok\n")
-        try:
-            _caller(auth, request.headers)
-        except UnauthenticatedError as exc:
-            return connection.respond(http.HTTPStatus.UNAUTHORIZED, f"{exc.message}\n")
-        return None
+    `tokens` are the bearer tokens a connection must present; None (loopback `ws://` only)
+    lets every local user in: the explicit opt-out. `publish`, when given, is written to the
+    token file of the bound port (the generated local token, for `shellgate-execserver token`).
+    """
+    listen = CodexListen.parse(url)
+    _checked(listen, tokens, (tls_cert, tls_key))
+    limits = limits or CodexWsLimits()
+    door = Door(tokens, limits, bind_host=listen.host, tls=listen.tls)
 
     async def handle(connection: ServerConnection) -> None:
-        caller = _caller(auth, connection.request.headers if connection.request else Headers())
+        assert isinstance(connection, DoorConnection) and connection.caller
 
         async def send(message: Message | Encoded) -> None:
             # UTF-8 bytes sent as a text frame: no str round trip for big output chunks.
             await connection.send(encode(message), text=True)
 
-        session = CodexSession(ctx, caller, send)
+        session = CodexSession(ctx, connection.caller, send)
         try:
             async for frame in connection:
                 try:
@@ -131,10 +133,26 @@ async def start_codex_ws(
             await session.close()
 
     server = await serve(
-        handle, listen.host, listen.port, process_request=check, max_size=MAX_MESSAGE_BYTES,
+        handle, listen.host, listen.port, process_request=door.process_request,
+        create_connection=door.connection_class(), max_size=MAX_MESSAGE_BYTES,
+        open_timeout=limits.handshake_timeout_ms / 1000,
         ssl=_ssl_context(tls_cert, tls_key) if listen.tls else None, compression=None,
     )  # fmt: skip
     port = int(next(iter(server.sockets)).getsockname()[1])
-    log.info("codex exec-server protocol listening on %s://%s:%d",
-             "wss" if listen.tls else "ws", listen.host, port)  # fmt: skip
-    return CodexWsServer(server, port)
+    door.bound(port)
+    running = CodexWsServer(server, port, door)
+    scheme = "wss" if listen.tls else "ws"
+    log.info("codex exec-server protocol listening on %s://%s:%d", scheme, listen.host, port)
+    if tokens is None:
+        log.warning("codex listener: no token required (--no-local-token): every local user "
+                    "can run commands as this user through it")  # fmt: skip
+    if publish is not None:
+        try:
+            path = publish.publish(port)
+        except OSError as exc:
+            await running.stop()
+            raise OSError(f"cannot write the codex listener's token file: {exc}") from exc
+        running.published = publish
+        log.info("codex callers authenticate with the token in %s "
+                 "(shellgate-execserver token --port %d)", path, port)  # fmt: skip
+    return running
