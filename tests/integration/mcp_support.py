@@ -21,6 +21,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from shellgate.client.local_token import local_token_path
 
 from tests.child import stop_child
 from tests.integration.test_client_support import router_env
@@ -125,17 +126,30 @@ async def mcp_client(
             yield client
         return
     with http_server(args) as (_, port):
-        async with http_client(f"http://127.0.0.1:{port}/mcp", None, mode, elicit) as client:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with http_client(url, generated_token(port), mode, elicit) as client:
             yield client
+
+
+def generated_token(port: int) -> str:
+    """The bearer token a default `shellgate mcp --http` on `port` generated (its file)."""
+    return local_token_path(port, "mcp").read_text().strip()
 
 
 @contextlib.contextmanager
 def http_server(
-    args: list[str], timeout_s: float = 60.0
+    args: list[str],
+    timeout_s: float = 60.0,
+    *,
+    bind: str = "127.0.0.1",
+    stderr_path: Path | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """`shellgate mcp --http 127.0.0.1:0 --print-port ARGS` as a real process; SIGTERM at exit."""
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
-    proc = subprocess.Popen([*MCP, "--http", "127.0.0.1:0", "--print-port", *args],
+    """`shellgate mcp --http BIND:0 --print-port ARGS` as a real process; SIGTERM at exit.
+
+    Its stderr goes to `stderr_path` when given (else a temporary file).
+    """
+    log = open(stderr_path, "w+b") if stderr_path else tempfile.TemporaryFile()  # noqa: SIM115
+    proc = subprocess.Popen([*MCP, "--http", f"{bind}:0", "--print-port", *args],
                             stdout=subprocess.PIPE, stderr=log, env=router_env())  # fmt: skip
     try:
         assert proc.stdout is not None

@@ -12,7 +12,13 @@ import pytest
 from shellgate.client import AsyncClient, function_call_item, turn_context
 
 from tests.execserver_harness import daemon_subprocess
-from tests.integration.mcp_support import http_client, http_server, stdio_client, text_of
+from tests.integration.mcp_support import (
+    generated_token,
+    http_client,
+    http_server,
+    stdio_client,
+    text_of,
+)
 from tests.integration.test_client_support import router_process
 
 pytestmark = pytest.mark.timeout(90)
@@ -94,7 +100,8 @@ def test_second_environment_is_offered_and_used(two: TwoEnvironments, transport:
                 await exercise(client)
             return
         with http_server(_args(two)) as (_, port):
-            async with http_client(f"http://127.0.0.1:{port}/mcp", None) as client:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with http_client(url, generated_token(port)) as client:
                 await exercise(client)
 
     anyio.run(main)

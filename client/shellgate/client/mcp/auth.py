@@ -65,6 +65,13 @@ class TokenFileVerifier:
             raise ValueError(f"{path}: no token")
         self._entries = tuple(entries)
 
+    @classmethod
+    def single(cls, subject: str, token: str) -> TokenFileVerifier:
+        """The verifier of one token (the generated local one), naming `subject`."""
+        verifier = cls.__new__(cls)
+        verifier._entries = (_Entry(subject, token.encode(), hashed=False),)
+        return verifier
+
     async def verify_token(self, token: str) -> AccessToken | None:
         """The access token naming the subject of `token`, or None for an unknown one."""
         presented = token.strip().encode()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import os
+import signal
 import sys
 
 from shellgate.client.events import Decision
@@ -22,8 +24,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--http-token-file",
         help="bearer tokens HTTP clients must send, `subject token` per line; each subject "
-        "gets its own threads (required off loopback)",
+        "gets its own threads (required off loopback; default on loopback: a generated token)",
     )
+    parser.add_argument(
+        "--no-local-token", dest="local_token", action="store_false",
+        help="with --http on loopback and no --http-token-file: trust every local user, no "
+        "bearer token (default: a random token in a 0600 file, its path printed at start)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--http-host", action="append", default=[], metavar="NAME",
+        help="with --http: another name clients reach it by (its Host header; loopback "
+        "names always pass); a wildcard HOST needs its names here",
+    )  # fmt: skip
     parser.add_argument(
         "--session-idle-timeout", type=float, default=1800.0, metavar="SECONDS",
         help="with --http: end a session (and kill its processes) after this long without "
@@ -67,7 +79,10 @@ def _serve_args(args: argparse.Namespace) -> list[str]:
         out += ["--rules-dir", folder]
     if args.sandbox:
         out += ["--sandbox", args.sandbox]
-    return out
+    from shellgate.client.mcp.embedded import masked_path_args
+
+    # Its sandboxes must not read the HTTP callers' tokens (or this process's other secrets).
+    return out + masked_path_args(args.http_token_file, args.token_file, args.tls_key)
 
 
 def _check(args: argparse.Namespace) -> str | None:
@@ -80,9 +95,15 @@ def _check(args: argparse.Namespace) -> str | None:
             return f"--http: expected HOST:PORT, got {args.http!r}"
         if not is_loopback(host) and not args.http_token_file:
             return "--http off loopback needs --http-token-file (a bearer token)"
+        if host.strip("[]") in ("0.0.0.0", "::") and not args.http_host:
+            return "--http on a wildcard address needs --http-host NAME (each name clients use)"
     if args.router and (args.config or args.rules_dir or args.sandbox):
         return "--config/--rules-dir/--sandbox configure the private router; not with --router"
     return None
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,24 +115,38 @@ def run(args: argparse.Namespace) -> int:
             "shellgate mcp: needs the `mcp` package: pip install 'shellgate[mcp]'", file=sys.stderr
         )
         return 2
-    from shellgate.client.mcp.auth import TokenFileVerifier
     from shellgate.client.mcp.embedded import EmbeddedRouter
+    from shellgate.client.mcp.http import open_http
     from shellgate.client.mcp.serving import serve
 
     problem = _check(args)
     if args.log_level.upper() not in logging.getLevelNamesMapping():
         problem = f"--log-level: not a log level (got {args.log_level!r})"
-    http_tokens = None
-    if problem is None and args.http_token_file:
+    http = None
+    if problem is None and args.http:
+        # Bound (and its token published) before the private router starts: a port in use
+        # fails at once, and the token file's path is known from here on.
         try:
-            http_tokens = TokenFileVerifier(args.http_token_file)
-        except (OSError, ValueError) as exc:
+            http = open_http(args.http, args.http_token_file, local_token=args.local_token,
+                             names=args.http_host)  # fmt: skip
+        except ValueError as exc:
             problem = f"--http-token-file: {exc}"
+        except OSError as exc:
+            problem = f"--http {args.http}: {exc}"
     if problem is not None:
         print(f"shellgate mcp: {problem}", file=sys.stderr)
         return 2
+    if http is not None:
+        # Closed (its token file removed) however this process ends but SIGKILL: SIGTERM,
+        # which uvicorn re-raises after its graceful shutdown, exits like SIGINT does.
+        atexit.register(http.close)
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")  # fmt: skip
+    if http is not None and http.token_path is not None:
+        # The path, never the token: stderr is the MCP client's log of this server.
+        print(f"shellgate mcp: HTTP clients send `Authorization: Bearer <token>`, the token "
+              f"in {http.token_path} (removed at exit)", file=sys.stderr, flush=True)  # fmt: skip
     embedded = None
     target = args.router
     if target is None:
@@ -129,8 +164,7 @@ def run(args: argparse.Namespace) -> int:
         return serve(
             target=target, tls=tls,
             token=token_from_file(args.token_file) if args.token_file else None,
-            http=args.http,
-            http_tokens=http_tokens,
+            http=http,
             print_port=args.print_port, idle_timeout_s=args.session_idle_timeout,
             # A remote router's host has its own directories: its default cwd applies there.
             cwd=args.cwd or (os.getcwd() if embedded is not None else None),

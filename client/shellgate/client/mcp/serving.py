@@ -6,17 +6,16 @@ import anyio
 from mcp.server.stdio import stdio_server
 from shellgate.client.aio import AsyncClient
 from shellgate.client.events import Decision
-from shellgate.client.mcp.auth import TokenFileVerifier
 from shellgate.client.mcp.front import FrontSettings, build_server
-from shellgate.client.mcp.http import serve_http
+from shellgate.client.mcp.http import HttpFront, serve_http
 from shellgate.client.options import TlsOptions
 from shellgate.client.turn import turn_context
 
 
 async def _serve(
-    *, target: str, tls: TlsOptions | None, token: str | None, http: str | None,
-    http_tokens: TokenFileVerifier | None, print_port: bool, idle_timeout_s: float, cwd: str | None,
-    approval_policy: str, fallback: Decision,
+    *, target: str, tls: TlsOptions | None, token: str | None, http: HttpFront | None,
+    print_port: bool, idle_timeout_s: float, cwd: str | None, approval_policy: str,
+    fallback: Decision,
 ) -> None:  # fmt: skip
     async with AsyncClient(target, tls=tls, token=token) as client:
         environments = tuple(await client.list_environments())
@@ -36,8 +35,7 @@ async def _serve(
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
             return
-        host, _, port = http.rpartition(":")
-        await serve_http(server, host, int(port), http_tokens, print_port, idle_timeout_s)
+        await serve_http(server, http, print_port, idle_timeout_s)
 
 
 def serve(**kwargs: object) -> int:
