@@ -2,7 +2,10 @@
 
 Independent of the gRPC listener's `insecure` switch: a non-loopback metrics address needs
 a bearer token file or a TLS certificate (checked by `check_metrics_listen`). The endpoint
-reads one bounded request head and takes no body.
+reads one bounded request head and takes no body. Before anything else a request's `Host`
+and `Origin` must name this listener (`http_guard.HostGuard`: 421 / 403), so a
+DNS-rebinding page cannot read a loopback endpoint from a browser; a wildcard address
+(`0.0.0.0`) has no names of its own and is guarded by its token or TLS alone.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from shellgate.common.grpc.listen import is_loopback_host
+from shellgate.common.http_guard import HostGuard
 
 __all__ = ["MetricsEndpoint", "check_metrics_listen", "start_metrics_server"]
 
@@ -75,6 +79,16 @@ def check_metrics_listen(endpoint: MetricsEndpoint) -> str | None:
     )
 
 
+def _headers(head: bytes, wanted: bytes) -> list[str]:
+    """Every value of header `wanted` (lowercase) in a request head."""
+    values = []
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == wanted:
+            values.append(value.strip().decode("latin-1"))
+    return values
+
+
 def _authorized(head: bytes, token: bytes | None) -> bool:
     if token is None:
         return True
@@ -86,11 +100,36 @@ def _authorized(head: bytes, token: bytes | None) -> bool:
     return False
 
 
+def _refused(head: bytes, guard: HostGuard | None) -> bytes:
+    """The status line refusing a request for another listener or origin (b"": none)."""
+    if guard is None:
+        return b""
+    hosts, origins = _headers(head, b"host"), _headers(head, b"origin")
+    if len(hosts) != 1 or not guard.host_allowed(hosts[0]):
+        return b"421 Misdirected Request"
+    if len(origins) > 1 or not guard.origin_allowed(origins[0] if origins else None):
+        return b"403 Forbidden"
+    return b""
+
+
+@dataclass
+class _Handler:
+    """One listener's request handler; `guard` is set once the port is bound."""
+
+    render: Callable[[], bytes]
+    token: bytes | None
+    guard: HostGuard | None = None
+
+    async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _handle(reader, writer, self.render, self.token, self.guard)
+
+
 async def _handle(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     render: Callable[[], bytes],
     token: bytes | None,
+    guard: HostGuard | None,
 ) -> None:
     try:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
@@ -99,7 +138,9 @@ async def _handle(
         return
     request_line = head.split(b"\r\n", 1)[0].split()
     extra = b""
-    if len(request_line) < 2 or request_line[0] != b"GET" or request_line[1] != b"/metrics":
+    if refused := _refused(head, guard):
+        body, status, ctype = b"unknown host or foreign origin\n", refused, b"text/plain"
+    elif len(request_line) < 2 or request_line[0] != b"GET" or request_line[1] != b"/metrics":
         body, status, ctype = b"not found\n", b"404 Not Found", b"text/plain"
     elif not _authorized(head, token):
         body, status, ctype = b"unauthorized\n", b"401 Unauthorized", b"text/plain"
@@ -121,11 +162,19 @@ async def start_metrics_server(
 ) -> asyncio.Server:
     """Serve `GET /metrics` on the endpoint (the caller ran `check_metrics_listen`)."""
     host, _, port = endpoint.listen.rpartition(":")
-    token = endpoint.token()
-    return await asyncio.start_server(
-        lambda r, w: _handle(r, w, render, token),
+    handler = _Handler(render, endpoint.token())
+    context = endpoint.ssl_context()
+    server = await asyncio.start_server(
+        handler,
         host.strip("[]"),
         int(port),
         limit=MAX_REQUEST_BYTES,
-        ssl=endpoint.ssl_context(),
+        ssl=context,
+        start_serving=False,
     )
+    if host.strip("[]") not in ("", "0.0.0.0", "::"):
+        bound = server.sockets[0].getsockname()[1]
+        handler.guard = HostGuard.serving(host, bound, tls=context is not None)
+    # Serving only now: no request is answered before its guard is in place.
+    await server.start_serving()
+    return server
