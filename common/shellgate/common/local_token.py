@@ -35,6 +35,13 @@ def token_path(daemon: str, port: int) -> Path:
     return runtime_dir() / f"{daemon}-{port}.token"
 
 
+def ensure_runtime_dir() -> Path:
+    """The runtime dir, created 0700 if missing (PermissionError: not this user's folder)."""
+    path = runtime_dir()
+    _private_dir(path)
+    return path
+
+
 def _private_dir(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.lstat()

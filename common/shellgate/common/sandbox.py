@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from shellgate.common.errors import SandboxUnavailableError
+from shellgate.common.protected_names import POINTER_MAX_CHARS, gitdir_target
+from shellgate.common.protected_names import PROTECTED_NAMES as PROTECTED_NAMES  # re-exported
+from shellgate.common.sandbox_masks import mask_args, service_dirs
 from shellgate.common.seccomp import network_filter_path
 
 NETWORK_DISABLED_ENV = "CODEX_SANDBOX_NETWORK_DISABLED"
@@ -53,10 +56,6 @@ class SandboxSpec:
     network_access: bool = False
 
 
-# Names under a writable root that stay read-only, as Codex 0.169 keeps them (observed:
-# `codex sandbox` under workspace-write binds each existing one read-only): repository
-# metadata (hooks run as the user later), agent settings and cloud credentials.
-PROTECTED_NAMES = (".git", ".agents", ".codex", ".aws")
 # Process isolation Codex's bwrap argv also has: a new session (no controlling terminal to
 # inject into), its own PID namespace (the host's processes are invisible and unsignalable,
 # and everything in it dies with the command), its own IPC namespace, no capabilities.
@@ -142,13 +141,10 @@ def _protected_binds(root: str) -> list[str]:
 def _gitdir_target(pointer: str) -> str | None:
     try:
         with open(pointer, encoding="utf-8", errors="replace") as f:
-            first = f.readline(4096).strip()
+            text = f.read(POINTER_MAX_CHARS)
     except OSError:
         return None
-    if not first.startswith("gitdir:"):
-        return None
-    target = first.removeprefix("gitdir:").strip()
-    return os.path.normpath(os.path.join(os.path.dirname(pointer), target))
+    return gitdir_target(pointer, text)
 
 
 def bwrap_argv(
@@ -164,9 +160,10 @@ def bwrap_argv(
 ) -> tuple[tuple[str, ...], dict[str, str]]:
     """The bubblewrap launch argv (for whichever host runs it) and the env additions.
 
-    `masked_paths` (the service's own credentials: token files, TLS keys, its config) read
-    as empty inside the sandbox. `seccomp_path` names the network filter for this host;
-    when given and the network is off, `socket()` fails with EPERM as under Codex.
+    `masked_paths` (the service's own credentials: token files, TLS keys, its config, their
+    folders) read as empty inside the sandbox (`sandbox_masks`). `seccomp_path` names the
+    network filter for this host; when given and the network is off, the filter's socket
+    calls fail with EPERM as under Codex (`seccomp`).
     """
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev"]
     if spec.mode is SandboxMode.WORKSPACE_WRITE:
@@ -178,9 +175,9 @@ def bwrap_argv(
             args += ["--bind-try", root, root]
         for root in spec.writable_roots:
             args += _protected_binds(root)
-    for path in masked_paths:
-        # /dev/null over a file: it exists but reads empty, whatever the command's uid.
-        args += ["--ro-bind-try", "/dev/null", path]
+    # After every bind: a credential inside a writable root stays masked.
+    roots = spec.writable_roots if spec.mode is SandboxMode.WORKSPACE_WRITE else ()
+    args += mask_args(masked_paths, cwd, roots)
     isolation = _ISOLATION if new_session else _ISOLATION[1:]
     args += [*isolation, *(("--proc", "/proc") if mount_proc else ())]
     extra: dict[str, str] = {}
@@ -212,8 +209,8 @@ def wrap_argv(
     Without `bwrap`/`unavailable_reason` this host is probed; a backend that runs
     elsewhere (SSH) passes what it found on its own host and `runs_here=False`: its
     commands get the network namespace but not the seccomp filter, which only a child of
-    this process can open. A `tty` command keeps its terminal as controlling terminal
-    (no new session), so Ctrl-C typed into it still reaches it.
+    this process can open, nor this host's masks. A `tty` command keeps its terminal as
+    controlling terminal (no new session), so Ctrl-C typed into it still reaches it.
     """
     if spec.mode is SandboxMode.NONE:
         return argv, {}
@@ -223,9 +220,11 @@ def wrap_argv(
         raise SandboxUnavailableError(f"sandbox unavailable: {reason or 'bwrap not found'}")
     path = bwrap or shutil.which("bwrap") or "bwrap"
     seccomp = network_filter_path() if runs_here and not spec.network_access else None
+    # This host's token folders, whatever the caller configured (another host has its own).
+    masks = (*service_dirs(), *masked_paths) if runs_here else masked_paths
     return bwrap_argv(
         path, argv, cwd, spec,
-        masked_paths=masked_paths, seccomp_path=seccomp, new_session=not tty,
+        masked_paths=masks, seccomp_path=seccomp, new_session=not tty,
         mount_proc=_local_probe()[1] if runs_here else True,
     )  # fmt: skip
 

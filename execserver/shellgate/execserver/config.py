@@ -129,6 +129,9 @@ class ServerConfig:
     max_pty_rows: int = 1_000
     max_pty_cols: int = 1_000
     shutdown_grace_ms: int = 5_000
+    # More files or folders every local sandbox shows empty, beside the credentials named
+    # here (secret_files) and the token folders (shellgate.common.sandbox_masks).
+    masked_paths: tuple[str, ...] = ()
     # The file this configuration was read from (empty: none); set by load_config.
     source_file: str = ""
 
@@ -143,10 +146,10 @@ class ServerConfig:
         )
 
     def secret_files(self) -> tuple[str, ...]:
-        """Files that hold the daemon's credentials, masked inside every sandbox."""
+        """Files that hold the daemon's credentials (and masked_paths), masked in every sandbox."""
         files = (
             self.source_file, self.token_file, self.tls_key_file, self.ssh.key_file,
-            self.metrics_token_file, self.metrics_tls_key_file,
+            self.metrics_token_file, self.metrics_tls_key_file, *self.masked_paths,
         )  # fmt: skip
         return tuple(dict.fromkeys(f for f in files if f))
 

@@ -2,7 +2,8 @@
 
 A child process, not an in-process router: the client package may not import the router
 (the layering rule), and `shellgate serve` already does everything a router start needs
-(environment scrubbing, sandbox checks, escape reaping, its local token).
+(environment scrubbing, sandbox checks, escape reaping, its local token). Its sandboxes
+mask what this process holds secrets in (`--masked-path`), beside the router's own.
 """
 
 from __future__ import annotations
@@ -38,6 +39,15 @@ def dying_with_parent(argv: Sequence[str], setpriv: str | None) -> list[str]:
     if setpriv is not None:
         return [setpriv, "--pdeathsig", "SIGTERM", "--", *argv]
     return [sys.executable, "-c", _TRAMPOLINE, str(os.getpid()), *argv]
+
+
+def masked_path_args(*paths: str | None) -> list[str]:
+    """`serve --masked-path` arguments: files of this process's secrets (absolute paths)."""
+    out: list[str] = []
+    for path in paths:
+        if path:
+            out += ["--masked-path", os.path.abspath(path)]
+    return out
 
 
 class EmbeddedRouter:

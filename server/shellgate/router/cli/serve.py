@@ -51,6 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         + " (overrides [defaults] permission_profile; default workspace-write, which needs "
         "bubblewrap)",
     )  # fmt: skip
+    parser.add_argument(
+        "--masked-path", action="append", dest="masked_paths", default=[], metavar="PATH",
+        help="a file or folder every sandbox shows empty (repeatable; added to masked_paths)",
+    )  # fmt: skip
     parser.add_argument("--print-port", action="store_true", help="print the bound port first")
     parser.add_argument(
         "--detach", action="store_true",
@@ -83,6 +87,10 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     if args.sandbox is not None:
         defaults = dataclasses.replace(config.defaults, permission_profile=args.sandbox)
         config = dataclasses.replace(config, defaults=defaults)
+    if args.masked_paths:
+        # Added to the file's list, never replacing it: a flag cannot unmask anything.
+        masked = (*config.masked_paths, *(os.path.abspath(p) for p in args.masked_paths))
+        config = dataclasses.replace(config, masked_paths=masked)
     refusal = sandbox_refusal(config)
     if refusal is not None:
         print(f"shellgate serve: {refusal}", file=sys.stderr)

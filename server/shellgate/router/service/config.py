@@ -185,6 +185,7 @@ class RouterConfig:
     # last result; a daemon found down fails calls fast until it answers); 0 = never.
     environment_probe_interval_ms: int = 5_000
     redact_values_files: tuple[str, ...] = ()
+    masked_paths: tuple[str, ...] = ()  # more files/folders every sandbox shows empty
     # Hash-chained audit log of every decision and outcome (docs/operations.md); empty = off.
     audit_log: str = ""
     # Whether audit records carry the command text (redacted); false keeps only its digest.
@@ -220,16 +221,14 @@ class RouterConfig:
         )
 
     def secret_files(self) -> tuple[str, ...]:
-        """Files that hold the router's credentials, masked inside every sandbox."""
-        files = [self.source_file, self.token_file, self.tls_key_file, self.redis_url_file]
-        files += [self.shared_state_key_file]
-        files += [self.metrics_token_file, self.metrics_tls_key_file, self.audit_log]
-        files += [self.console_tls_key_file, self.approvals.webhook.secret_file]
-        files += self.redact_values_files
-        for env in self.environments:
-            files += [env.token_file, env.tls_key_file]
-        for found in self.discovery:
-            files += [found.token_file, found.tls_key_file]
+        """Credential files (the audit log with its rotated PATH.N too) and masked_paths."""
+        files = [self.source_file, self.token_file, self.tls_key_file, self.redis_url_file,
+                 self.shared_state_key_file, self.metrics_token_file, self.metrics_tls_key_file,
+                 self.console_tls_key_file, self.approvals.webhook.secret_file,
+                 *self.redact_values_files, *self.masked_paths,
+                 *(f for r in self.environments for f in (r.token_file, r.tls_key_file)),
+                 *(f for d in self.discovery for f in (d.token_file, d.tls_key_file))]  # fmt: skip
+        files += [self.audit_log, *(f"{self.audit_log}.{n + 1}" for n in range(self.audit_keep))] if self.audit_log else []  # fmt: skip
         return tuple(dict.fromkeys(f for f in files if f))
 
     def shared_store_url(self) -> str:
