@@ -1,4 +1,5 @@
-"""The apply_patch runtime's pure parts: its approval key digest and the patch safety check."""
+"""The apply_patch runtime's pure parts: its approval key digest and the patch safety check
+(the writable roots, and the protected names a sandboxed command could not write either)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 
 import pytest
 from shellgate.router.apply_patch import ApplyPatchAction, MemoryFileSystem, intercept_apply_patch
+from shellgate.router.apply_patch.protected import protected_areas, touches_protected
 from shellgate.router.approval_identity import ApplyPatchApprovalKey
 from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile
 from shellgate.router.runtime.runtimes.apply_patch import (
@@ -84,3 +86,75 @@ def test_patch_safety(
     path: str, profile: SandboxProfile, policy: ApprovalPolicy, check: SafetyCheck
 ) -> None:
     assert assess_patch_safety(_action(path), profile, policy, ROOTS) == check
+
+
+def _patch_of(*hunks: str) -> ApplyPatchAction:
+    patch = "*** Begin Patch\n" + "".join(hunks) + "*** End Patch\n"
+    files = {"/work/a.txt": "a\n", "/work/.git/config": "c\n", "/work/.codex/x": "x\n"}
+    action = intercept_apply_patch(["apply_patch", patch], "/work", MemoryFileSystem(files))
+    assert isinstance(action, ApplyPatchAction), action
+    return action
+
+
+@pytest.mark.parametrize(
+    "hunk",
+    [
+        "*** Add File: .git/hooks/pre-commit\n+x\n",
+        "*** Update File: .git/config\n@@\n-c\n+d\n",
+        "*** Delete File: .codex/x\n",
+        "*** Update File: a.txt\n*** Move to: .agents/a.txt\n@@\n-a\n+b\n",  # move target
+        "*** Update File: .git/config\n*** Move to: b.txt\n@@\n-c\n+d\n",  # move source
+        # A name not there yet is protected too: creating `.git` (or a `.git` file, which
+        # git would follow as a pointer) asks, even in a folder that is no repository.
+        "*** Add File: .aws/credentials\n+k\n",
+        "*** Add File: .git\n+gitdir: /tmp/evil\n",
+        "*** Add File: /tmp/.git/hooks/x\n+x\n",  # under every writable root, /tmp too
+    ],
+)
+def test_a_patch_into_a_protected_name_is_like_one_outside_the_roots(hunk: str) -> None:
+    fs = MemoryFileSystem({"/work/.git/config": "c\n"})
+
+    def areas() -> tuple[str, ...]:
+        return protected_areas(ROOTS, fs)
+
+    action = _patch_of(hunk)
+    ws = SandboxProfile.WORKSPACE_WRITE
+    assert assess_patch_safety(action, ws, ON_REQUEST, ROOTS, protected=areas) == AskUser()
+    rejected = assess_patch_safety(action, ws, NEVER, ROOTS, protected=areas)
+    assert rejected == Reject(PATCH_OUTSIDE_PROJECT)
+    # Full access writes anywhere, so there is nothing to ask.
+    assert assess_patch_safety(action, SandboxProfile.DISABLED, NEVER, ROOTS, protected=areas) == (
+        AutoApprove()
+    )
+
+
+def test_ordinary_and_look_alike_paths_still_apply_without_asking() -> None:
+    fs = MemoryFileSystem({"/work/.git/config": "c\n"})
+    for hunk in ("*** Add File: src/.git-notes\n+x\n", "*** Add File: .github/ci.yml\n+x\n",
+                 "*** Add File: sub/.git/x\n+x\n", "*** Update File: a.txt\n@@\n-a\n+b\n"):  # fmt: skip
+        check = assess_patch_safety(
+            _patch_of(hunk), SandboxProfile.WORKSPACE_WRITE, NEVER, ROOTS,
+            protected=lambda: protected_areas(ROOTS, fs),
+        )  # fmt: skip
+        assert check == AutoApprove(), hunk
+
+
+def test_a_git_pointer_protects_the_folder_it_names() -> None:
+    # A worktree's `.git` file names its gitdir; the sandbox binds that read-only too.
+    fs = MemoryFileSystem({"/work/.git": "gitdir: ../main/.git/worktrees/w\n"})
+    areas = protected_areas(("/work",), fs)
+    assert "/main/.git/worktrees/w" in areas
+    assert "/work/.git" in areas
+    assert touches_protected(["/main/.git/worktrees/w/HEAD"], areas)
+    assert not touches_protected(["/main/src/a.py", "/work/src/a.py"], areas)
+
+
+def test_where_a_write_lands_counts_too() -> None:
+    # `hooks` is a symlink into .git: the text is harmless, the resolved path is not.
+    areas = protected_areas(("/work",), MemoryFileSystem())
+
+    def resolve(path: str) -> str:
+        return path.replace("/work/hooks", "/work/.git/hooks")
+
+    assert touches_protected(["/work/hooks/pre-commit"], areas, resolve)
+    assert not touches_protected(["/work/hooks/pre-commit"], areas)

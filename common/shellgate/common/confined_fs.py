@@ -31,10 +31,20 @@ import platform
 from collections.abc import Iterator
 from functools import cache
 
+from shellgate.common.confined_guard import (
+    Identity,
+    ProtectedPathError,
+    check_dir,
+    check_first_component,
+    check_place,
+    protected_identities,
+)
+
 __all__ = [
     "MAX_REMOVE_DEPTH",
     "ConfinedRoot",
     "PathEscapeError",
+    "ProtectedPathError",
     "current_umask",
     "kernel_resolves_beneath",
     "write_at",
@@ -90,8 +100,11 @@ def _openat2(dir_fd: int, path: str, flags: int, resolve: int) -> int:
     for _ in range(_RETRIES):
         fd = int(
             _libc().syscall(
-                ctypes.c_long(_SYS_OPENAT2), ctypes.c_long(dir_fd), ctypes.c_char_p(raw),
-                ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)),
+                ctypes.c_long(_SYS_OPENAT2),
+                ctypes.c_long(dir_fd),
+                ctypes.c_char_p(raw),
+                ctypes.byref(how),
+                ctypes.c_size_t(ctypes.sizeof(how)),
             )
         )
         if fd >= 0:
@@ -219,13 +232,21 @@ def _parts(rel: str) -> list[str]:
 
 
 class ConfinedRoot:
-    """An open root directory every operation stays beneath (`with`, or close())."""
+    """An open root directory every operation stays beneath (`with`, or close()).
 
-    def __init__(self, path: str, *, use_openat2: bool | None = None) -> None:
+    With `protect` (the default) its protected names stay read-only, as under the sandbox
+    (`confined_guard`): a change there is ProtectedPathError (EROFS).
+    """
+
+    def __init__(self, path: str, *, use_openat2: bool | None = None, protect: bool = True) -> None:
         # use_openat2 None: the kernel's openat2 where it works; False forces the walk.
         self.path = path
         self._kernel = kernel_resolves_beneath() if use_openat2 is None else use_openat2
         self.fd = _open_root(path, self._kernel)
+        self._protect = protect
+        self._protected: frozenset[Identity] = (
+            protected_identities(self.fd, path) if protect else frozenset()
+        )
 
     def close(self) -> None:
         """Release the root's fd."""
@@ -260,8 +281,12 @@ class ConfinedRoot:
             raise PathEscapeError(rel)
         if parts[-1] == "..":
             raise OSError(errno.EINVAL, "path ends in `..`", rel)
+        if self._protect:
+            check_first_component(rel)
         fd = self.open_dir("/".join(parts[:-1]))
         try:
+            # The fd checked is the fd the operation then uses (no window for a swap).
+            check_place(fd, parts[-1], self.fd, self._protected, rel)
             yield fd, parts[-1]
         finally:
             os.close(fd)
@@ -303,7 +328,7 @@ class ConfinedRoot:
     def remove(self, rel: str, *, recursive: bool = False) -> None:
         """Remove a file, symlink or empty directory; with recursive, a whole tree."""
         with self.parent(rel) as (fd, name):
-            _remove_entry(fd, name, recursive, 0)
+            _remove_entry(fd, name, recursive, 0, self._protected)
 
     def rename(self, rel: str, dst_root: ConfinedRoot, dst_rel: str) -> None:
         """Rename rel to dst_rel beneath dst_root, replacing a destination file (os.replace)."""
@@ -344,7 +369,9 @@ def write_at(dir_fd: int, name: str, data: bytes, mode: int | None, temp_prefix:
         raise
 
 
-def _remove_entry(dir_fd: int, name: str, recursive: bool, depth: int) -> None:
+def _remove_entry(
+    dir_fd: int, name: str, recursive: bool, depth: int, protected: frozenset[Identity]
+) -> None:
     # Unlink first and look at the error rather than stat first: a stat would be stale by
     # the time of the act. A racer swapping the entry between a directory and a link makes
     # the loop go round again; each pass acts only on what is in dir_fd at that moment.
@@ -362,7 +389,8 @@ def _remove_entry(dir_fd: int, name: str, recursive: bool, depth: int) -> None:
                     continue  # no longer a directory: unlink it
                 raise
             try:
-                _empty(fd, depth)
+                check_dir(fd, protected, name)
+                _empty(fd, depth, protected)
             finally:
                 os.close(fd)
         try:
@@ -377,11 +405,11 @@ def _remove_entry(dir_fd: int, name: str, recursive: bool, depth: int) -> None:
     raise OSError(errno.EAGAIN, "the entry kept changing while it was removed", name)
 
 
-def _empty(dir_fd: int, depth: int) -> None:
+def _empty(dir_fd: int, depth: int, protected: frozenset[Identity]) -> None:
     if depth >= MAX_REMOVE_DEPTH:
         raise OSError(errno.ENAMETOOLONG, f"tree deeper than {MAX_REMOVE_DEPTH} levels")
     with os.scandir(dir_fd) as entries:
         names = [entry.name for entry in entries]
     for name in names:
         with contextlib.suppress(FileNotFoundError):  # removed by someone else meanwhile
-            _remove_entry(dir_fd, name, True, depth + 1)
+            _remove_entry(dir_fd, name, True, depth + 1, protected)

@@ -15,6 +15,7 @@ from shellgate.router.apply_patch import (
     finish_apply_patch,
 )
 from shellgate.router.apply_patch.paths import is_within
+from shellgate.router.apply_patch.protected import protected_areas, touches_protected
 from shellgate.router.approval_identity import ApplyPatchApprovalKey
 from shellgate.router.output.texts import render_unified_response
 from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile, engine_mode
@@ -82,12 +83,16 @@ def assess_patch_safety(
     policy: ApprovalPolicy,
     roots: Sequence[str],
     resolve: Callable[[str], str] = str,
+    protected: Callable[[], Sequence[str]] = tuple,
 ) -> SafetyCheck:
     """Whether a verified non-empty patch applies, asks, or is rejected (spec 02 §6.4).
 
     `resolve` says where a write to a path really lands (the environment's symlinks): a
     path inside the roots by its text but outside them once resolved is treated like a
-    `../` path (asked or rejected), better than Codex's text-only check.
+    `../` path (asked or rejected), better than Codex's text-only check. `protected` gives
+    the places under the roots the sandbox keeps read-only (`apply_patch.protected`): a
+    patch touching one is treated like a write outside the roots, as Codex treats its
+    read-only subpaths, since a sandboxed command could not write there either.
     """
     # The exec policy's reading of the mode: on-failure rejects like never.
     mode = engine_mode(policy)
@@ -98,11 +103,12 @@ def assess_patch_safety(
         rejection = PATCH_READ_ONLY
     elif profile is SandboxProfile.WORKSPACE_WRITE:
         resolved_roots = [resolve(r) for r in roots]
+        written = action.written_paths()
         inside = all(
             any(is_within(p, r) for r in roots)
             and any(is_within(resolve(p), r) for r in resolved_roots)
-            for p in action.written_paths()
-        )
+            for p in written
+        ) and not touches_protected(written, protected(), resolve)
         rejection = PATCH_OUTSIDE_PROJECT
     else:
         return AutoApprove()
@@ -180,9 +186,10 @@ class ApplyPatchRuntime:
             return Proceed()
         turn = self.request.turn
         fs = self.request.spawner(self.patch.environment_id).filesystem()
+        roots = self.patch.roots
         check = await asyncio.to_thread(
             assess_patch_safety, self.patch.action, turn.permission_profile,
-            turn.approval_policy, self.patch.roots, fs.resolve,
+            turn.approval_policy, roots, fs.resolve, lambda: protected_areas(roots, fs),
         )  # fmt: skip
         match check:
             case AutoApprove():
