@@ -169,7 +169,14 @@ class RouterApp:
         redis_url = config.shared_store_url()
         if redis_url:
             # Imported only when configured: redis is an optional dependency.
-            from shellgate.router.runtime.store.redis_state import RedisSharedState
+            try:
+                from shellgate.router.runtime.store.redis_state import RedisSharedState
+            except ImportError as exc:
+                key = "redis_url_file" if config.redis_url_file else "redis_url"
+                raise ConfigError(
+                    key, f"a shared store needs its extra ({exc.name} is missing): "
+                    "pip install 'shellgate[redis]'",
+                ) from exc  # fmt: skip
 
             seal = self._record_seal(config)
             try:
