@@ -55,9 +55,12 @@ def _one(headers: Headers, name: str) -> str | None:
 
 
 @dataclass
-class _Counts:
+class DoorCounts:
+    """Connections admitted and still open, of those not yet answered, and refused ones."""
+
     open: int = 0
     unauthenticated: int = 0
+    refused: int = 0
     refused_since_log: int = 0
     last_log: float = float("-inf")
 
@@ -75,7 +78,7 @@ class Door:
         self._bind_host = bind_host
         self._tls = tls
         self._guard: HostGuard | None = None
-        self.counts = _Counts()
+        self.counts = DoorCounts()
 
     def bound(self, port: int) -> None:
         """Arm the Host/Origin rule for the bound port."""
@@ -91,6 +94,7 @@ class Door:
             counts.open += 1
             counts.unauthenticated += 1
             return True
+        counts.refused += 1
         counts.refused_since_log += 1
         now = time.monotonic()
         if now - counts.last_log >= _BUSY_LOG_EVERY_S:
@@ -171,11 +175,10 @@ class Door:
             def data_received(self, data: bytes) -> None:
                 if not self.admitted:
                     return  # refused: closing, nothing of it is parsed
-                if self.waiting and self.request is not None:
-                    # Bytes past the request before our answer: not a conforming client,
-                    # and reading on would buffer frames from an unauthenticated peer.
-                    self.transport.abort()
-                    return
+                if self.waiting:
+                    data = self.head_only(data)
+                    if not data:
+                        return
                 super().data_received(data)
 
             def connection_lost(self, exc: Exception | None) -> None:
@@ -196,3 +199,27 @@ class DoorConnection(ServerConnection):
     waiting = False
     # The authenticated caller subject ("" until the door lets it in).
     caller = ""
+    # The request head's blank line was seen; the last bytes before it, while looking.
+    _head_done = False
+    _tail = b""
+
+    def head_only(self, data: bytes) -> bytes:
+        """What of `data` belongs to the request head; a byte past it cuts the connection.
+
+        RFC 6455 §4.1: a client sends nothing after its request until the answer. One that
+        does would have the parser buffer frames (up to 64 MiB) of a peer not yet
+        authenticated, or have them run once it is: it is cut off instead, whether those
+        bytes come in the request's own read or a later one.
+        """
+        if not self._head_done:
+            seen = self._tail + data
+            end = seen.find(b"\r\n\r\n")
+            if end < 0:
+                self._tail = seen[-3:]
+                return data
+            self._head_done = True
+            cut = end + 4 - len(self._tail)
+            if cut == len(data):
+                return data
+        self.transport.abort()
+        return b""
