@@ -158,3 +158,27 @@ def test_observability_keys_are_checked() -> None:
     for key, bad in (("audit_fsync", "sometimes"), ("call_log_level", "loud")):
         with pytest.raises(ConfigError, match=key):
             parse_config({key: bad})
+
+
+def test_every_credential_and_masked_path_is_masked() -> None:
+    # Each file a router holds a secret in, and masked_paths, is hidden from its sandboxes.
+    config = parse_config(
+        {
+            "token_file": "/s/tokens", "tls_cert_file": "/s/cert", "tls_key_file": "/s/key",
+            "redis_url_file": "/s/redis", **KEY, "metrics_token_file": "/s/mtok",
+            "metrics_tls_cert_file": "/s/mcert", "metrics_tls_key_file": "/s/mkey",
+            "console_listen": "127.0.0.1:1", "console_tls_cert_file": "/s/ccert",
+            "console_tls_key_file": "/s/ckey", "redact_values_files": ["/s/values"],
+            "audit_log": "/s/audit", "audit_keep": 2, "masked_paths": ["/s/extra", "/s/folder"],
+            "approvals": {"webhook": {"url": "https://h.example/x", "secret_file": "/s/hook"}},
+            "environments": [{"id": "b", "target": "h:1", "token_file": "/s/etok",
+                              "tls_key_file": "/s/ekey"}],
+            "discovery": [{"dns_name": "d.svc", "port": 1, "id_prefix": "n",
+                           "token_file": "/s/dtok", "tls_key_file": "/s/dkey"}],
+        }
+    )  # fmt: skip
+    assert set(config.secret_files()) == {
+        "/s/tokens", "/s/key", "/s/redis", KEY["shared_state_key_file"], "/s/mtok", "/s/mkey",
+        "/s/ckey", "/s/values", "/s/audit", "/s/audit.1", "/s/audit.2", "/s/extra",
+        "/s/folder", "/s/hook", "/s/etok", "/s/ekey", "/s/dtok", "/s/dkey",
+    }  # fmt: skip
