@@ -44,6 +44,12 @@ TOKENS = (
     f"bot {CALLER_TOKEN}\n"
     f"carol {BOTH_TOKEN} roles=operator\n"
 )
+# The operator name a login with each token claims (any other token: an unknown name).
+SUBJECTS = {OPERATOR_TOKEN: "alice", CALLER_TOKEN: "bot", BOTH_TOKEN: "carol"}
+UNKNOWN_NAME = "nobody"
+# The header carrying the session's page key (the console's own pages hold it).
+KEY_HEADER = "X-Shellgate-Console"
+_KEY = re.compile(r'id="console-key" data-key="([^"]+)"')
 _CONSOLE_LINE = re.compile(r"console listening on (https?://[^\s]+)")
 
 
@@ -199,11 +205,13 @@ def kinds(events: Sequence[router_pb2.ExecuteResponse]) -> list[str]:
 
 
 class Http:
-    """A cookie-keeping HTTP client for the console (urllib; no redirects followed)."""
+    """A cookie-keeping HTTP client for the console (urllib; no redirects followed) that
+    sends its login's page key on every request, as the console's own page does."""
 
     def __init__(self, base: str, context: ssl.SSLContext | None = None) -> None:
         self.base = base
         self.jar = CookieJar()
+        self.key: str | None = None
 
         class NoRedirect(urllib.request.HTTPRedirectHandler):
             def redirect_request(self, *args: Any, **kwargs: Any) -> None:
@@ -220,7 +228,10 @@ class Http:
     ) -> tuple[int, dict[str, str], str]:
         """(status, headers, body) of a GET, or a form POST when `form` is given."""
         data = urllib.parse.urlencode(form).encode() if form is not None else None
-        req = urllib.request.Request(self.base + path, data=data, headers=headers or {})
+        sent = dict(headers or {})
+        if self.key is not None:
+            sent.setdefault(KEY_HEADER, self.key)
+        req = urllib.request.Request(self.base + path, data=data, headers=sent)
         try:
             with self.opener.open(req, timeout=10) as resp:
                 return resp.status, dict(resp.headers.items()), resp.read().decode()
@@ -228,13 +239,22 @@ class Http:
             with err:
                 return err.code, dict(err.headers.items()), err.read().decode()
 
-    def login(self, token: str) -> tuple[int, dict[str, str], str]:
-        """POST the login form."""
-        return self.request("/login", {"token": token})
+    def login(self, token: str, operator: str | None = None) -> tuple[int, dict[str, str], str]:
+        """POST the login form (naming the token's operator unless told); keeps the key."""
+        name = operator if operator is not None else SUBJECTS.get(token, UNKNOWN_NAME)
+        status, headers, body = self.request("/login", {"operator": name, "token": token})
+        found = _KEY.search(body)
+        if status == 200 and found:
+            self.key = found.group(1)
+        return status, headers, body
+
+    def page(self) -> tuple[int, dict[str, str], str]:
+        """The logged-in page's content (what the shell at / fetches)."""
+        return self.request("/fragments/page")
 
     def csrf(self) -> str:
-        """The CSRF token of the logged-in session (from the dashboard)."""
-        status, _, body = self.request("/")
+        """The CSRF token of the logged-in session (from the page)."""
+        status, _, body = self.page()
         assert status == 200, status
         found = re.search(r'name="csrf" value="([^"]+)"', body)
         assert found, body[:500]
@@ -322,20 +342,38 @@ def retry_stale(action: Any, attempts: int = 5) -> Any:
     return None
 
 
-def login_browser(driver: Any, base: str, token: str) -> None:
-    """Log the browser in through the form."""
+def login_browser(driver: Any, base: str, token: str, operator: str | None = None) -> None:
+    """Log the browser in through the form (naming the token's operator unless told)."""
     from selenium.webdriver.common.by import By
 
     driver.get(base + "/login")
+    name = operator if operator is not None else SUBJECTS.get(token, UNKNOWN_NAME)
+    driver.find_element(By.ID, "operator-name").send_keys(name)
     driver.find_element(By.ID, "token").send_keys(token)
     driver.find_element(By.ID, "login-button").click()
+
+
+def open_console(driver: Any, base: str, timeout_s: float = 10) -> bool:
+    """Open the console's page; True once it shows the dashboard, False at the login form
+    (the page loads its content with the key it holds, or goes to /login without one)."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(base + "/")
+    wait_for(
+        lambda: driver.find_elements(By.ID, "operator") or driver.find_elements(By.ID, "token"),
+        timeout_s,
+        "the dashboard or the login form",
+    )
+    return bool(driver.find_elements(By.ID, "operator"))
 
 
 __all__ = [
     "BOTH_TOKEN",
     "CALLER_TOKEN",
+    "KEY_HEADER",
     "OPERATOR_TOKEN",
     "RULES",
+    "SUBJECTS",
     "WINDOW",
     "Agent",
     "ConsoleRouter",
@@ -349,6 +387,7 @@ __all__ = [
     "exec_request",
     "kinds",
     "login_browser",
+    "open_console",
     "operator_config",
     "output_of",
     "retry_stale",

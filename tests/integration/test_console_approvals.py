@@ -33,6 +33,7 @@ from tests.integration.console_support import (
     exec_request,
     kinds,
     login_browser,
+    open_console,
     operator_config,
     output_of,
     retry_stale,
@@ -78,10 +79,9 @@ def _click(driver: Any, approval_id: str, button: str) -> str:
 
 
 def _switch_operator(driver: Any, url: str, token: str) -> None:
-    driver.get(url + "/")
-    found = driver.find_elements(by().ID, "logout")
-    if found:
-        found[0].click()
+    if open_console(driver, url):
+        driver.find_element(by().ID, "logout").click()
+        wait_for(lambda: driver.find_elements(by().ID, "token"), 10, "the login form")
     login_browser(driver, url, token)
     wait_for(lambda: driver.find_elements(by().ID, "operator"), 10, "the dashboard")
 
@@ -140,8 +140,8 @@ def test_operator_approves_in_the_browser_and_the_agent_gets_the_output(
         ("approved", "alice", "bot")
     ]
     # The console's audit section shows it with the operator's name.
-    browser.get(router.url + "/")
-    audit = browser.find_element(By.ID, "audit").text
+    assert open_console(browser, router.url)
+    audit = retry_stale(lambda: browser.find_element(By.ID, "audit").text)
     assert "alice" in audit and "approved (operator)" in audit
 
 
@@ -185,7 +185,7 @@ def test_a_decision_after_the_deadline_is_refused(tmp_path: Path) -> None:
         agent = Agent(router.stub(), _printf("agent-late", "call-late", "too-late"), CALLER_TOKEN)
         approval_id = agent.pending_id()
         http = Http(router.url)
-        assert http.login(OPERATOR_TOKEN)[0] == 303
+        assert http.login(OPERATOR_TOKEN)[0] == 200
         csrf = http.csrf()
         # The deadline fallback (deny) answers the agent with Codex's rejection text.
         assert agent.result()[-1].completed.output_text == DENIED_TEXT
@@ -193,7 +193,7 @@ def test_a_decision_after_the_deadline_is_refused(tmp_path: Path) -> None:
             f"/approvals/{approval_id}", {"decision": "approved", "csrf": csrf}
         )
         assert status == 303
-        body = http.request("/")[2]
+        body = http.page()[2]
         assert 'id="notice"' in body and "refused:" in body, body[:800]
         assert "approved:" not in body
         assert _operator_decisions(router, "call-late") == []

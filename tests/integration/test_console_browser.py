@@ -1,11 +1,15 @@
 """The operator console in headless Chromium: login, environments, a live session's output
-streaming into the page as it happens (without consuming what the model polls), and a
-screenshot of the console with one pending approval and one live session."""
+streaming into the page as it happens (without consuming what the model polls), a page on
+another local port that receives the session cookie and still gets nothing of the console,
+and a screenshot of the console with one pending approval and one live session."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import re
 import struct
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,12 +22,14 @@ from tests.integration.console_support import (
     WINDOW,
     Agent,
     ConsoleRouter,
+    Http,
     artifacts_dir,
     by,
     console_router,
     events_of,
     exec_request,
     login_browser,
+    open_console,
     operator_config,
     retry_stale,
     wait_for,
@@ -42,8 +48,7 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleRouter]:
 
 
 def _dashboard(driver: Any, router: ConsoleRouter) -> None:
-    driver.get(router.url + "/")
-    if not driver.find_elements(by().ID, "operator"):
+    if not open_console(driver, router.url):
         login_browser(driver, router.url, OPERATOR_TOKEN)
     wait_for(lambda: driver.find_elements(by().ID, "operator"), 10, "the dashboard")
 
@@ -144,6 +149,78 @@ def test_live_output_streams_into_the_page_and_the_model_still_gets_all_of_it(
         10,
         "the end of the stream",
     )
+
+
+class _OtherService(http.server.BaseHTTPRequestHandler):
+    """Another local user's web service: serves a page, records the cookies it is sent."""
+
+    cookies: list[str]
+
+    def do_GET(self) -> None:
+        type(self).cookies.append(self.headers.get("Cookie", ""))
+        body = b"<!doctype html><title>another service</title><p id='other'>hello</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _other_service() -> Iterator[tuple[int, list[str]]]:
+    """A real HTTP server on another port of 127.0.0.1: (its port, the cookies it got)."""
+    cookies: list[str] = []
+    handler = type("Recorder", (_OtherService,), {"cookies": cookies})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1]), cookies
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+FETCH_CONSOLE = """
+const done = arguments[arguments.length - 1];
+fetch(arguments[0], {credentials: "include", headers: {"X-Shellgate-Console": "guess"}})
+  .then((r) => done("status " + r.status), () => done("blocked"));
+"""
+
+
+def test_a_page_on_another_local_port_gets_the_cookie_but_not_the_console(
+    router: ConsoleRouter, browser: Any
+) -> None:
+    By = by()
+    _dashboard(browser, router)
+    with _other_service() as (port, cookies):
+        browser.get(f"http://127.0.0.1:{port}/")
+        wait_for(lambda: browser.find_elements(By.ID, "other"), 10, "the other page")
+        # Cookies ignore ports: the other service received the console's session cookie...
+        stolen = [c for c in cookies if "shellgate_console=" in c]
+        assert stolen, cookies
+        # ...but not the page key: sessionStorage belongs to the console's origin alone.
+        key = browser.execute_script("return sessionStorage.getItem('shellgate-console-key')")
+        assert key is None
+        # Its page cannot read the console either (the console grants no CORS).
+        assert browser.execute_async_script(FETCH_CONSOLE, router.url + "/fragments/page") == (
+            "blocked"
+        )
+    # Replayed from outside the browser, the cookie opens nothing.
+    replay = Http(router.url)
+    headers = {"Cookie": stolen[-1]}
+    status, _, body = replay.request("/", headers=headers)
+    assert status == 200 and "Pending approvals" not in body and 'id="operator"' not in body
+    for path in ("/fragments/page", "/fragments/pending", "/fragments/threads"):
+        status, _, body = replay.request(path, headers=headers)
+        assert status == 401 and "Pending approvals" not in body, path
+    # The operator's own tab still holds its key and its console.
+    assert open_console(browser, router.url)
+    assert browser.find_element(By.ID, "operator").text == "alice"
 
 
 def _png_size(path: Path) -> tuple[int, int]:

@@ -1,5 +1,6 @@
 """The operator console over plain HTTP against a real router process: login, cookies,
-headers, CSRF and origin checks, the login throttle, and the console's config errors."""
+the page key that binds a session to the console's origin, headers, CSRF and origin
+checks, the per-account login throttle, and the console's config errors."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from shellgate.router.service.console.logins import GLOBAL_SLOW_AFTER, MAX_FAILURES_PER_ACCOUNT
 
 from tests.certs import make_tls
 from tests.integration.console_support import (
     BOTH_TOKEN,
     CALLER_TOKEN,
+    KEY_HEADER,
     OPERATOR_TOKEN,
     ConsoleRouter,
     Http,
@@ -38,7 +41,7 @@ def _no_console(body: str) -> None:
 
 def test_pages_need_a_login(router: ConsoleRouter) -> None:
     http = Http(router.url)
-    for path in ("/", "/fragments/pending", "/sessions/x.t/1000/stream"):
+    for path in ("/", "/fragments/page", "/fragments/pending", "/sessions/x.t/1000/stream"):
         status, headers, body = http.request(path)
         assert (status, headers.get("location")) == (303, "/login"), path
         _no_console(body)
@@ -47,18 +50,40 @@ def test_pages_need_a_login(router: ConsoleRouter) -> None:
     _no_console(body)
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.2", "localhost.evil"])
+def _port(router: ConsoleRouter) -> int:
+    return int(router.url.rpartition(":")[2])
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example", "evil.example:80", "127.0.0.2", "localhost.evil", "localhost",
+             "evil.example:{port}", "127.0.0.1:{other}", "localhost:{other}"],
+)  # fmt: skip
 def test_an_unknown_host_header_gets_no_page(router: ConsoleRouter, host: str) -> None:
-    # DNS rebinding: another site's name resolved to loopback reaches the listener.
+    # DNS rebinding: another site's name resolved to loopback reaches the listener; a Host
+    # of another port (or none: port 80) names another listener.
+    port = _port(router)
+    host = host.format(port=port, other=port + 1)
     http = Http(router.url)
     for path in ("/login", "/", "/static/console.js"):
         status, _, body = http.request(path, headers={"Host": host})
         assert status == 421, (path, status)
         _no_console(body)
         assert 'name="token"' not in body
-    status, _, body = http.request("/login", headers={"Host": "localhost"})
-    assert status == 200 and 'name="token"' in body
-    assert http.login(OPERATOR_TOKEN)[0] in (200, 303)
+    # Every loopback spelling on the console's own port names it.
+    for own in (f"localhost:{port}", f"[::1]:{port}", f"127.0.0.2:{port}"):
+        status, _, body = http.request("/login", headers={"Host": own})
+        assert status == 200 and 'name="token"' in body, own
+    assert http.login(OPERATOR_TOKEN)[0] == 200
+
+
+def test_a_foreign_origin_gets_no_page(router: ConsoleRouter) -> None:
+    http = Http(router.url)
+    assert http.login(OPERATOR_TOKEN)[0] == 200
+    for origin in (f"http://localhost:{_port(router) + 1}", "http://evil.example"):
+        status, _, body = http.request("/fragments/page", headers={"Origin": origin})
+        assert status == 403, origin
+        _no_console(body)
+    assert http.page()[0] == 200
 
 
 @pytest.mark.parametrize("token", ["wrong-token", CALLER_TOKEN, "", "x" * 5000])
@@ -75,8 +100,10 @@ def test_a_refused_login_gets_401_and_no_console(router: ConsoleRouter, token: s
 
 def test_operator_login_cookie_and_security_headers(router: ConsoleRouter) -> None:
     http = Http(router.url)
-    status, headers, _ = http.login(OPERATOR_TOKEN)
-    assert (status, headers.get("location")) == (303, "/")
+    status, headers, body = http.login(OPERATOR_TOKEN)
+    # The answer hands the page its key (kept in sessionStorage by the script).
+    assert status == 200 and http.key is not None and len(http.key) >= 43
+    assert "/static/console.js" in body
     cookie = headers["set-cookie"]
     name, _, rest = cookie.partition("=")
     assert name == "shellgate_console"
@@ -87,7 +114,11 @@ def test_operator_login_cookie_and_security_headers(router: ConsoleRouter) -> No
     assert "secure" not in flags
     # 256 random bits, URL-safe base64.
     assert len(rest.split(";")[0]) >= 43
-    status, headers, body = http.request("/")
+    # The page itself is a shell; its content comes with the key.
+    status, _, body = http.request("/")
+    assert status == 200 and 'id="console"' in body
+    _no_console(body)
+    status, headers, body = http.page()
     assert status == 200 and "alice" in body and "Environments" in body
     assert headers["content-security-policy"].startswith("default-src 'self'")
     assert "script-src 'self'" in headers["content-security-policy"]
@@ -114,7 +145,7 @@ def test_posts_need_the_csrf_token_and_the_same_origin(router: ConsoleRouter) ->
     same = {"Origin": router.url, "Sec-Fetch-Site": "same-origin"}
     status, headers, _ = http.request("/approvals/no-such", {**form, "csrf": csrf}, same)
     assert (status, headers.get("location")) == (303, "/")
-    status, _, body = http.request("/")
+    status, _, body = http.page()
     assert status == 200 and 'id="notice"' in body and "refused:" in body
     # A GET never changes state: the decision route takes POST only.
     assert http.request("/approvals/no-such")[0] == 405
@@ -134,16 +165,61 @@ def test_logout_ends_the_session(router: ConsoleRouter) -> None:
     assert status == 303
 
 
-def test_failed_logins_are_throttled_per_peer(router: ConsoleRouter) -> None:
-    """Last in the module: it uses up this peer's failed attempts for a minute (the refused
-    logins above count too, so the first 429 may come before the fifth guess here)."""
+def test_a_cookie_without_the_page_key_gets_nothing(router: ConsoleRouter) -> None:
+    """Cookies ignore ports: a service on another local port receives the session cookie.
+    Replayed without the page key (which only the console's own page holds) it opens no
+    page and decides nothing."""
     http = Http(router.url)
-    statuses = [http.login(f"guess-{i}")[0] for i in range(6)]
-    first = statuses.index(429)
-    assert statuses == [401] * first + [429] * (6 - first)
-    status, _, body = http.login(OPERATOR_TOKEN)
+    assert http.login(OPERATOR_TOKEN)[0] == 200
+    csrf = http.csrf()
+    cookie = {"Cookie": f"shellgate_console={next(iter(http.jar)).value}"}
+    other = Http(router.url)
+    status, _, body = other.request("/", headers=cookie)
+    assert status == 200  # the shell: nothing of the console
+    _no_console(body)
+    assert "alice" not in body and csrf not in body
+    second = Http(router.url)
+    assert second.login(BOTH_TOKEN)[0] == 200
+    for key in (None, "", "wrong", second.key, (http.key or "") + "x"):
+        headers = dict(cookie) if key is None else {**cookie, KEY_HEADER: key}
+        for path in ("/fragments/page", "/fragments/pending", "/sessions/x.t/1000/stream"):
+            status, _, body = other.request(path, headers=headers)
+            assert status == 401, (path, key)
+            _no_console(body)
+        status, _, _ = other.request("/approvals/no-such", {"decision": "denied", "csrf": csrf},
+                                     headers)  # fmt: skip
+        assert status == 401, key
+        assert other.request("/logout", {"csrf": csrf}, headers)[0] == 401
+    # The session itself is untouched: the page that holds the key still works.
+    assert http.page()[0] == 200
+
+
+def test_failed_logins_are_throttled_per_account(router: ConsoleRouter) -> None:
+    """Six bad logins naming one operator: that account is refused for the window, even
+    with its right token (guessing slows), and another operator logs in at once (all local
+    users share 127.0.0.1, so a per-peer count would have locked everyone out)."""
+    http = Http(router.url)
+    statuses = [http.login(f"guess-{i}", operator="carol")[0] for i in range(6)]
+    assert statuses == [401] * MAX_FAILURES_PER_ACCOUNT + [429]
+    status, _, body = http.login(BOTH_TOKEN)
     assert status == 429 and "too many failed logins" in body
     _no_console(body)
+    # alice's token under carol's name is no way around it either.
+    assert http.login(OPERATOR_TOKEN, operator="carol")[0] == 429
+    other = Http(router.url)
+    assert other.login(OPERATOR_TOKEN)[0] == 200
+    assert "alice" in other.page()[2]
+
+
+def test_many_failures_slow_logins_but_never_refuse_a_correct_token(router: ConsoleRouter) -> None:
+    """Last in the module (logins take turns for a minute after it): failures spread over
+    many names are never refused for the names' sake, and once past the global bound the
+    right token of an operator still opens a session."""
+    http = Http(router.url)
+    statuses = [http.login("guess", operator=f"name-{i}")[0] for i in range(GLOBAL_SLOW_AFTER + 2)]
+    assert statuses == [401] * (GLOBAL_SLOW_AFTER + 2)
+    assert http.login(OPERATOR_TOKEN)[0] == 200
+    assert "alice" in http.page()[2]
 
 
 def test_over_tls_the_cookie_is_secure_and_host_bound(tmp_path: Path) -> None:
@@ -155,13 +231,13 @@ def test_over_tls_the_cookie_is_secure_and_host_bound(tmp_path: Path) -> None:
         assert router.url.startswith("https://127.0.0.1:")
         http = Http(router.url, ssl.create_default_context(cafile=tls.ca_cert))
         status, headers, _ = http.login(OPERATOR_TOKEN)
-        assert status == 303
+        assert status == 200
         cookie = headers["set-cookie"]
         assert cookie.startswith("__Host-shellgate_console=")
         flags = {part.strip().lower() for part in cookie.split(";")[1:]}
         assert {"secure", "httponly", "path=/", "samesite=strict"} <= flags
         assert not any(f.startswith("domain") for f in flags)
-        status, headers, body = http.request("/")
+        status, headers, body = http.page()
         assert status == 200 and "alice" in body
         assert headers["strict-transport-security"].startswith("max-age=")
 

@@ -1,15 +1,18 @@
 """The console's small parts: the output tap (bounded, drop-oldest), the login table (idle
-expiry, cap, hashed keys, CSRF), the failed-login throttle and the same-origin check."""
+expiry, cap, hashed keys, CSRF token and page key), the failed-login throttle (per account,
+and the global bound that only slows) and the same-origin check."""
 
 from __future__ import annotations
 
 import asyncio
 
+from shellgate.common.http_guard import HostGuard
 from shellgate.router.runtime.output_tap import MAX_INITIAL_BYTES, OutputTap
-from shellgate.router.service.console.guard import same_origin
+from shellgate.router.service.console.guard import console_guard, same_origin
 from shellgate.router.service.console.logins import (
     FAILURE_WINDOW_S,
-    MAX_FAILURES_PER_WINDOW,
+    GLOBAL_SLOW_AFTER,
+    MAX_FAILURES_PER_ACCOUNT,
     LoginSessions,
     LoginThrottle,
 )
@@ -46,33 +49,55 @@ def test_tap_drops_the_oldest_chunks_and_ends_after_close() -> None:
 def test_login_sessions_expire_when_idle_and_are_capped() -> None:
     clock = Clock()
     logins = LoginSessions(idle_s=10, max_sessions=2, clock=clock)
-    first = logins.create("alice")
+    first, created = logins.create("alice")
     assert len(first) >= 43 and first not in repr(logins._table)
     session = logins.get(first)
-    assert session is not None and session.subject == "alice"
+    assert session is not None and session.subject == "alice" and session == created
     assert session.csrf_ok(session.csrf_token) and not session.csrf_ok(session.csrf_token + "x")
+    assert session.key_ok(session.page_key) and not session.key_ok(session.page_key[:-1])
+    assert not session.key_ok("") and not session.key_ok(session.csrf_token)
+    assert len(session.page_key) >= 43 and session.page_key not in (first, session.csrf_token)
     clock.now += 9
     assert logins.get(first) is not None  # used: its idle clock restarts
     clock.now += 9
-    second, third = logins.create("bob"), logins.create("carol")
+    (second, _), (third, _) = logins.create("bob"), logins.create("carol")
     assert logins.get(first) is None  # the cap evicted the least recently used
     assert logins.get(second) is not None and logins.get(third) is not None
-    clock.now += 11
+    clock.now += 9.5
+    assert logins.get(second, touch=False) is not None  # looked at, not used
+    clock.now += 1
     assert logins.get(second) is None and len(logins) == 0
-    fourth = logins.create("dave")
+    fourth, _ = logins.create("dave")
     logins.end(fourth)
     assert logins.get(fourth) is None
 
 
-def test_throttle_refuses_a_peer_for_the_window_only() -> None:
+def test_throttle_refuses_an_account_for_the_window_only() -> None:
     clock = Clock()
     throttle = LoginThrottle(clock)
-    for _ in range(MAX_FAILURES_PER_WINDOW):
-        assert not throttle.refused("10.0.0.1")
-        throttle.failed("10.0.0.1")
-    assert throttle.refused("10.0.0.1") and not throttle.refused("10.0.0.2")
+    for _ in range(MAX_FAILURES_PER_ACCOUNT):
+        assert not throttle.refused("alice")
+        throttle.failed("alice")
+    assert throttle.refused("alice") and not throttle.refused("bob")
+    assert not throttle.slowed()
     clock.now += FAILURE_WINDOW_S + 1
-    assert not throttle.refused("10.0.0.1")
+    assert not throttle.refused("alice")
+
+
+def test_failures_over_many_accounts_slow_logins_and_refuse_none() -> None:
+    clock = Clock()
+    throttle = LoginThrottle(clock)
+    for n in range(GLOBAL_SLOW_AFTER - 1):
+        throttle.failed(f"name-{n}")
+        clock.now += 0.1
+    assert not throttle.slowed()
+    throttle.failed("one-more")
+    assert throttle.slowed()
+    assert not any(throttle.refused(f"name-{n}") for n in range(GLOBAL_SLOW_AFTER))
+    assert not throttle.refused("alice")
+    # The bound is a window too: once the failures age out, logins are quick again.
+    clock.now += FAILURE_WINDOW_S
+    assert not throttle.slowed()
 
 
 def _post(headers: dict[str, str]) -> Request:
@@ -85,15 +110,34 @@ def _post(headers: dict[str, str]) -> Request:
 
 
 def test_same_origin() -> None:
-    assert same_origin(_post({"origin": "http://127.0.0.1:8000", "sec-fetch-site": "same-origin"}))
-    assert same_origin(_post({}))
+    guard = console_guard("127.0.0.1:0", 8000, (), tls=False)
+    assert guard == HostGuard.serving("127.0.0.1", 8000)
+
+    def ok(headers: dict[str, str]) -> bool:
+        return same_origin(_post(headers), guard)
+
+    assert ok({"origin": "http://127.0.0.1:8000", "sec-fetch-site": "same-origin"})
+    assert ok({})
     # Chromium under Referrer-Policy: no-referrer: Origin null, vouched for by Sec-Fetch-Site.
-    assert same_origin(_post({"origin": "null", "sec-fetch-site": "same-origin"}))
-    assert not same_origin(_post({"origin": "null"}))
-    assert not same_origin(_post({"origin": "http://evil.example"}))
-    assert not same_origin(_post({"origin": "https://127.0.0.1:8000"}))
-    assert not same_origin(_post({"sec-fetch-site": "cross-site"}))
-    assert not same_origin(_post({"sec-fetch-site": "same-site"}))
+    assert ok({"origin": "null", "sec-fetch-site": "same-origin"})
+    assert not ok({"origin": "null"})
+    assert not ok({"origin": "http://evil.example"})
+    assert not ok({"origin": "https://127.0.0.1:8000"})
+    # Another port of this host is another origin (another local user's service).
+    assert not ok({"origin": "http://127.0.0.1:8001", "sec-fetch-site": "same-site"})
+    assert not ok({"origin": "http://localhost:8001"})
+    assert not ok({"sec-fetch-site": "cross-site"})
+    assert not ok({"sec-fetch-site": "same-site"})
+
+
+def test_console_hosts_are_names_on_the_consoles_own_port() -> None:
+    guard = console_guard("[::1]:8451", 8451, ("ops.example.com",), tls=True)
+    assert guard.host_allowed("ops.example.com:8451") and guard.host_allowed("localhost:8451")
+    assert not guard.host_allowed("ops.example.com:9000")
+    assert guard.origin_allowed("https://ops.example.com:8451")
+    wildcard = console_guard("0.0.0.0:8451", 8451, ("ops.example.com",), tls=True)
+    assert wildcard.host_allowed("ops.example.com:8451")
+    assert not wildcard.host_allowed("localhost:8451")
 
 
 def test_clip_and_audit_tail(tmp_path: object) -> None:

@@ -91,8 +91,9 @@ async def start_console(app: RouterApp) -> ConsoleListener:
         ) from exc
     from shellgate.router.service.console.web import Console
 
-    console = Console(app, tls=config.console_tls)
     sock = _bind(config.console_listen)
+    # Built for the bound port: its Host/Origin rule names it (`console_listen` may be :0).
+    console = Console(app, tls=config.console_tls, port=sock.getsockname()[1])
     uv_config = uvicorn.Config(
         console.asgi,
         log_config=None,

@@ -1,14 +1,18 @@
 """The console's HTTP surface (Starlette): login, pages, live output, approval decisions.
 
-Every page but /login needs a logged-in operator (a session cookie); every state-changing
-request is a POST carrying the session's CSRF token, from the console's own origin
-(guard.py). Pages are server-rendered with Jinja2 (autoescape on); the shipped JS only
-refreshes sections and appends streamed output as text.
+`/` is a shell page (it needs the session cookie and holds nothing); everything it shows
+comes from requests that also carry the session's page key (`X-Shellgate-Console`), which
+only the console's own page holds (logins.py): a cookie replayed from another origin of
+the host gets 401. Every state-changing request is a POST carrying the session's CSRF
+token, from the console's own origin (guard.py). Fragments are server-rendered with Jinja2
+(autoescape on); the shipped JS fetches them, appends streamed output as text and posts
+the forms.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,12 +23,18 @@ import jinja2
 from shellgate.common.errors import ServiceError, UnauthenticatedError
 from shellgate.router.runtime.operator_desk import DECISIONS, OperatorDesk
 from shellgate.router.service.console.guard import (
+    KEY_HEADER,
     SecurityHeaders,
-    allowed_hosts,
+    console_guard,
     cookie_name,
     same_origin,
 )
-from shellgate.router.service.console.logins import ConsoleSession, LoginSessions, LoginThrottle
+from shellgate.router.service.console.logins import (
+    SLOW_LOGIN_S,
+    ConsoleSession,
+    LoginSessions,
+    LoginThrottle,
+)
 from shellgate.router.service.console.views import (
     audit_tail,
     clip,
@@ -48,6 +58,8 @@ log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
 # A login form field larger than this is not a token.
 MAX_TOKEN_CHARS = 4_096
+# An operator name longer than this is not one (and is counted under its first characters).
+MAX_ACCOUNT_CHARS = 128
 # Live output streams open at once (all operators); past it a stream answers 503.
 MAX_STREAMS = 64
 # An idle stream sends a comment this often (proxies and the browser keep it open).
@@ -55,19 +67,23 @@ KEEPALIVE_S = 10.0
 # One server-sent event carries at most this many characters of output.
 MAX_EVENT_CHARS = 16 * 1024
 Handler = Callable[[Request, ConsoleSession], Awaitable[Response]]
+SECTIONS = ("pending", "threads", "environments", "audit")
 
 
 class Console:
     """The console of one router: its login table and its Starlette application."""
 
-    def __init__(self, app: RouterApp, *, tls: bool) -> None:
+    def __init__(self, app: RouterApp, *, tls: bool, port: int) -> None:
         self.app = app
         self.tls = tls
         config = app.config
+        self.guard = console_guard(config.console_listen, port, config.console_hosts, tls)
         self.logins = LoginSessions(
             config.console_session_idle_ms / 1000, config.console_max_sessions
         )
         self.throttle = LoginThrottle()
+        # While the throttle slows logins they pass through here one at a time.
+        self._slow_lane = asyncio.Lock()
         self.cookie = cookie_name(tls)
         # Set at shutdown: live streams end so the listener can close.
         self.closing = asyncio.Event()
@@ -83,7 +99,7 @@ class Console:
             Route("/login", self.login_page, methods=["GET"]),
             Route("/login", self.login, methods=["POST"]),
             Route("/logout", self._guarded(self.logout, post=True), methods=["POST"]),
-            Route("/", self._guarded(self.dashboard), methods=["GET"]),
+            Route("/", self._guarded(self.shell, keyed=False), methods=["GET"]),
             Route("/fragments/{name:str}", self._guarded(self.fragment), methods=["GET"]),
             Route(
                 "/sessions/{thread_key:str}/{session_id:int}/stream",
@@ -97,8 +113,7 @@ class Console:
             ),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
-        hosts = allowed_hosts(config.console_listen, config.console_hosts)
-        self.asgi = SecurityHeaders(Starlette(routes=routes), tls=tls, hosts=hosts)
+        self.asgi = SecurityHeaders(Starlette(routes=routes), tls=tls, guard=self.guard)
 
     @property
     def desk(self) -> OperatorDesk | None:
@@ -116,13 +131,15 @@ class Console:
         session_id = request.cookies.get(self.cookie, "")
         if not session_id or len(session_id) > 128:
             return None
-        session = self.logins.get(session_id)
+        # Looked up without counting as use: only a request with the page key does.
+        session = self.logins.get(session_id, touch=False)
         return None if session is None else (session_id, session)
 
     def _guarded(
-        self, handler: Handler, *, post: bool = False
+        self, handler: Handler, *, post: bool = False, keyed: bool = True
     ) -> Callable[[Request], Awaitable[Response]]:
-        """`handler` for a logged-in operator only; a POST also needs origin and CSRF token."""
+        """`handler` for a logged-in operator only: the session cookie and (`keyed`, all
+        but the shell page) the session's page key; a POST also needs origin and CSRF token."""
 
         async def endpoint(request: Request) -> Response:
             found = self._session(request)
@@ -131,11 +148,16 @@ class Console:
                     return self._render("refused.html", 403, message="not logged in")
                 return RedirectResponse("/login", status_code=303)
             session_id, session = found
+            # The cookie alone reaches every port of the host; the key only this origin.
+            if keyed:
+                if not session.key_ok(request.headers.get(KEY_HEADER, "")):
+                    return self._render("refused.html", 401, message="log in again on this page")
+                self.logins.get(session_id)  # in use: its idle clock restarts
             if post:
                 form = await request.form(max_files=0, max_fields=8)
                 presented = form.get("csrf") or request.headers.get("x-csrf-token", "")
                 if (
-                    not same_origin(request)
+                    not same_origin(request, self.guard)
                     or not isinstance(presented, str)
                     or not session.csrf_ok(presented)
                 ):
@@ -146,32 +168,54 @@ class Console:
         return endpoint
 
     async def login_page(self, request: Request) -> Response:
-        """The login form."""
-        if self._session(request) is not None:
-            return RedirectResponse("/", status_code=303)
+        """The login form (also with a session: a tab without the page key logs in again)."""
         return self._render("login.html", message="")
 
     async def login(self, request: Request) -> Response:
-        """Check an operator token (constant time) and open a session."""
+        """Check an operator's name and token (constant time) and open a session; the
+        answer hands the page its key (signed_in.html) and sets the session cookie."""
         peer = request.client.host if request.client else "?"
-        if not same_origin(request):
+        if not same_origin(request, self.guard):
             return self._render("refused.html", 403, message="request refused (origin)")
-        if self.throttle.refused(peer):
-            return self._render("login.html", 429, message="too many failed logins; wait a minute")
         form = await request.form(max_files=0, max_fields=4)
-        token = form.get("token")
-        subject = self._operator(token.strip() if isinstance(token, str) else "")
+        name, token = form.get("operator"), form.get("token")
+        account = name.strip()[:MAX_ACCOUNT_CHARS] if isinstance(name, str) else ""
+        token_text = token.strip() if isinstance(token, str) else ""
+        if self.throttle.refused(account):
+            return self._render("login.html", 429, message="too many failed logins; wait a minute")
+        subject = await self._check_login(account, token_text)
         if subject is None:
-            self.throttle.failed(peer)
+            # The claimed name is never logged: a token pasted into it would be.
             log.info("console login refused from %s", peer)
             return self._render("login.html", 401, message="token not accepted")
-        session_id = self.logins.create(subject)
+        session_id, session = self.logins.create(subject)
         log.info("console login: operator %s from %s", subject, peer)
-        response = RedirectResponse("/", status_code=303)
+        response = self._render("signed_in.html", key=session.page_key)
         response.set_cookie(
             self.cookie, session_id, httponly=True, samesite="strict", path="/", secure=self.tls
         )
         return response
+
+    async def _check_login(self, account: str, token: str) -> str | None:
+        """The operator subject if `token` is `account`'s, else None (counted as failed)."""
+        if not self.throttle.slowed():
+            return self._counted(account, token)
+        # Many failures lately, over many accounts: logins take turns, so guessing across
+        # accounts slows to one per SLOW_LOGIN_S; a correct token still gets in.
+        async with self._slow_lane:
+            await asyncio.sleep(SLOW_LOGIN_S)
+            # Guesses that queued behind the account's last allowed failure stop here.
+            if self.throttle.refused(account):
+                return None
+            return self._counted(account, token)
+
+    def _counted(self, account: str, token: str) -> str | None:
+        # No await from the throttle's check to here: concurrent guesses cannot slip past.
+        subject = self._operator(token)
+        if subject is None or subject != account:
+            self.throttle.failed(account)
+            return None
+        return subject
 
     def _operator(self, token: str) -> str | None:
         """The operator subject a token authenticates, or None (not a token, not an operator)."""
@@ -209,15 +253,18 @@ class Console:
             "audit": await asyncio.to_thread(audit_tail, self.app.config.audit_log),
         }
 
-    async def dashboard(self, request: Request, session: ConsoleSession) -> Response:
-        """Every section on one page."""
-        notice = self._notices.pop(request.state.session_id, "")
-        return self._render("dashboard.html", notice=notice, **await self._sections(session))
+    async def shell(self, request: Request, session: ConsoleSession) -> Response:
+        """The page the browser opens: no data, only the script that fetches it."""
+        return self._render("shell.html")
 
     async def fragment(self, request: Request, session: ConsoleSession) -> Response:
-        """One section alone (the page's script refreshes sections with it)."""
+        """`page` (every section, the operator, the last notice) or one section alone (the
+        page's script refreshes sections with it)."""
         name = request.path_params["name"]
-        if name not in ("pending", "threads", "environments", "audit"):
+        if name == "page":
+            notice = self._notices.pop(request.state.session_id, "")
+            return self._render("_page.html", notice=notice, **await self._sections(session))
+        if name not in SECTIONS:
             return self._render("refused.html", 404, message="no such section")
         return self._render(f"_{name}.html", **await self._sections(session))
 
@@ -235,6 +282,8 @@ class Console:
             return self._render("refused.html", 503, message="too many live streams")
         tap = proc.watch()
         self._streams += 1
+        # A UTF-8 sequence split across two chunks is decoded whole, not as two U+FFFD.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
         async def events() -> AsyncIterator[str]:
             try:
@@ -247,7 +296,9 @@ class Console:
                     if not data:
                         yield ": keepalive\n\n"
                         continue
-                    text = data.decode("utf-8", errors="replace")
+                    text = decoder.decode(data)
+                    if not text:
+                        continue
                     for start in range(0, len(text), MAX_EVENT_CHARS):
                         yield f"data: {json.dumps(text[start : start + MAX_EVENT_CHARS])}\n\n"
             finally:
