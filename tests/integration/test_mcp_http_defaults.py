@@ -115,10 +115,13 @@ def test_foreign_hosts_and_origins_are_refused_before_any_work(
     if not _loopback_available(bind):
         pytest.skip(f"cannot bind {bind} here")
     with http_server(["--router", f"127.0.0.1:{router_port}"], bind=bind) as (_, port):
+        foreign = (f"evil.example:{port}", "evil.example", f"localhost.evil:{port}",
+                   f"127.0.0.1:{port + 1}", f"{bind}")  # fmt: skip
+        for host in foreign:
+            assert _status(bind, port, {"Host": host}) == 421, host
         token = (runtime_dir / "shellgate" / f"mcp-{port}.token").read_text().strip()
         auth = {"Authorization": f"Bearer {token}"}
-        for host in (f"evil.example:{port}", "evil.example", f"localhost.evil:{port}",
-                     f"127.0.0.1:{port + 1}", f"{bind}"):  # fmt: skip
+        for host in foreign:
             # Refused even with the right token: a rebinding page never reaches the server.
             assert _status(bind, port, {"Host": host, **auth}) == 421, host
         # Every loopback spelling on the front's own port names it (then the token decides).

@@ -2,10 +2,11 @@
 
 Independent of the gRPC listener's `insecure` switch: a non-loopback metrics address needs
 a bearer token file or a TLS certificate (checked by `check_metrics_listen`). The endpoint
-reads one bounded request head and takes no body. Before anything else a request's `Host`
-and `Origin` must name this listener (`http_guard.HostGuard`: 421 / 403), so a
-DNS-rebinding page cannot read a loopback endpoint from a browser; a wildcard address
-(`0.0.0.0`) has no names of its own and is guarded by its token or TLS alone.
+reads one bounded request head and takes no body. On a loopback address, before anything
+else, a request's `Host` and `Origin` must name this listener (`http_guard.HostGuard`:
+421 / 403), so a DNS-rebinding page cannot read the endpoint from a browser. Any other
+address has its token or TLS, which such a page cannot present, and names (DNS, wildcard
+binds) this process does not know.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ async def start_metrics_server(
         ssl=context,
         start_serving=False,
     )
-    if host.strip("[]") not in ("", "0.0.0.0", "::"):
+    if is_loopback_host(host):
         bound = server.sockets[0].getsockname()[1]
         handler.guard = HostGuard.serving(host, bound, tls=context is not None)
     # Serving only now: no request is answered before its guard is in place.
