@@ -1,7 +1,7 @@
 """Conformance: an unmodified `codex exec` 0.169.0 runs a scripted turn on shellgate-execserver.
 
-Codex reaches the daemon through `$CODEX_HOME/environments.toml` (a `ws://` url, or a stdio
-`program`); the scripted model on 127.0.0.1 asks for a short command, a long-running tty one
+Codex reaches the daemon through `$CODEX_HOME/environments.toml` (a `ws://` url with the
+daemon's local token as `auth_bearer_token`, or a stdio `program`); the scripted model on 127.0.0.1 asks for a short command, a long-running tty one
 fed by write_stdin, a poll of a command still running, a failing command and an apply_patch.
 The model-facing outputs Codex sends back must equal those of the same script run by Codex
 against its own `codex exec-server` (chunk ids, wall times, session ids and paths normalised).
@@ -9,6 +9,7 @@ against its own `codex exec-server` (chunk ids, wall times, session ids and path
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -174,6 +175,26 @@ def _daemon(extra: list[str]) -> list[str]:
     return [sys.executable, "-m", "shellgate.execserver.cli", *extra]
 
 
+@contextlib.contextmanager
+def ws_daemon() -> Iterator[tuple[str, str]]:
+    """`serve --codex-listen ws://127.0.0.1:0` with its default credentials: (url, token).
+
+    The token is the daemon's generated local token, read as docs/codex.md says to
+    (`shellgate-execserver token --port`); without it the listener refuses Codex.
+    """
+    proc, (_grpc_port, ws_port) = _start(
+        _daemon(["serve", "--print-port", "--codex-listen", "ws://127.0.0.1:0"]), 2
+    )
+    try:
+        token = subprocess.run(
+            _daemon(["token", "--port", ws_port]), capture_output=True, text=True, timeout=60,
+            check=True,
+        ).stdout.strip()  # fmt: skip
+        yield f"ws://127.0.0.1:{ws_port}", token
+    finally:
+        _stop(proc)
+
+
 def test_reference_turn_ran_every_tool(reference: list[str]) -> None:
     """The oracle itself ran the script (so equality below is about something)."""
     assert "Process exited with code 0" in reference[0] and "hello\nerr" in reference[0]
@@ -185,14 +206,20 @@ def test_reference_turn_ran_every_tool(reference: list[str]) -> None:
 
 
 def test_websocket_turn_equals_codex_exec_server(codex: Path, reference: list[str]) -> None:
-    """`serve --codex-listen ws://…`: the same outputs as Codex's own exec-server."""
-    proc, (_grpc_port, ws_port) = _start(_daemon(
-        ["serve", "--print-port", "--no-local-token", "--codex-listen", "ws://127.0.0.1:0"]), 2)
-    try:
-        got = run_turn(codex, lambda _cwd: _remote(url=f"ws://127.0.0.1:{ws_port}"))
-    finally:
-        _stop(proc)
+    """`serve --codex-listen ws://…` (token required): the same outputs as Codex's own."""
+    with ws_daemon() as (url, token):
+        got = run_turn(codex, lambda _cwd: _remote(url=url, auth_bearer_token=token))
     assert got == reference
+
+
+def test_websocket_without_the_token_runs_nothing(codex: Path, tmp_path: Path) -> None:
+    """An `environments.toml` without `auth_bearer_token`: refused at the handshake."""
+    marker = tmp_path / "ran"
+    script: list[tuple[str, Any]] = [("exec_command", {"cmd": f"touch {marker}"})]
+    with ws_daemon() as (url, _token):
+        (out,) = run_turn(codex, lambda _cwd: _remote(url=url), script)
+    assert not marker.exists()
+    assert "No usable execution environment" in out, out
 
 
 def test_stdio_turn_equals_codex_exec_server(codex: Path, reference: list[str]) -> None:

@@ -28,6 +28,7 @@ from tests.integration.test_codex_exec_server import (
     codex,  # noqa: F401  (module fixture)
     run_turn,
     ssh_daemon_environment,
+    ws_daemon,
 )
 from tests.sshd import Sshd, sshd_server  # noqa: F401  (session fixture)
 
@@ -112,14 +113,10 @@ def test_reference_sandbox_confined_the_turn(sandboxed_reference: dict[str, list
 def test_websocket_sandboxed_turn_equals_codex_exec_server(
     codex: Path, sandboxed_reference: dict[str, list[str]], mode: str  # noqa: F811
 ) -> None:
-    """`serve --codex-listen ws://…` under Codex's sandbox: the same outputs."""
-    proc, (_grpc_port, ws_port) = _start(_daemon(
-        ["serve", "--print-port", "--no-local-token", "--codex-listen", "ws://127.0.0.1:0"]), 2)
-    try:
-        got = run_turn(codex, lambda _cwd: _remote(url=f"ws://127.0.0.1:{ws_port}"),
+    """`serve --codex-listen ws://…` (token required) under Codex's sandbox: the same outputs."""
+    with ws_daemon() as (url, token):
+        got = run_turn(codex, lambda _cwd: _remote(url=url, auth_bearer_token=token),
                        MODES[mode], mode)  # fmt: skip
-    finally:
-        _stop(proc)
     assert got == sandboxed_reference[mode]
     assert not Path(OUTSIDE).exists()
 

@@ -32,9 +32,8 @@ _SERVE_EXAMPLES = """examples:
   shellgate-execserver serve --listen 0.0.0.0:7000 --tls-cert host.pem --tls-key host.key \\
       --token-file /etc/shellgate/tokens
   shellgate-execserver serve --listen 127.0.0.1:7000 --codex-listen ws://127.0.0.1:7001
-  (a router then names it: [[environments]] id = "build", target = "HOST:7000"; Codex's
-   environments.toml: url = "ws://127.0.0.1:7001" and auth_bearer_token = the output of
-   `shellgate-execserver token --port 7001`, see docs/codex.md)"""
+  shellgate-execserver token --port 7001   # auth_bearer_token for environments.toml
+  (a router then names it: [[environments]] id = "build", target = "HOST:7000")"""
 _STDIO_EXAMPLES = """examples:
   shellgate-execserver codex-stdio --config /etc/shellgate/execserver.toml
   # Codex's environments.toml: program = "ssh", args = ["buildhost", "shellgate-execserver", "codex-stdio"]"""
