@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from shellgate.common.auth import hashed_token_line
 from shellgate.common.local_token import read_local_token
 from shellgate.execserver.codex.door import Door
 from shellgate.execserver.config import CodexWsLimits
@@ -130,9 +131,9 @@ def test_frames_before_the_answer_are_never_read(tmp_path: Path) -> None:
 
 
 def test_token_file_applies_to_ws(tmp_path: Path) -> None:
-    """With --token-file, ws:// needs one of its tokens; the caller is its subject."""
+    """With --token-file, ws:// needs one of its tokens (plain or hashed); the caller is its subject."""
     tokens = tmp_path / "tokens"
-    tokens.write_text("alice tok-alice-1\n")
+    tokens.write_text(f"alice tok-alice-1\n{hashed_token_line('bob', 'tok-bob-1')}\n")
 
     async def main() -> None:
         async with codex_daemon(daemon_config(token_file=str(tokens))) as (running, codex):
@@ -142,7 +143,8 @@ def test_token_file_applies_to_ws(tmp_path: Path) -> None:
             status, _ = await raw_request(codex.port, handshake(codex.port, token="tok-alice-2"))
             assert status == 401
             assert await _run_id(codex.port, tmp_path, "tok-alice-1") == getpass.getuser()
-            assert len(running.table.list("alice")) == 1
+            assert await _run_id(codex.port, tmp_path, "tok-bob-1") == getpass.getuser()
+            assert (len(running.table.list("alice")), len(running.table.list("bob"))) == (1, 1)
 
     asyncio.run(main())
 
