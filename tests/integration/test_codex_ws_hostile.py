@@ -56,13 +56,17 @@ def _peak_rss_kib(pid: int) -> int:
     raise AssertionError("no VmHWM")
 
 
-def _exchange(port: int, request: bytes, then: bytes = b"", wait_answer: bool = False) -> bytes:
+def _exchange(
+    port: int, request: bytes, then: bytes = b"", wait_answer: bool = False, drain: bool = True
+) -> bytes:
     """Send a handshake and a payload (behind it, or after the answer); what came back."""
     # The daemon closes a refused connection at once; the timeout only ends a listener's
     # wait that would keep it open (the unfixed one did).
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(request)
         answer = sock.recv(4096) if wait_answer else b""
+        if not drain:
+            return answer
         with contextlib.suppress(OSError):  # the daemon may cut the connection under us
             sock.sendall(then)
         with contextlib.suppress(OSError):
@@ -96,6 +100,17 @@ def test_a_pre_auth_big_frame_is_never_buffered() -> None:
     assert after.startswith(b"HTTP/1.1 401 "), after[:200]
     assert after_origin.startswith(b"HTTP/1.1 403 "), after_origin[:200]
     assert authenticated > BIG // 1024, f"the measure missed a buffered frame ({authenticated})"
+
+
+def test_codex_host_names_the_listener() -> None:
+    """`--codex-host NAME`: that Host is served too; other names still are not."""
+    with _codex_process("--codex-host", "build.example") as (_pid, port):
+        token = read_local_token("execserver", port)
+        named = _exchange(port, handshake(port, token=token, host=f"build.example:{port}"),
+                          wait_answer=True, drain=False)  # fmt: skip
+        other = _exchange(port, handshake(port, token=token, host=f"evil.example:{port}"))
+    assert named.startswith(b"HTTP/1.1 101 "), named[:200]
+    assert other.startswith(b"HTTP/1.1 421 "), other[:200]
 
 
 @pytest.mark.skipif(os.getuid() != 0 or not shutil.which("runuser") or not shutil.which("curl"),
