@@ -13,7 +13,7 @@ from functools import lru_cache
 from shellgate.common.errors import SandboxUnavailableError
 from shellgate.common.protected_names import POINTER_MAX_CHARS, gitdir_target
 from shellgate.common.protected_names import PROTECTED_NAMES as PROTECTED_NAMES  # re-exported
-from shellgate.common.sandbox_masks import mask_args, service_dirs
+from shellgate.common.sandbox_masks import User, mask_args, service_dirs
 from shellgate.common.seccomp import network_filter_path
 
 NETWORK_DISABLED_ENV = "CODEX_SANDBOX_NETWORK_DISABLED"
@@ -157,11 +157,13 @@ def bwrap_argv(
     seccomp_path: str | None = None,
     new_session: bool = True,
     mount_proc: bool = True,
+    user: User | None = None,
 ) -> tuple[tuple[str, ...], dict[str, str]]:
     """The bubblewrap launch argv (for whichever host runs it) and the env additions.
 
     `masked_paths` (the service's own credentials: token files, TLS keys, its config, their
-    folders) read as empty inside the sandbox (`sandbox_masks`). `seccomp_path` names the
+    folders) read as empty inside the sandbox (`sandbox_masks`; `user` runs bubblewrap, when
+    not this process's user: `run_as`). `seccomp_path` names the
     network filter for this host; when given and the network is off, the filter's socket
     calls fail with EPERM as under Codex (`seccomp`).
     """
@@ -177,7 +179,7 @@ def bwrap_argv(
             args += _protected_binds(root)
     # After every bind: a credential inside a writable root stays masked.
     roots = spec.writable_roots if spec.mode is SandboxMode.WORKSPACE_WRITE else ()
-    args += mask_args(masked_paths, cwd, roots)
+    args += mask_args(masked_paths, cwd, roots, user)
     isolation = _ISOLATION if new_session else _ISOLATION[1:]
     args += [*isolation, *(("--proc", "/proc") if mount_proc else ())]
     extra: dict[str, str] = {}
@@ -203,6 +205,7 @@ def wrap_argv(
     masked_paths: tuple[str, ...] = (),
     runs_here: bool = True,
     tty: bool = False,
+    user: User | None = None,
 ) -> tuple[tuple[str, ...], dict[str, str]]:
     """The launch argv under bubblewrap and the env additions; refuses when unavailable.
 
@@ -210,7 +213,8 @@ def wrap_argv(
     elsewhere (SSH) passes what it found on its own host and `runs_here=False`: its
     commands get the network namespace but not the seccomp filter, which only a child of
     this process can open, nor this host's masks. A `tty` command keeps its terminal as
-    controlling terminal (no new session), so Ctrl-C typed into it still reaches it.
+    controlling terminal (no new session), so Ctrl-C typed into it still reaches it. `user`
+    is who runs bubblewrap when not this process's user (`run_as`).
     """
     if spec.mode is SandboxMode.NONE:
         return argv, {}
@@ -225,7 +229,7 @@ def wrap_argv(
     return bwrap_argv(
         path, argv, cwd, spec,
         masked_paths=masks, seccomp_path=seccomp, new_session=not tty,
-        mount_proc=_local_probe()[1] if runs_here else True,
+        mount_proc=_local_probe()[1] if runs_here else True, user=user,
     )  # fmt: skip
 
 

@@ -13,13 +13,17 @@ where the sandbox's mounts are `nodev`); both are mounted after the writable roo
 mask inside a writable root stays, and neither can be removed or renamed from inside. A path missing when the command
 starts is skipped: there is nothing to read, and bubblewrap cannot mount over nothing.
 A working directory or writable root inside a masked folder is refused, never run in an
-empty folder.
+empty folder. Under `run_as` bubblewrap runs as that other user: a path it cannot even
+reach (a folder on the way denies it search) needs no mask, and gets none (bubblewrap
+could not mount there).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -36,15 +40,49 @@ def service_dirs() -> tuple[str, ...]:
     return (str(runtime_dir()), str(Path.home() / ".shellgate"))
 
 
+# Who runs bubblewrap: a uid and its groups (None: this process's own user).
+User = tuple[int, frozenset[int]]
+
+
+def user_named(name: str) -> User:
+    """The uid and groups `setpriv --init-groups` gives the user `name`."""
+    entry = pwd.getpwnam(name)
+    return entry.pw_uid, frozenset(os.getgrouplist(name, entry.pw_gid))
+
+
+def _reachable(path: str, user: User | None) -> bool:
+    """Whether `user` may search every folder on the way to `path`."""
+    if user is None or user[0] == 0:
+        return True
+    uid, groups = user
+    folder = os.path.dirname(path)
+    while True:
+        try:
+            info = os.stat(folder)
+        except OSError:
+            return False
+        if info.st_uid == uid:
+            bit = stat.S_IXUSR
+        else:
+            bit = stat.S_IXGRP if info.st_gid in groups else stat.S_IXOTH
+        if not info.st_mode & bit:
+            return False
+        if folder == "/":
+            return True
+        folder = os.path.dirname(folder)
+
+
 def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _classify(paths: Iterable[str]) -> tuple[list[str], list[str]]:
+def _classify(paths: Iterable[str], user: User | None) -> tuple[list[str], list[str]]:
     """(folders, files) among the paths that exist now, resolved; nested ones dropped."""
     folders: list[str] = []
     files: list[str] = []
     for path in dict.fromkeys(os.path.realpath(os.path.expanduser(p)) for p in paths if p):
+        if not _reachable(path, user):
+            continue
         if os.path.isdir(path):
             folders.append(path)
         elif os.path.lexists(path):
@@ -53,9 +91,11 @@ def _classify(paths: Iterable[str]) -> tuple[list[str], list[str]]:
     return outer, [f for f in files if not any(_within(f, d) for d in outer)]
 
 
-def mask_args(paths: Iterable[str], cwd: str, writable_roots: Sequence[str]) -> list[str]:
+def mask_args(
+    paths: Iterable[str], cwd: str, writable_roots: Sequence[str], user: User | None = None
+) -> list[str]:
     """bubblewrap arguments that make each of `paths` read empty (after the binds)."""
-    folders, files = _classify(paths)
+    folders, files = _classify(paths, user)
     places = [("working directory", cwd), *(("writable root", r) for r in writable_roots)]
     for what, place in places if folders else ():
         real = os.path.realpath(place)

@@ -13,6 +13,7 @@ from shellgate.common.env_policy import ShellEnvironmentPolicy, exec_server_chil
 from shellgate.common.errors import ShellMismatchError, UnsupportedShellModeError
 from shellgate.common.process.base import SpawnRequest
 from shellgate.common.sandbox import SandboxMode, SandboxSpec, wrap_argv
+from shellgate.common.sandbox_masks import user_named
 from shellgate.execserver import validate
 from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.info import HostInfo
@@ -78,6 +79,8 @@ def build_start_spec(
             masked_paths=config.secret_files() if host.backend == "local" else (),
             runs_here=host.backend == "local",
             tty=order.tty,
+            # Under run_as bubblewrap runs as that user: masks go only where it can reach.
+            user=user_named(config.run_as) if config.run_as else None,
         )  # fmt: skip
         env.update(extra)
         sandboxed = order.sandbox.mode is not SandboxMode.NONE

@@ -16,6 +16,7 @@ from shellgate.common.process.limits import MIB, ProcessLimits
 from shellgate.common.process.local import LocalBackend
 from shellgate.common.process.run_as import RunAs
 from shellgate.common.sandbox import SandboxMode, SandboxSpec, wrap_argv
+from shellgate.common.sandbox_masks import user_named
 from shellgate.router.apply_patch.fs import PatchFileSystem
 from shellgate.router.apply_patch.local_fs import LocalFileSystem
 from shellgate.router.handler.shells import HostShellFacts, Shell, host_user_shell
@@ -86,6 +87,8 @@ class LocalEnvironment:
         self.cwd = cwd or os.getcwd()
         # The router's own credentials (token files, keys, its config): empty in a sandbox.
         self._masked_paths = masked_paths
+        # Under run_as bubblewrap runs as that user: masks go only where it can reach.
+        self._bwrap_user = user_named(run_as.user) if run_as is not None else None
         self.shell_facts = gather_host_shell_facts(configured_shell)
         self.shell: Shell = host_user_shell(self.shell_facts)
         self._backend = backend or LocalBackend(ROUTER_PROCESS_LIMITS, run_as=run_as)
@@ -120,7 +123,7 @@ class LocalEnvironment:
             try:
                 argv, extra = wrap_argv(
                     request.argv, request.cwd, sandbox,
-                    masked_paths=self._masked_paths, tty=request.tty,
+                    masked_paths=self._masked_paths, tty=request.tty, user=self._bwrap_user,
                 )  # fmt: skip
             except SandboxUnavailableError as exc:
                 raise SpawnFailure(exc.message) from exc
