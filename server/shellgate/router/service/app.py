@@ -38,7 +38,6 @@ from shellgate.router.runtime.registry import (
 from shellgate.router.runtime.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.remote.fs import RemoteFileSystem
 from shellgate.router.runtime.store.monitor import StoreMonitor
-from shellgate.router.runtime.store.record_seal import RecordSeal, load_seal_key
 from shellgate.router.runtime.tally import StateLimits
 from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
 from shellgate.router.service.admission import Admission
@@ -48,6 +47,7 @@ from shellgate.router.service.metrics import Metrics
 from shellgate.router.service.operator_setup import build_operator_route
 from shellgate.router.service.redaction import Redactor, load_values
 from shellgate.router.service.rules_store import PolicyStore, ReloadResult
+from shellgate.router.service.shared_store import open_shared_store
 from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
 from shellgate.v1 import common_pb2
 
@@ -159,35 +159,14 @@ class RouterApp:
         remotes = [RemoteEnvironment(r, client_env=self.parent_env) for r in config.environments]
         self.environments = EnvironmentRegistry(local, remotes)
         self.metrics = Metrics(self.environments.ids())
-        shared = None
         # The shared store's reachability (None: in memory, always there); health and
         # metrics report it, and RunningRouter runs its probe.
         self.store_monitor: StoreMonitor | None = None
         self.store_probe: Callable[[], Awaitable[None]] | None = None
         # Scaled mode (redis_url): the replica bus and the shared amendments layer.
         self.bus: RedisBus | None = None
-        redis_url = config.shared_store_url()
-        if redis_url:
-            # Imported only when configured: redis is an optional dependency.
-            try:
-                from shellgate.router.runtime.store.redis_state import RedisSharedState
-            except ImportError as exc:
-                key = "redis_url_file" if config.redis_url_file else "redis_url"
-                raise ConfigError(
-                    key, f"a shared store needs its extra ({exc.name} is missing): "
-                    "pip install 'shellgate[redis]'",
-                ) from exc  # fmt: skip
-
-            seal = self._record_seal(config)
-            try:
-                shared = RedisSharedState.from_url(
-                    redis_url,
-                    idle_ttl_ms=config.limits.thread_idle_ttl_ms,
-                    seal=seal,
-                    prefix=config.redis_key_prefix,
-                )
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from exc
+        shared = open_shared_store(config, self.audit)
+        if shared is not None:
             self.store_monitor, self.store_probe = shared.monitor, shared.probe
             self.metrics.watch_shared_state(shared.monitor)
             # Shared sessions live as long as their thread: every sweep renews their daemon
@@ -266,23 +245,6 @@ class RouterApp:
             ),
         )  # fmt: skip
         self.operator_desk: OperatorDesk = self.operator.desk
-
-    def _record_seal(self, config: RouterConfig) -> RecordSeal:
-        """The seal of what grants in the shared store; a refused record is logged and
-        audited (who could write Redis tried to grant something)."""
-        seal = RecordSeal(load_seal_key(config.shared_state_key_file))
-        sink = self.audit
-
-        def refused(what: str, where: dict[str, str]) -> None:
-            log.warning(
-                "refused a forged %s from the shared store (its seal does not verify): %s",
-                what, where,
-            )  # fmt: skip
-            if sink is not None:
-                sink.record({"type": "shared_state_refused", "record": what, **where})
-
-        seal.on_forged = refused
-        return seal
 
     def _observe(self) -> None:
         """Feed the metrics: decisions (with the audit log), reloads, state gauges."""

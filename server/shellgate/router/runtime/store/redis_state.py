@@ -10,7 +10,6 @@ carries a `RecordSeal`: a record written into Redis by anyone else is refused an
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
@@ -29,6 +28,13 @@ from shellgate.router.runtime.store.redis_scripts import (
     PUT_ABSENT,
     TOUCH,
     UPDATE_SESSION,
+)
+from shellgate.router.runtime.store.sealed_records import (
+    approved_member,
+    opened_grant,
+    pending_text,
+    sealed_grant,
+    unsealed_pending,
 )
 from shellgate.router.runtime.store.shared_state import CallRecord, PendingRecord, SessionRecord
 
@@ -206,16 +212,11 @@ class RedisSharedState:
         await self._run("drop", lambda: _await(self._r.delete(*keys)))
         return sessions, live
 
-    def _approved_member(self, thread_id: str, digest: str) -> str:
-        # The seal binds the digest to its thread: a member copied from another thread, or
-        # a bare digest written by someone else, is no approval.
-        return f"{digest}.{self.seal.seal('approved', thread_id, digest)}"
-
     async def approve(self, thread_id: str, digest: str) -> None:
         """Record an approval key digest (sealed)."""
         key = self.base(thread_id) + "approved"
         pipe = self._r.pipeline(transaction=True)
-        pipe.sadd(key, self._approved_member(thread_id, digest))
+        pipe.sadd(key, approved_member(self.seal, thread_id, digest))
         pipe.pexpire(key, self._ttl)
         await self._run("approve", pipe.execute)
 
@@ -223,7 +224,7 @@ class RedisSharedState:
         """Whether the digest was approved for the session (a forged member is refused)."""
         key = self.base(thread_id) + "approved"
         pipe = self._r.pipeline(transaction=False)
-        pipe.sismember(key, self._approved_member(thread_id, digest))
+        pipe.sismember(key, approved_member(self.seal, thread_id, digest))
         pipe.sismember(key, digest)
         sealed, bare = await self._run("approval lookup", pipe.execute)
         if not sealed and bare:
@@ -233,7 +234,7 @@ class RedisSharedState:
     async def set_grant(self, thread_id: str, key: str, value: str) -> None:
         """Store a sticky grant (`<seal>:<value>`)."""
         hkey = self.base(thread_id) + "grants"
-        sealed = f"{self.seal.seal('grant', thread_id, key, value)}:{value}"
+        sealed = sealed_grant(self.seal, thread_id, key, value)
         pipe = self._r.pipeline(transaction=True)
         pipe.hset(hkey, key, sealed)
         pipe.pexpire(hkey, self._ttl)
@@ -244,23 +245,14 @@ class RedisSharedState:
         raw = await self._run(
             "grants", lambda: _await(self._r.hgetall(self.base(thread_id) + "grants"))
         )
-        found: dict[str, str] = {}
-        for name, stored in ((_text(k), _text(v)) for k, v in raw.items()):
-            seal, _, value = stored.partition(":")
-            if self.seal.verify(seal, "grant", thread_id, name, value):
-                found[name] = value
-            else:
-                self.seal.forged("sticky grant", thread=thread_id, grant=name)
-        return found
+        opened = {(n := _text(k)): opened_grant(self.seal, thread_id, n, _text(v))
+                  for k, v in raw.items()}  # fmt: skip
+        return {name: value for name, value in opened.items() if value is not None}
 
     async def put_pending(self, thread_id: str, record: PendingRecord, ttl_ms: int) -> None:
         """Record a pending approval (its own TTL, bounded by the thread's)."""
         b = self.base(thread_id)
-        value = json.dumps(
-            {"call_id": record.call_id, "instance_id": record.instance_id,
-             "payload": record.payload, "seal": self._pending_seal(thread_id, record)},
-            separators=(",", ":"),
-        )  # fmt: skip
+        value = pending_text(self.seal, thread_id, record)
         pipe = self._r.pipeline(transaction=True)
         pipe.set(b + "pending:" + record.approval_id, value, px=max(1, int(ttl_ms)))
         pipe.sadd(b + "pendings", record.approval_id)
@@ -279,30 +271,7 @@ class RedisSharedState:
         raw, ttl, _, _ = await self._run("pending", pipe.execute)
         if raw is None:
             return None
-        try:
-            data = json.loads(raw)
-            record = PendingRecord(
-                approval_id, str(data["call_id"]), str(data["instance_id"]),
-                str(data.get("payload", "")), max(0, int(ttl)),
-            )  # fmt: skip
-            seal = str(data.get("seal", ""))
-        except (ValueError, KeyError, TypeError):
-            record, seal = None, ""
-        if record is None or not self.seal.verify(
-            seal, "pending", *self._pending_fields(thread_id, record)
-        ):
-            # Refused: nothing is resumed from a parked call nobody here parked.
-            self.seal.forged("parked call", thread=thread_id, approval_id=approval_id)
-            return None
-        return record
-
-    @staticmethod
-    def _pending_fields(thread_id: str, record: PendingRecord) -> tuple[str, ...]:
-        return (thread_id, record.approval_id, record.call_id, record.instance_id,
-                record.payload)  # fmt: skip
-
-    def _pending_seal(self, thread_id: str, record: PendingRecord) -> str:
-        return self.seal.seal("pending", *self._pending_fields(thread_id, record))
+        return unsealed_pending(self.seal, thread_id, approval_id, raw, int(ttl))
 
     async def live_pending_ids(self, thread_id: str) -> set[str]:
         """The live pending ids (records expire by themselves; their index entries are pruned)."""
