@@ -24,6 +24,7 @@ from shellgate.execserver.config import CodexWsLimits
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from tests.certs import make_tls
 from tests.execserver_harness import daemon_config
 from tests.integration.codex_ws_support import (
     REPLY_TIMEOUT_S,
@@ -145,6 +146,21 @@ def test_token_file_applies_to_ws(tmp_path: Path) -> None:
             assert await _run_id(codex.port, tmp_path, "tok-alice-1") == getpass.getuser()
             assert await _run_id(codex.port, tmp_path, "tok-bob-1") == getpass.getuser()
             assert (len(running.table.list("alice")), len(running.table.list("bob"))) == (1, 1)
+
+    asyncio.run(main())
+
+
+def test_under_mtls_the_codex_listener_gets_its_own_token(tmp_path: Path) -> None:
+    """mTLS gives the gRPC listener no token: the Codex listener still requires one."""
+    tls = make_tls(tmp_path / "tls")
+    config = daemon_config(local_token=True, tls_cert_file=tls.server_cert,
+                           tls_key_file=tls.server_key, tls_client_ca_file=tls.ca_cert)  # fmt: skip
+
+    async def main() -> None:
+        async with codex_daemon(config) as (running, codex):
+            assert running.local_token is None
+            assert (await raw_request(codex.port, handshake(codex.port)))[0] == 401
+            assert await _run_id(codex.port, tmp_path) == getpass.getuser()
 
     asyncio.run(main())
 

@@ -34,8 +34,8 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 log = logging.getLogger(__name__)
-# The caller of a connection with no token to tell it apart (the explicit opt-out) and of
-# the daemon's generated local token.
+# The caller subject of connections with the daemon's generated local token, or with no
+# token under the explicit opt-out: neither has a subject of its own.
 LOCAL_CALLER = "codex-local"
 _BUSY_BODY = b"too many connections\n"
 _BUSY = (
