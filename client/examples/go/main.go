@@ -2,7 +2,9 @@
 // ToolRouterService.Execute stream and prints what the process wrote and the tool output
 // the model would read.
 //
-//	go run . -target 127.0.0.1:50051 -cmd 'echo hello'
+//	./build.sh && ./shellgate-go-example -target 127.0.0.1:50051 -cmd 'echo hello'
+//
+// README.md says why ./build.sh (offline, Debian's Go packages) rather than `go run .`.
 package main
 
 import (
@@ -23,9 +25,11 @@ func main() {
 	target := flag.String("target", "127.0.0.1:50051", "router address (host:port, plaintext)")
 	cmd := flag.String("cmd", "echo hello from go", "command for the exec_command call")
 	thread := flag.String("thread", "go-example", "thread id")
-	token := flag.String("token", "", "bearer token (empty: none)")
+	token := flag.String("token", "",
+		"bearer token (default: $SHELLGATE_TOKEN, else the token a local shellgate serve "+
+			"generated for a loopback target's port)")
 	flag.Parse()
-	if err := run(*target, *cmd, *thread, *token); err != nil {
+	if err := run(*target, *cmd, *thread, resolveToken(*token, *target)); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
