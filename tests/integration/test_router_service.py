@@ -396,7 +396,7 @@ def test_metrics_endpoint_counts_calls_with_bounded_labels(tmp_path: Path) -> No
             ),
         )
         with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
-            conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:" + str(port).encode() + b"\r\n\r\n")
             body = b""
             while chunk := conn.recv(65536):
                 body += chunk
