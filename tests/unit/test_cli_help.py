@@ -54,7 +54,8 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 def _flags(parser: argparse.ArgumentParser) -> set[str]:
     return {
         opt for action in parser._actions for opt in action.option_strings
-        if opt not in ("-h", "--help")
+        # Hidden flags (help=SUPPRESS) are internal: serve --detach's --detached-log.
+        if opt not in ("-h", "--help") and action.help != argparse.SUPPRESS
     }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""The `shellgate` command line: serve, call, project, eval, policy check."""
+"""The `shellgate` command line: serve, stop, status, call, project, eval, policy check."""
 
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ from shellgate.common.cli_options import add_version_flag
 # does not pay for grpc start-up.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("shellgate.router.cli.serve", "run the ToolRouterService"),
+    "stop": (
+        "shellgate.router.cli.stop",
+        "stop the local router (SIGTERM, then SIGKILL after a grace)",
+    ),
+    "status": ("shellgate.router.cli.status", "is the local router running (pid, address, log)"),
     "call": ("shellgate.client.call_cli", "send one model output item to a router"),
     "project": ("shellgate.router.cli.project", "print the projection of one output item"),
     "eval": ("shellgate.router.cli.eval", "conformance: JSON lines in, answers out"),
@@ -45,6 +50,12 @@ EXAMPLES: dict[str, str] = {
     "audit": """examples:
   shellgate audit verify audit.log.1 audit.log    # oldest first; exit 1 at the first broken line
   shellgate audit tail -n 50 audit.log""",
+    "stop": """examples:
+  shellgate stop                                  # the router on 127.0.0.1:50051
+  shellgate stop --target 127.0.0.1:50052 --timeout 60""",
+    "status": """examples:
+  shellgate status                                # exit 0 running, 3 not running
+  shellgate status --target 127.0.0.1:50052""",
     "token": """examples:
   grpcurl -plaintext -H "authorization: Bearer $(shellgate token)" 127.0.0.1:50051 list""",
     "mcp": """examples:

@@ -20,6 +20,7 @@ from shellgate.common.tasks import TaskSet
 from shellgate.common.tracing import configure_tracing, shutdown_tracing
 from shellgate.router.cli.banner import PROFILES, banner_lines, sandbox_refusal
 from shellgate.router.cli.detach import detach
+from shellgate.router.cli.run_files import publish_run_files
 from shellgate.router.policy import RulesLoadError
 from shellgate.router.service.app import RouterApp
 from shellgate.router.service.config import ConfigError, check_rules_dirs, load_config
@@ -59,8 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--detach", action="store_true",
         help="start in the background and return once listening (exit 2 with the reason if "
-        "it cannot start); its log goes to a file the banner names",
+        "it cannot start); its log goes to <runtime dir>/router-PORT.log, stop it with "
+        "`shellgate stop`",
     )  # fmt: skip
+    # Set by --detach for its child: the temporary file its stderr goes to (run_files.py).
+    parser.add_argument("--detached-log", help=argparse.SUPPRESS)
     parser.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
     parser.add_argument("--log-format", choices=LOG_FORMATS, default="text", help=LOG_FORMAT_HELP)
 
@@ -128,9 +132,15 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     # On stderr, where the logs go too (journald, kubectl logs), before the port: whoever
     # waits for the port (`--detach`) then has the whole banner.
     print("\n".join(banner), file=sys.stderr, flush=True)
+    # Before the port: `--detach` names the log by its final path once it reads the port.
+    grace_ms = config.limits.shutdown_grace_ms
+    run_files = publish_run_files(config.listen, router.port, args.detached_log, grace_ms)
     if args.print_port:
         print(router.port, flush=True)
-    await serve_forever(router, stop)
+    try:
+        await serve_forever(router, stop)
+    finally:
+        run_files.withdraw()
     # The last spans (this shutdown's calls) are still batched: send them before exiting.
     await asyncio.to_thread(shutdown_tracing)
     return 0
