@@ -24,7 +24,7 @@ from shellgate.common.process.escapes import enable_escape_reaping
 from shellgate.common.process_tuning import tune_process
 from shellgate.common.sandbox import local_sandbox_summary, sandbox_unavailable_reason
 from shellgate.common.tracing import configure_tracing, shutdown_tracing
-from shellgate.execserver.config import ServerConfig, load_config
+from shellgate.execserver.config import ServerConfig, check_root, load_config
 from shellgate.execserver.server import start_server
 
 _SERVE_EXAMPLES = """examples:
@@ -164,6 +164,7 @@ async def _serve(args: argparse.Namespace) -> int:
     }
     try:
         config = load_config(args.config, overrides, _FLAGS)
+        check_root(config, _FLAGS["root"] if args.root else "")
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -233,6 +234,7 @@ async def _codex_stdio(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args.config, {"root": args.root}, _FLAGS)
+        check_root(config, _FLAGS["root"] if args.root else "")
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -207,6 +207,17 @@ def parse_config(
     return config
 
 
+def check_root(config: ServerConfig, flag: str = "") -> None:
+    """Refuse a local `root` that is not a directory (every command would fail to start).
+
+    Checked at start-up, not at parse (a config names its deployment's paths, as
+    `check_rules_dirs` does for the router); `flag` names the flag when it set the root.
+    With the SSH backend the remote reports its own cwd, so nothing local is checked.
+    """
+    if config.root and config.backend == "local" and not Path(config.root).is_dir():
+        raise ConfigError(flag or "root", "no such directory", got=config.root)
+
+
 def load_config(
     path: str | None,
     overrides: dict[str, Any] | None = None,
