@@ -3,8 +3,9 @@ concurrent `Execute` calls (`true`, login false), every call under a deadline.
 
     python -m tests.load.loadgen --target 127.0.0.1:50051 --project 1000 --execute 200
 
-Prints one JSON line (counts, status codes, latency percentiles, wall time) and exits 1 when
-any call failed. Everything is bounded: the number of calls by the arguments, each call by
+Against a default local router no token flag is needed: like `shellgate call`, it reads the
+token the router generated for a loopback target (`--token` overrides it). Prints one JSON
+line (counts, status codes, latency percentiles, wall time) and exits 1 when any call failed. Everything is bounded: the number of calls by the arguments, each call by
 --call-timeout-s, the whole run by --total-timeout-s.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 import grpc
 import grpc.aio
+from shellgate.client.local_token import local_token_for
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc, shell_pb2
 
 MAX_CALLS = 20_000  # a hard ceiling so a typo cannot start an unbounded run
@@ -164,9 +166,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--execute", type=int, default=200, help="concurrent Execute calls")
     parser.add_argument("--call-timeout-s", type=float, default=60.0)
     parser.add_argument("--total-timeout-s", type=float, default=300.0)
-    parser.add_argument("--token", default="", help="bearer token, if the router wants one")
+    parser.add_argument(
+        "--token", help="bearer token (default: the token a local `shellgate serve` generated "
+        "for a loopback --target, found as `shellgate call` finds it)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    metadata = (("authorization", f"Bearer {args.token}"),) if args.token else ()
+    token = args.token if args.token is not None else local_token_for(args.target)
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
     report = asyncio.run(
         asyncio.wait_for(
             run_load(

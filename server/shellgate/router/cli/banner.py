@@ -17,6 +17,8 @@ from shellgate.router.service.config import DEFAULT_LISTEN, RouterConfig
 # Default permission profiles that wrap every local command in bubblewrap (spec 06 §7).
 SANDBOXED_PROFILES = frozenset({"read-only", "workspace-write"})
 PROFILES = ("read-only", "workspace-write", "danger-full-access", "external-sandbox")
+# Listen-anywhere hosts and the loopback address a call on this host uses instead.
+_WILDCARDS = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "::": "[::1]"}
 
 
 def sandbox_refusal(config: RouterConfig) -> str | None:
@@ -43,7 +45,11 @@ def banner_lines(config: RouterConfig, port: int, rules_files: Sequence[Path] | 
     """The start-up banner: where it listens, what it runs on, under what, and how to call it."""
     host = config.listen.rsplit(":", 1)[0]
     address = f"{host}:{port}"
-    envs = [f"local (embedded, cwd {config.local_cwd or Path.cwd()})"] if config.local_environment else []
+    envs = (
+        [f"local (embedded, cwd {config.local_cwd or Path.cwd()})"]
+        if config.local_environment
+        else []
+    )
     envs += [f"{env.environment_id} (exec-server {env.target})" for env in config.environments]
     envs += [f"{d.id_prefix}-* (DNS {d.dns_name})" for d in config.discovery]
     profile = config.defaults.permission_profile
@@ -58,14 +64,59 @@ def banner_lines(config: RouterConfig, port: int, rules_files: Sequence[Path] | 
     else:
         dirs = ", ".join(config.rules_dirs)
         rules = f"{len(rules_files)} .rules file(s) from {dirs}"
-    target = "" if address == DEFAULT_LISTEN else f" --target {address}"
     lines = [
         f"shellgate {package_version()} router listening on {address}",
         f"  environments: {', '.join(envs) or 'none yet (discovery)'}",
         f"  sandbox: default permission profile {profile}; local sandbox: {sandbox}",
         f"  rules: {rules}",
     ]
+    lines += auth_lines(config, token_path)
+    lines += try_lines(config, address)
+    return lines
+
+
+def auth_lines(config: RouterConfig, token_path: Path | None) -> list[str]:
+    """Who may call: the generated token, the token file, client certificates, or anyone."""
     if token_path is not None:
-        lines.append(f"  auth: generated token in {token_path} (`shellgate token` prints it)")
-    lines.append(f'  try: shellgate call{target} --cmd "echo hello"')
+        return [f"  auth: generated token in {token_path} (`shellgate token` prints it)"]
+    said = []
+    if config.token_file:
+        said.append(f"bearer tokens from {config.token_file}")
+    if config.tls_client_ca_file:
+        said.append(f"client certificates signed by {config.tls_client_ca_file} (mTLS)")
+    if not said:
+        return ["  auth: none: anyone who can reach the address may call"]
+    return [f"  auth: {' and '.join(said)}"]
+
+
+def try_lines(config: RouterConfig, address: str) -> list[str]:
+    """A `shellgate call` that works against this router, and what its placeholders mean.
+
+    The generated local token is found by `shellgate call` itself; a token file's tokens and
+    the certificates are the caller's own, so they appear as placeholders explained below.
+    """
+    host, port = address.rsplit(":", 1)
+    wildcard = host in _WILDCARDS
+    if wildcard:
+        # A wildcard address accepts on loopback too: the call below runs on this host.
+        address = f"{_WILDCARDS[host]}:{port}"
+    flags, notes = [], []
+    if address != DEFAULT_LISTEN:
+        flags.append(f"--target {address}")
+    if config.token_file:
+        flags.append("--token TOKEN")
+        notes.append(f"TOKEN: a bearer token {config.token_file} accepts")
+    if config.tls_cert_file:
+        flags.append("--tls-ca CA.pem")
+        notes.append(f"CA.pem: the CA certificate that signed {config.tls_cert_file}")
+        if wildcard:
+            # The loopback address is not the name the certificate was issued for.
+            flags.append("--tls-server-name NAME")
+            notes.append(f"NAME: a host name {config.tls_cert_file} names")
+    if config.tls_client_ca_file:
+        flags.append("--tls-cert CLIENT.crt --tls-key CLIENT.key")
+        notes.append(f"CLIENT.crt/.key: a client certificate signed by {config.tls_client_ca_file}")
+    lines = [f'  try: shellgate call {" ".join([*flags, "--cmd"])} "echo hello"']
+    if notes:
+        lines.append(f"       ({'; '.join(notes)})")
     return lines

@@ -34,7 +34,7 @@ EXAMPLES: dict[str, str] = {
   shellgate serve                # 127.0.0.1:50051, embedded local environment, rules: none
   shellgate serve --detach && shellgate call --cmd "echo hello"
   shellgate serve --sandbox danger-full-access    # no bubblewrap here: run commands unsandboxed
-  shellgate serve --config deploy/examples/router.toml --rules-dir ~/.codex/rules""",
+  mkdir -p ~/.codex/rules && shellgate serve --rules-dir ~/.codex/rules    # Codex's rules folder""",
     "call": """examples:
   shellgate call --cmd "ls -la"                   # exec_command in the router's local environment
   shellgate call --cmd "make test" --tool shell_command --timeout-ms 60000 --approve yes
