@@ -24,7 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("shellgate.router.cli.eval", "conformance: JSON lines in, answers out"),
     "policy": ("shellgate.router.cli.policy", "exec-policy tools (check)"),
     "token": ("shellgate.client.token_cli", "print the local router's generated token"),
-    "mcp": ("shellgate.client.mcp.cli", "serve Codex's shell tools to MCP clients (stdio or HTTP)"),
+    "mcp": ("shellgate.mcp.cli", "serve Codex's shell tools to MCP clients (stdio or HTTP)"),
     "audit": ("shellgate.router.cli.audit", "check or print an audit log (verify, tail)"),
 }
 

@@ -20,7 +20,6 @@ the call's record then holds the abort output, so a retry gets that instead of a
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
@@ -34,6 +33,7 @@ from shellgate.common.errors import (
     CallRunningElsewhereError,
     SharedStateUnavailableError,
 )
+from shellgate.common.output_channel import OutputChannel
 from shellgate.router.runtime.call_runner import aborted
 from shellgate.router.runtime.call_state import Call
 from shellgate.router.runtime.events import (
@@ -56,9 +56,11 @@ __all__ = [
 ]
 
 DEFAULT_COMPLETED_CALL_TTL_MS = 10 * 60_000
-# Output events an attached stream may have waiting; past it its output chunks are dropped
-# (seq gaps show it). Final events always get through.
-FOLLOWER_BACKLOG = 1_024
+# What an attached retry's stream may have waiting (an `OutputChannel`: bytes and chunks);
+# past it its output chunks are dropped, counted and logged (seq gaps show it to the
+# client). Final and other non-output events always get through (markers are unbounded).
+FOLLOWER_BACKLOG_BYTES = 4 * 1024 * 1024
+FOLLOWER_BACKLOG_CHUNKS = 1_024
 
 _log = logging.getLogger(__name__)
 
@@ -93,31 +95,41 @@ def completed_from_json(text: str) -> CompletedEvent:
     return CompletedEvent(**data)
 
 
+FollowerChannel = OutputChannel[ExecuteEvent]
+
+
+def follower_channel() -> FollowerChannel:
+    """The bounded channel of one attached retry (output dropped past its backlog)."""
+    return OutputChannel(max_bytes=FOLLOWER_BACKLOG_BYTES, max_chunks=FOLLOWER_BACKLOG_CHUNKS)
+
+
 @dataclass
 class _Live:
     """A call running on this router: who follows it, and its final event once there."""
 
     digest: str
-    followers: set[asyncio.Queue[ExecuteEvent | None]] = field(default_factory=set)
+    followers: set[FollowerChannel] = field(default_factory=set)
 
     def publish(self, event: ExecuteEvent) -> None:
         """Hand an event to every attached stream (output only while its backlog has room)."""
-        for queue in self.followers:
-            if not isinstance(event, OutputEvent) or queue.qsize() < FOLLOWER_BACKLOG:
-                queue.put_nowait(event)
+        # Only output carries bytes: every other event is a marker, never dropped.
+        data = event.data if isinstance(event, OutputEvent) else b""
+        for channel in self.followers:
+            channel.send_nowait(event, data)
 
     def close(self) -> None:
         """The call is over: attached streams end after what they hold."""
-        for queue in self.followers:
-            queue.put_nowait(None)
+        for channel in self.followers:
+            channel.close()
 
 
 @dataclass(frozen=True)
 class Attached:
-    """The retry follows the call running here (`queue` receives from the moment of claim)."""
+    """The retry follows the call running here (`channel` receives from the moment of claim)."""
 
     live: _Live
-    queue: asyncio.Queue[ExecuteEvent | None]
+    channel: FollowerChannel
+    call_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -192,9 +204,9 @@ class CallLedger:
         live = self._live.get(local)
         if live is not None:
             _check_same(call_id, live.digest, digest)
-            queue: asyncio.Queue[ExecuteEvent | None] = asyncio.Queue()
-            live.followers.add(queue)
-            return Attached(live, queue)
+            channel = follower_channel()
+            live.followers.add(channel)
+            return Attached(live, channel, call_id)
         try:
             record = await thread.shared.claim_call(
                 thread.thread_id, local[1], self._running(digest), self._ttl_ms
@@ -260,11 +272,18 @@ class CallLedger:
 
     async def follow(self, attached: Attached) -> AsyncIterator[ExecuteEvent]:
         """The events of a call running here since the claim, ending with its final event."""
+        channel = attached.channel
         try:
-            while (event := await attached.queue.get()) is not None:
-                yield event
+            async for received in channel:
+                yield received.meta
         finally:
-            attached.live.followers.discard(attached.queue)
+            attached.live.followers.discard(channel)
+            if channel.dropped_chunks:
+                _log.warning(
+                    "call %s: an attached retry fell behind; %d output chunks (%d bytes) "
+                    "were dropped from its stream (its completed output is whole)",
+                    attached.call_id, channel.dropped_chunks, channel.dropped_bytes,
+                )  # fmt: skip
 
 
 def _check_same(call_id: str, known: str, digest: str) -> None:
