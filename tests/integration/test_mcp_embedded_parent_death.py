@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 PARENT = """
 import subprocess, sys, time
 import grpc  # noqa: F401  (loaded, as in `shellgate mcp`)
-from shellgate.client.mcp.embedded import dying_with_parent
+from shellgate.mcp.embedded import dying_with_parent
 setpriv = sys.argv[1] or None
 child = subprocess.Popen(dying_with_parent(["/bin/sleep", "300"], setpriv))
 time.sleep(0.3)  # the trampoline execs `sleep` (same pid)
@@ -68,7 +68,7 @@ def test_child_dies_when_the_parent_is_killed(how: str) -> None:
 
 def test_trampoline_gives_up_when_the_parent_is_already_gone() -> None:
     # The parent pid it was told is not its parent: exit 1, nothing exec'd.
-    from shellgate.client.mcp.embedded import _TRAMPOLINE
+    from shellgate.mcp.embedded import _TRAMPOLINE
 
     done = subprocess.run([sys.executable, "-c", _TRAMPOLINE, "1", "/bin/echo", "ran"],
                           capture_output=True, text=True, timeout=30)  # fmt: skip

@@ -235,8 +235,8 @@ def test_disconnect_mid_call_leaves_nothing(router: RouterProcess, tmp_path: Pat
 
 def test_item_json_is_codex_shape(tmp_path: Path) -> None:
     # The items the front builds are the ones Execute takes (a check of the translation).
-    from shellgate.client.mcp.tools import call_item
     from shellgate.client.records import ToolSpec
+    from shellgate.mcp.tools import call_item
 
     spec = ToolSpec("apply_patch", json.dumps({"type": "custom", "name": "apply_patch"}), False)
     item = json.loads(call_item(spec, {"input": "P"}, "c1").raw_json)

@@ -14,6 +14,7 @@ ROUTER = REPO_ROOT / "server" / "shellgate" / "router"
 COMMON = REPO_ROOT / "common" / "shellgate" / "common"
 EXECSERVER = REPO_ROOT / "execserver" / "shellgate" / "execserver"
 CLIENT = REPO_ROOT / "client" / "shellgate" / "client"
+MCP = REPO_ROOT / "mcp" / "shellgate" / "mcp"
 
 # The pipeline stages (STYLE.md convention 1): values in, values out. Whole packages are
 # stages, so a module added to one is checked without editing this list.
@@ -42,11 +43,15 @@ WIRE_ALLOWED = {
     ROUTER / "runtime" / "remote" / "info.py",
 }  # fmt: skip
 # Who may import whom: each source root lists the shellgate packages it must never import.
+# The MCP front (mcp → client, common, v1) is a leaf: nothing imports it. The router's CLI
+# names `shellgate.mcp.cli` as a string for `shellgate mcp` (a composition root's
+# dispatch, test_shellgate_mcp_is_dispatched_not_imported), never as an import.
 LAYERS = {
-    ROUTER: ("shellgate.execserver", "shellgate.client"),
-    EXECSERVER: ("shellgate.router", "shellgate.client"),
-    COMMON: ("shellgate.router", "shellgate.execserver", "shellgate.client"),
-    CLIENT: ("shellgate.router", "shellgate.execserver", "shellgate.common"),
+    ROUTER: ("shellgate.execserver", "shellgate.client", "shellgate.mcp"),
+    EXECSERVER: ("shellgate.router", "shellgate.client", "shellgate.mcp"),
+    COMMON: ("shellgate.router", "shellgate.execserver", "shellgate.client", "shellgate.mcp"),
+    CLIENT: ("shellgate.router", "shellgate.execserver", "shellgate.common", "shellgate.mcp"),
+    MCP: ("shellgate.router", "shellgate.execserver"),
 }
 # The router's top level: the seed stages stand out among a few packages (renovation, P5).
 ROUTER_TOP_LEVEL_MAX = 16
@@ -97,6 +102,15 @@ def test_layers_import_only_downwards(root: Path) -> None:
     assert offenders == set()
 
 
+def test_shellgate_mcp_is_dispatched_not_imported() -> None:
+    from shellgate.router.cli.main import SUBCOMMANDS
+
+    module, _help = SUBCOMMANDS["mcp"]
+    assert module == "shellgate.mcp.cli"
+    assert (MCP / "cli.py").is_file()
+    assert not (CLIENT / "mcp").exists(), "the MCP front lives in mcp/, not in the client"
+
+
 def test_router_top_level_is_small() -> None:
     entries = [p.name for p in ROUTER.iterdir() if p.name != "__pycache__"]
     assert len(entries) <= ROUTER_TOP_LEVEL_MAX, sorted(entries)
@@ -106,7 +120,7 @@ def test_modules_stay_small() -> None:
     limit = 450  # "about 400 lines"; generated stubs excluded
     sizes = {
         str(p.relative_to(REPO_ROOT)): len(p.read_text().splitlines())
-        for folder in ("server", "execserver", "common", "client")
+        for folder in ("server", "execserver", "common", "client", "mcp")
         for p in (REPO_ROOT / folder).rglob("*.py")
         if "_pb2" not in p.name
     }

@@ -8,11 +8,22 @@ import logging
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING, NamedTuple
 
 from shellgate.client.events import Decision
 from shellgate.client.options import TlsOptions, token_from_file
 
+if TYPE_CHECKING:
+    from shellgate.mcp.auth import TokenFileVerifier
+
 _APPROVAL_POLICIES = ("untrusted", "on-request", "on-failure", "never")
+
+
+class Credentials(NamedTuple):
+    """What the token files hold: the router's bearer token, the HTTP callers' tokens."""
+
+    router_token: str | None
+    http_tokens: TokenFileVerifier | None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +90,7 @@ def _serve_args(args: argparse.Namespace) -> list[str]:
         out += ["--rules-dir", folder]
     if args.sandbox:
         out += ["--sandbox", args.sandbox]
-    from shellgate.client.mcp.embedded import masked_path_args
+    from shellgate.mcp.embedded import masked_path_args
 
     # Its sandboxes must not read the HTTP callers' tokens (or this process's other secrets).
     return out + masked_path_args(args.http_token_file, args.token_file, args.tls_key)
@@ -87,13 +98,13 @@ def _serve_args(args: argparse.Namespace) -> list[str]:
 
 def _check(args: argparse.Namespace) -> str | None:
     """The reason the options cannot work together, or None."""
-    from shellgate.client.mcp.http import is_loopback
+    from shellgate.common.grpc.listen import is_loopback_host
 
     if args.http:
         host, sep, port = args.http.rpartition(":")
         if not sep or not port.isdigit():
             return f"--http: expected HOST:PORT, got {args.http!r}"
-        if not is_loopback(host) and not args.http_token_file:
+        if not is_loopback_host(host) and not args.http_token_file:
             return "--http off loopback needs --http-token-file (a bearer token)"
         if host.strip("[]") in ("0.0.0.0", "::") and not args.http_host:
             return "--http on a wildcard address needs --http-host NAME (each name clients use)"
@@ -106,35 +117,65 @@ def _exit_on_sigterm(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _credentials(args: argparse.Namespace) -> Credentials | str:
+    """The token files, read before anything is bound or started; else one line why."""
+    from shellgate.mcp.auth import TokenFileVerifier
+
+    router_token = http_tokens = None
+    # A file that is missing, a directory, unreadable, not text or malformed: one line
+    # naming the option, exit 2 (not a traceback after the private router started).
+    option, path = "--token-file", args.token_file
+    try:
+        if path:
+            router_token = token_from_file(path)
+        option, path = "--http-token-file", args.http_token_file
+        if path and args.http:
+            http_tokens = TokenFileVerifier.from_file(path)
+    except (OSError, ValueError) as exc:
+        return f"{option}: {_reason(path, exc)}"
+    return Credentials(router_token, http_tokens)
+
+
+def _reason(path: str, exc: Exception) -> str:
+    """One line for a token file that cannot be used (the path once, no traceback)."""
+    if isinstance(exc, OSError):
+        return f"cannot read {path}: {exc.strerror or exc}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"{path}: not a text file"
+    return str(exc)
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point."""
     try:
-        import mcp  # noqa: F401
+        # The SDK's server package, not just a module named `mcp` (run from a checkout,
+        # the source root's folder `mcp/` would pass for a namespace package).
+        import mcp.server.lowlevel  # noqa: F401
     except ImportError:
         print(
             "shellgate mcp: needs the `mcp` package: pip install 'shellgate[mcp]'", file=sys.stderr
         )
         return 2
-    from shellgate.client.mcp.embedded import EmbeddedRouter
-    from shellgate.client.mcp.http import open_http
-    from shellgate.client.mcp.serving import serve
+    from shellgate.mcp.embedded import EmbeddedRouter
+    from shellgate.mcp.http import open_http
+    from shellgate.mcp.serving import serve
 
     problem = _check(args)
     if args.log_level.upper() not in logging.getLevelNamesMapping():
         problem = f"--log-level: not a log level (got {args.log_level!r})"
+    # Either what the token files hold or, from here on, the one line of a refusal.
+    credentials = _credentials(args) if problem is None else problem
     http = None
-    if problem is None and args.http:
+    if not isinstance(credentials, str) and args.http:
         # Bound (and its token published) before the private router starts: a port in use
         # fails at once, and the token file's path is known from here on.
         try:
-            http = open_http(args.http, args.http_token_file, local_token=args.local_token,
+            http = open_http(args.http, credentials.http_tokens, local_token=args.local_token,
                              names=args.http_host)  # fmt: skip
-        except ValueError as exc:
-            problem = f"--http-token-file: {exc}"
         except OSError as exc:
-            problem = f"--http {args.http}: {exc}"
-    if problem is not None:
-        print(f"shellgate mcp: {problem}", file=sys.stderr)
+            credentials = f"--http {args.http}: {exc}"
+    if isinstance(credentials, str):
+        print(f"shellgate mcp: {credentials}", file=sys.stderr)
         return 2
     if http is not None:
         # Closed (its token file removed) however this process ends but SIGKILL: SIGTERM,
@@ -163,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return serve(
             target=target, tls=tls,
-            token=token_from_file(args.token_file) if args.token_file else None,
+            token=credentials.router_token,
             http=http,
             print_port=args.print_port, idle_timeout_s=args.session_idle_timeout,
             # A remote router's host has its own directories: its default cwd applies there.

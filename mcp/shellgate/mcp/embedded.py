@@ -1,6 +1,6 @@
 """A private `shellgate serve` on 127.0.0.1:0 that lives and dies with `shellgate mcp`.
 
-A child process, not an in-process router: the client package may not import the router
+A child process, not an in-process router: the MCP front may not import the router
 (the layering rule), and `shellgate serve` already does everything a router start needs
 (environment scrubbing, sandbox checks, escape reaping, its local token). Its sandboxes
 mask what this process holds secrets in (`--masked-path`), beside the router's own.

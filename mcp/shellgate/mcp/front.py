@@ -25,16 +25,16 @@ from shellgate.client.calls import RunLoop
 from shellgate.client.errors import ClientError
 from shellgate.client.events import ApprovalRequired, Completed, Decision, Event, Termination
 from shellgate.client.items import new_call_id
-from shellgate.client.mcp import approvals
-from shellgate.client.mcp.auth import caller_subject
-from shellgate.client.mcp.tools import (
+from shellgate.client.records import EnvironmentInfo, ToolSpec
+from shellgate.mcp import approvals
+from shellgate.mcp.auth import caller_subject
+from shellgate.mcp.tools import (
     LIST_ENVIRONMENTS,
     ToolArgumentError,
     call_item,
     environments_text,
     mcp_tools,
 )
-from shellgate.client.records import EnvironmentInfo, ToolSpec
 from shellgate.v1 import common_pb2
 
 __all__ = ["FrontSettings", "build_server"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import sys
 from collections.abc import Sequence
@@ -13,26 +12,20 @@ from typing import Any
 import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
-from shellgate.client.mcp.auth import TokenFileVerifier, require_tokens
-from shellgate.client.mcp.host_guard import FrontHosts, HostCheck
-from shellgate.client.mcp.http_token import GeneratedToken
+from shellgate.common.grpc.listen import is_loopback_host
+from shellgate.common.http_guard import HostGuard
+from shellgate.common.local_token import LocalToken
+from shellgate.mcp.auth import TokenFileVerifier, require_tokens
+from shellgate.mcp.host_guard import HostCheck, front_guard
 from starlette.types import ASGIApp
 
-__all__ = ["MCP_PATH", "HttpFront", "is_loopback", "open_http", "serve_http"]
+__all__ = ["MCP_PATH", "HttpFront", "open_http", "serve_http"]
 
 MCP_PATH = "/mcp"
 # The subject of the generated token: the one local caller it stands for.
 LOCAL_SUBJECT = "local"
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` names only this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+# Its file: `<runtime dir>/shellgate/mcp-<port>.token`, beside the router's generated ones.
+TOKEN_DAEMON = "mcp"
 
 
 @dataclass
@@ -40,9 +33,9 @@ class HttpFront:
     """The bound listener, the names it answers to and the tokens it takes (None: open)."""
 
     sock: socket.socket
-    hosts: FrontHosts
+    hosts: HostGuard
     tokens: TokenFileVerifier | None
-    generated: GeneratedToken | None = None
+    generated: LocalToken | None = None
 
     @property
     def port(self) -> int:
@@ -77,19 +70,21 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def open_http(
-    address: str, token_file: str | None, *, local_token: bool, names: Sequence[str] = ()
-) -> HttpFront:
-    """Bind `address` (HOST:PORT) and settle who may call: the token file, else (loopback,
-    unless `local_token` is off) a generated token published for the bound port.
+    address: str, tokens: TokenFileVerifier | None, *, local_token: bool,
+    names: Sequence[str] = (),
+) -> HttpFront:  # fmt: skip
+    """Bind `address` (HOST:PORT) and settle who may call: `tokens` (--http-token-file),
+    else (loopback, unless `local_token` is off) a generated token published for the port.
 
-    Raises ValueError (a bad token file) or OSError (bind, token file) with the reason.
+    Raises OSError (bind, the generated token's file) with the reason.
     """
     host, _, port = address.rpartition(":")
-    tokens = TokenFileVerifier(token_file) if token_file else None
     sock = _bind(host, int(port))
-    front = HttpFront(sock, FrontHosts.serving(host, int(sock.getsockname()[1]), names), tokens)
-    if tokens is None and local_token and is_loopback(host):
-        generated = GeneratedToken()
+    front = HttpFront(sock, front_guard(host, int(sock.getsockname()[1]), names), tokens)
+    if tokens is None and local_token and is_loopback_host(host):
+        # Without it a loopback port would serve every local user, running commands as
+        # this one: the router's rule (`shellgate serve`'s local token), its file format.
+        generated = LocalToken(TOKEN_DAEMON)
         try:
             generated.publish(front.port)
         except OSError as exc:

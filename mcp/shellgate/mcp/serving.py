@@ -6,10 +6,10 @@ import anyio
 from mcp.server.stdio import stdio_server
 from shellgate.client.aio import AsyncClient
 from shellgate.client.events import Decision
-from shellgate.client.mcp.front import FrontSettings, build_server
-from shellgate.client.mcp.http import HttpFront, serve_http
 from shellgate.client.options import TlsOptions
 from shellgate.client.turn import turn_context
+from shellgate.mcp.front import FrontSettings, build_server
+from shellgate.mcp.http import HttpFront, serve_http
 
 
 async def _serve(

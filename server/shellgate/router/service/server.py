@@ -24,7 +24,7 @@ from shellgate.common.metrics_http import (
     check_metrics_listen,
     start_metrics_server,
 )
-from shellgate.common.tasks import cancel_and_wait
+from shellgate.common.tasks import TaskSet, cancel_and_wait
 from shellgate.common.tracing import enable_command_text
 from shellgate.router.runtime.remote.discovery import DnsDiscovery
 from shellgate.router.runtime.remote.monitor import run_health_probes
@@ -75,8 +75,9 @@ class RunningRouter:
     # The plaintext health-only listener (health_listen), when configured.
     health_server: grpc.aio.Server | None = None
     health_port: int | None = None
-    # The thread sweeper and DNS discovery loops: owned here, cancelled and awaited by stop().
-    background: list[asyncio.Task[None]] = field(default_factory=list)
+    # The thread sweeper, DNS discovery, health probes and the store probe: owned here,
+    # cancelled and awaited by stop() (a failure is logged when it happens).
+    background: TaskSet = field(default_factory=lambda: TaskSet(log))
     stop_background: asyncio.Event = field(default_factory=asyncio.Event)
     # The generated local token's file (the default on loopback without credentials).
     local_token: LocalToken | None = None
@@ -88,7 +89,7 @@ class RunningRouter:
         # Set first: a discovery lookup finishing now must not report SERVING again.
         self.stop_background.set()
         await set_serving(self.health, SERVICE_NAME, False)
-        await cancel_and_wait(*self.background, log=log)
+        await self.background.aclose()
         if self.console is not None:
             # First: its live streams end and no operator decides during the shutdown.
             await self.console.stop()
@@ -200,7 +201,7 @@ async def start_router(
     stop = running.stop_background
     await _watch_shared_state(running)
     sweeper = run_thread_sweeper(app.threads, limits.sweep_interval_ms, stop)
-    running.background.append(asyncio.create_task(sweeper, name="thread-sweeper"))
+    running.background.spawn(sweeper, name="thread-sweeper")
 
     async def report_readiness() -> None:
         # Serving while there is an environment to run on: a discovery-only router is
@@ -216,12 +217,10 @@ async def start_router(
             in_use=app.threads.environments_in_use,
             on_change=report_readiness,
         )
-        running.background.append(
-            asyncio.create_task(discovery.run(stop), name=f"discovery-{entry.dns_name}")
-        )
+        running.background.spawn(discovery.run(stop), name=f"discovery-{entry.dns_name}")
     if config.environment_probe_interval_ms > 0:
         probes = run_health_probes(app.environments, config.environment_probe_interval_ms, stop)
-        running.background.append(asyncio.create_task(probes, name="environment-probes"))
+        running.background.spawn(probes, name="environment-probes")
     log.info("router listening on port %d (%d environments)", port, len(app.environments.ids()))
     return running
 
@@ -239,8 +238,8 @@ async def _watch_shared_state(running: RunningRouter) -> None:
         await health.set(SHARED_STATE_HEALTH_NAME, serving if up else not_serving)
 
     monitor.listen(report)
-    running.background.append(
-        asyncio.create_task(monitor.run(probe, running.stop_background), name="store-probe")
+    running.background.spawn(
+        monitor.run(probe, running.stop_background), name="store-probe"
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+from shellgate.common.tasks import TaskSet, cancel_and_wait
 
 __all__ = ["BusHandler", "RedisBus"]
 
@@ -54,7 +55,9 @@ class RedisBus:
         self._waiting: dict[str, asyncio.Queue[dict[str, Any]]] = {}
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
-        self._notices: set[asyncio.Task[None]] = set()
+        # Notice refreshes run beside the subscriber (a slow one must not hold the next
+        # message); owned here, cancelled and awaited by aclose.
+        self._notices = TaskSet(_log)
 
     def on_request(self, op: str, handler: BusHandler) -> None:
         """Answer broadcast requests of kind `op` with `handler`."""
@@ -158,9 +161,7 @@ class RedisBus:
                 queue.put_nowait(message)
             return
         if op in self._notify:
-            task = asyncio.create_task(self._run_notice(str(op)))
-            self._notices.add(task)
-            task.add_done_callback(self._notices.discard)
+            self._notices.spawn(self._run_notice(str(op)), name=f"bus-notice-{op}")
             return
         handler = self._handlers.get(str(op))
         reply_to = message.get("reply_to")
@@ -186,10 +187,6 @@ class RedisBus:
 
     async def aclose(self) -> None:
         """Stop the subscriber."""
-        tasks = [t for t in (self._task, *self._notices) if t is not None]
-        self._task = None
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        task, self._task = self._task, None
+        await cancel_and_wait(task, log=_log)
+        await self._notices.aclose()
