@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import venv
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -83,6 +84,21 @@ def test_imports_the_client_and_stubs_but_no_server_code(client_venv: Path) -> N
     assert where.startswith(str(client_venv.parent.parent)), where  # the venv's copy
     assert services == "['ToolRouterService']"
     assert server == "[]"
+
+
+def test_ships_no_mcp_front(client_venv: Path) -> None:
+    # The MCP front is a server (its own source root, mcp/, in the `shellgate` distribution
+    # under the [mcp] extra): this wheel declares none of its dependencies, so it has none
+    # of its code either.
+    [wheel] = (client_venv.parents[2] / "dist").glob("shellgate_client-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    packages = sorted({name.split("/")[1] for name in names if name.startswith("shellgate/")})
+    assert packages == ["client", "v1"], packages
+    assert not [name for name in names if "/mcp/" in name or name.startswith("mcp/")]
+    probe = ("import importlib.util\n"
+             "print([m for m in ('shellgate.mcp', 'shellgate.client.mcp', 'mcp')"
+             " if importlib.util.find_spec(m) is not None])\n")  # fmt: skip
+    assert _run([str(client_venv), "-c", probe], client_venv.parent).strip() == "[]"
 
 
 def test_example_type_checks_with_mypy_strict(client_venv: Path, tmp_path: Path) -> None:
