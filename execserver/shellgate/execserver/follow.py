@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from shellgate.common.backoff import Backoff
 from shellgate.common.process.base import ExitStatus
 from shellgate.common.process.retention import SeqChunk
 from shellgate.execserver.awaiting_input import is_awaiting_input
@@ -105,7 +106,7 @@ async def follow(
     cursor = after_seq
     proc.attached += 1
     idle_reported = False
-    probe_ms = IDLE_PROBE_MS
+    probe = Backoff(IDLE_PROBE_MS, IDLE_PROBE_MAX_MS)
     inputs = proc.inputs
     token = pacer
     try:
@@ -119,7 +120,7 @@ async def follow(
                 if isinstance(event, SeqChunk | Exited | Closed):
                     cursor = event.seq
                     idle_reported = False
-                    probe_ms = IDLE_PROBE_MS
+                    probe.reset()
                 if isinstance(event, SeqChunk) and token is not None:
                     proc.pacer_progress(token, event.end)
                 if isinstance(event, Closed):
@@ -127,9 +128,10 @@ async def follow(
             if events:
                 continue
             if proc.inputs != inputs:
-                inputs, probe_ms = proc.inputs, IDLE_PROBE_MS
+                inputs = proc.inputs
+                probe.reset()
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(probe_ms / 1000):
+                async with asyncio.timeout(probe.current / 1000):
                     await changed.wait()
                 continue
             pgid = proc.handle.pgid
@@ -139,7 +141,7 @@ async def follow(
                 idle_reported = True
                 yield Awaiting(cursor)
             else:
-                probe_ms = min(probe_ms * 2, IDLE_PROBE_MAX_MS)
+                probe.next()
     finally:
         proc.attached -= 1
         proc.touch()

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from shellgate.common.backoff import Backoff
 from shellgate.common.config_schema import ConfigError
 from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.common.tasks import TaskSet
@@ -121,7 +122,7 @@ class ApprovalWebhook:
 
     async def _deliver(self, event: str, approval_id: str, body: bytes) -> None:
         config = self._config
-        backoff = config.retry_backoff_ms / 1000
+        backoff = Backoff(config.retry_backoff_ms / 1000, float("inf"))
         for attempt in range(config.max_retries + 1):
             error = await asyncio.to_thread(self._post, event, body)
             if error is None:
@@ -132,8 +133,7 @@ class ApprovalWebhook:
             if last:
                 self._warn(f"approval webhook: {event} {approval_id} not delivered: {error}")
                 return
-            await asyncio.sleep(backoff)
-            backoff *= 2
+            await asyncio.sleep(backoff.next())
 
     def _post(self, event: str, body: bytes) -> str | None:
         """One attempt (worker thread); the error text, or None when a 2xx answered."""

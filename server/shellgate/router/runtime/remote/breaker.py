@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shellgate.common.backoff import Backoff
+
 __all__ = ["BreakerSettings", "CircuitBreaker"]
 
 
@@ -35,7 +37,7 @@ class CircuitBreaker:
         self._settings = settings
         self._clock = clock
         self.reason: str | None = None
-        self._backoff_ms = settings.initial_backoff_ms
+        self._backoff = Backoff(settings.initial_backoff_ms, settings.max_backoff_ms)
         self._retry_at = 0.0
         # How often the circuit opened, and how many calls it refused (metrics).
         self.opened_total = 0
@@ -50,9 +52,9 @@ class CircuitBreaker:
         """Open (or keep open) with `reason`; the next retry waits the current backoff."""
         if self.reason is None:
             self.opened_total += 1
-            self._backoff_ms = self._settings.initial_backoff_ms
+            self._backoff.reset()
         self.reason = reason
-        self._retry_at = self._clock() + self._backoff_ms / 1000
+        self._retry_at = self._clock() + self._backoff.current / 1000
 
     def retry_delay_s(self) -> float:
         """Seconds until the background retry is due (0 when due now)."""
@@ -60,14 +62,14 @@ class CircuitBreaker:
 
     def retry_failed(self, reason: str) -> None:
         """A background retry failed: stay open, back off further."""
-        self._backoff_ms = min(self._backoff_ms * 2, self._settings.max_backoff_ms)
+        self._backoff.next()
         self.reason = reason
-        self._retry_at = self._clock() + self._backoff_ms / 1000
+        self._retry_at = self._clock() + self._backoff.current / 1000
 
     def close(self) -> None:
         """The daemon answered: calls go through again."""
         self.reason = None
-        self._backoff_ms = self._settings.initial_backoff_ms
+        self._backoff.reset()
 
     def refusal(self) -> str:
         """The reason a refused call reports (counted as one refusal)."""

@@ -18,6 +18,8 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
+from shellgate.common.backoff import Backoff
+
 __all__ = ["PROBE_INTERVAL_S", "StoreMonitor"]
 
 PROBE_INTERVAL_S = 1.0
@@ -108,7 +110,7 @@ class StoreMonitor:
     async def run(self, probe: Callable[[], Awaitable[None]], stop: asyncio.Event) -> None:
         """Probe until `stop`: every `PROBE_INTERVAL_S`, backing off while the store is down."""
         await self.notify()
-        interval = PROBE_INTERVAL_S
+        backoff = Backoff(PROBE_INTERVAL_S, MAX_PROBE_INTERVAL_S)
         while not stop.is_set():
             try:
                 await probe()
@@ -117,7 +119,9 @@ class StoreMonitor:
                     self.failed("probe", exc)
             if self._changed.is_set():
                 await self.notify()
-            interval = PROBE_INTERVAL_S if self.up else min(interval * 2, MAX_PROBE_INTERVAL_S)
+            if self.up:
+                backoff.reset()
+            interval = backoff.next()
             waiter = asyncio.ensure_future(stop.wait())
             changed = asyncio.ensure_future(self._changed.wait())
             try:

@@ -22,6 +22,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+from shellgate.common.backoff import Backoff
 from shellgate.common.tasks import TaskSet, cancel_and_wait
 
 __all__ = ["BusHandler", "RedisBus"]
@@ -110,12 +111,12 @@ class RedisBus:
             _log.warning("replica bus: %s notice not sent: %s", op, exc)
 
     async def _listen(self) -> None:
-        backoff = _BACKOFF_START_S
+        backoff = Backoff(_BACKOFF_START_S, _BACKOFF_CAP_S)
         while True:
             pubsub = self._r.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(self.channel, self.reply_channel)
-                backoff = _BACKOFF_START_S
+                backoff.reset()
                 await self._after_subscribe()
                 # Ready once the notices ran: a new replica applies shared amendments first.
                 self._ready.set()
@@ -131,9 +132,9 @@ class RedisBus:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                _log.warning("replica bus: subscriber lost (%s); retrying in %.1fs", exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _BACKOFF_CAP_S)
+                delay = backoff.next()
+                _log.warning("replica bus: subscriber lost (%s); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
