@@ -40,12 +40,16 @@ _STDIO_EXAMPLES = """examples:
 _TOKEN_EXAMPLES = """examples:
   shellgate-execserver token --port 7001          # the token itself
   shellgate-execserver token --port 7001 --path   # the 0600 file holding it"""
+_CHECK_EXAMPLES = """examples:
+  shellgate-execserver codex-check                        # ~/.codex/environments.toml's default
+  shellgate-execserver codex-check --environment buildhost --codex ~/.local/bin/codex
+  shellgate-execserver codex-check --environments ./environments.toml --sandbox danger-full-access"""
 _HASH_EXAMPLES = """examples:
   printf '%s\\n' "$TOKEN" | shellgate-execserver hash-token router-1 >> /etc/shellgate/tokens"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `shellgate-execserver` argument parser (serve, codex-stdio, token, hash-token)."""
+    """The `shellgate-execserver` argument parser (every subcommand)."""
     parser = argparse.ArgumentParser(
         prog="shellgate-execserver",
         description="The exec-server daemon: runs a router's commands on this host (or over SSH).",
@@ -105,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     token.add_argument("--port", type=int, required=True, help="the listener's port")
     token.add_argument("--path", action="store_true", help="print the file's path instead")
+    _add_check_parser(sub)
     hash_token = sub.add_parser(
         "hash-token",
         help="print a token-file line holding a token's SHA-256 instead of the token",
@@ -114,6 +119,42 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hash_token.add_argument("subject", help="the caller subject the token authenticates")
     return parser
+
+
+def _add_check_parser(sub: Any) -> None:
+    from shellgate.execserver.codex.check import DEFAULT_TIMEOUT_S
+    from shellgate.execserver.codex.check_turn import SANDBOX_MODES
+
+    check = sub.add_parser(
+        "codex-check", help="check a Codex environments.toml set-up with one scripted turn",
+        description="Run one turn of your own codex against a scripted model on 127.0.0.1 "
+        "(no model service, none of your Codex credentials) on an environments.toml "
+        "environment: reports the codex version, the environment reached and authenticated, "
+        "and a command run there; or names the problem in one line (exit 1).",
+        epilog=_CHECK_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    check.add_argument("--codex", default="codex", metavar="PATH",
+                       help="the codex executable (default: codex on PATH)")  # fmt: skip
+    check.add_argument("--environments", metavar="FILE",
+                       help="the environments file (default: $CODEX_HOME/environments.toml, "
+                       "else ~/.codex/environments.toml, as Codex reads it)")  # fmt: skip
+    check.add_argument("--environment", metavar="ID",
+                       help="the environment to check (default: the file's `default`)")  # fmt: skip
+    check.add_argument("--sandbox", choices=SANDBOX_MODES, default="read-only",
+                       help="Codex's sandbox_mode for the turn (default: read-only, as codex "
+                       "exec's)")  # fmt: skip
+    check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                       help=f"bound of the whole check (default: {DEFAULT_TIMEOUT_S:g})")  # fmt: skip
+
+
+def _codex_check(args: argparse.Namespace) -> int:
+    from shellgate.execserver.codex.check import CheckOptions, run_check
+
+    options = CheckOptions(
+        codex=args.codex, environments=args.environments, environment=args.environment,
+        sandbox=args.sandbox, timeout_s=args.timeout,
+    )  # fmt: skip
+    return run_check(options, sys.stdout, sys.stderr)
 
 
 def _hash_token(subject: str) -> int:
@@ -249,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         return _hash_token(args.subject)
     if args.command == "token":
         return _print_token(args.port, args.path)
+    if args.command == "codex-check":
+        return _codex_check(args)
     try:
         level = log_level(args.log_level)
     except ConfigError as exc:
