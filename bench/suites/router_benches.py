@@ -54,7 +54,7 @@ def _core_projector(home: str, env: dict[str, str]) -> Callable[[str], object]:
     """`shellgate.router.pipeline.project` with the turn the server would build."""
     from shellgate.router.pipeline import HostContext, project
     from shellgate.router.policy import load_rules
-    from shellgate.router.runtime.registry import gather_host_shell_facts
+    from shellgate.router.runtime.environments.registry import gather_host_shell_facts
     from shellgate.router.service.config import TurnDefaults
     from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
 

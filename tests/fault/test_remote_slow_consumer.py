@@ -15,7 +15,7 @@ import grpc
 import pytest
 from shellgate.common.process.base import SpawnRequest
 from shellgate.common.sandbox import SandboxSpec
-from shellgate.router.runtime.remote.environment import (
+from shellgate.router.runtime.environments.remote.environment import (
     RemoteConfig,
     RemoteEnvironment,
     RemoteProcess,

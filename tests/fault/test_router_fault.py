@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from shellgate.router.runtime.remote.environment import RemoteConfig
+from shellgate.router.runtime.environments.remote.environment import RemoteConfig
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
 from tests.conftest import marked_pids

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, settings
 from shellgate.router.apply_patch.memory_fs import MemoryFileSystem
 from shellgate.router.pipeline import HostContext, RouterTurn
 from shellgate.router.policy import Policy
-from shellgate.router.runtime.registry import gather_host_shell_facts
+from shellgate.router.runtime.environments.registry import gather_host_shell_facts
 from shellgate.router.service.config import TurnDefaults
 from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
 from shellgate.v1 import common_pb2

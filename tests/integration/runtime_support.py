@@ -19,21 +19,21 @@ from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.pipeline import HostContext, RouterTurn, project
 from shellgate.router.policy import SandboxProfile
 from shellgate.router.projection import ProjectedCall
-from shellgate.router.runtime.context import RuntimeContext
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.context import RuntimeContext
+from shellgate.router.runtime.call.events import (
     ApprovalDecision,
     ApprovalRequiredEvent,
     CompletedEvent,
     ExecuteEvent,
 )
-from shellgate.router.runtime.execute import execute_call, resume_call
-from shellgate.router.runtime.registry import (
+from shellgate.router.runtime.call.execute import execute_call, resume_call
+from shellgate.router.runtime.environments.registry import (
     EnvironmentRegistry,
     LocalEnvironment,
     gather_host_shell_facts,
 )
-from shellgate.router.runtime.sessions import SessionManager
-from shellgate.router.runtime.threads import InMemoryThreadStore, ThreadState
+from shellgate.router.runtime.threads.registry import InMemoryThreadStore, ThreadState
+from shellgate.router.runtime.threads.sessions import SessionManager
 from shellgate.router.service.rules_store import PolicyStore
 from shellgate.router.service.wire.turn import approval_policy
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from shellgate.common.sandbox import sandbox_unavailable_reason
-from shellgate.router.runtime.remote.config import RemoteConfig
+from shellgate.router.runtime.environments.remote.config import RemoteConfig
 from shellgate.router.runtime.runtimes.apply_patch import PATCH_OUTSIDE_PROJECT
 from shellgate.v1 import common_pb2, router_pb2
 

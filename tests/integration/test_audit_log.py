@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from shellgate.router.cli.main import main as cli_main
 from shellgate.router.policy import SandboxProfile
-from shellgate.router.runtime.events import ApprovalDecision, ApprovalKind, Termination
+from shellgate.router.runtime.call.events import ApprovalDecision, ApprovalKind, Termination
 from shellgate.router.service.audit_log import AuditLog, verify_files
 from shellgate.v1 import router_pb2
 

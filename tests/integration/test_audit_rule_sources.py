@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from shellgate.router.runtime.events import Termination
+from shellgate.router.runtime.call.events import Termination
 from shellgate.router.service.audit_log import AuditLog
 from shellgate.v1 import router_pb2
 

@@ -1,4 +1,4 @@
-"""Retried call ids run once (runtime/call_ledger.py), and malformed items say why.
+"""Retried call ids run once (runtime/call/ledger.py), and malformed items say why.
 
 Real routers (in process, loopback), real processes; each command appends a line to a file
 so the number of runs is counted by a side effect, not by the router's word.

@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from shellgate.router.runtime.remote.environment import RemoteConfig
+from shellgate.router.runtime.environments.remote.environment import RemoteConfig
 from shellgate.v1 import exec_pb2, exec_pb2_grpc, router_pb2
 
 from tests.execserver_harness import daemon_subprocess

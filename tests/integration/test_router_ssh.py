@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from shellgate.execserver.server import RunningServer, start_server
-from shellgate.router.runtime.remote.environment import RemoteConfig
+from shellgate.router.runtime.environments.remote.environment import RemoteConfig
 from shellgate.v1 import router_pb2
 
 from tests.conftest import marked_pids

@@ -14,13 +14,13 @@ import pytest
 from shellgate.common.errors import UnknownApprovalError
 from shellgate.router.pipeline import project
 from shellgate.router.policy import SandboxProfile
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.events import (
     ApprovalDecision,
     ApprovalKind,
     StartedEvent,
     Termination,
 )
-from shellgate.router.runtime.execute import execute_call
+from shellgate.router.runtime.call.execute import execute_call
 
 from tests.integration.runtime_support import Harness, approval, completed, normalise
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from shellgate.router.output.truncation import TruncationPolicy
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.events import (
     OutputEvent,
     ProjectionEvent,
     StartedEvent,

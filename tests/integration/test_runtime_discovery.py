@@ -12,8 +12,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.common.errors import EnvironmentNotFoundError
-from shellgate.router.runtime.registry import EnvironmentRegistry, LocalEnvironment
-from shellgate.router.runtime.remote.discovery import (
+from shellgate.router.runtime.environments.registry import EnvironmentRegistry, LocalEnvironment
+from shellgate.router.runtime.environments.remote.discovery import (
     DnsDiscovery,
     DnsDiscoveryConfig,
     environment_id_for,

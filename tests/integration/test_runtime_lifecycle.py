@@ -10,8 +10,8 @@ from pathlib import Path
 
 from shellgate.router.output.unified_rules import process_id_to_prune, process_limit_warning
 from shellgate.router.pipeline import project
-from shellgate.router.runtime.events import CompletedEvent, StartedEvent, Termination
-from shellgate.router.runtime.execute import execute_call
+from shellgate.router.runtime.call.events import CompletedEvent, StartedEvent, Termination
+from shellgate.router.runtime.call.execute import execute_call
 
 from tests.integration.runtime_support import Harness, call_item, completed, normalise
 from tests.proc_scan import alive

@@ -17,8 +17,8 @@ from shellgate.common.process.base import Signal, SpawnRequest
 from shellgate.common.sandbox import SandboxSpec
 from shellgate.router.apply_patch.fs import PatchIoError
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
-from shellgate.router.runtime.events import Termination
-from shellgate.router.runtime.remote.environment import RemoteConfig, RemoteEnvironment
+from shellgate.router.runtime.call.events import Termination
+from shellgate.router.runtime.environments.remote.environment import RemoteConfig, RemoteEnvironment
 
 from tests.integration.runtime_support import Harness, completed, normalise
 

@@ -18,8 +18,8 @@ from typing import Any
 import grpc
 import pytest
 import redis
-from shellgate.router.runtime.remote.config import RemoteConfig
-from shellgate.router.runtime.threads import owned_thread_key
+from shellgate.router.runtime.environments.remote.config import RemoteConfig
+from shellgate.router.runtime.threads.registry import owned_thread_key
 from shellgate.router.service.config import Limits, RouterConfig
 from shellgate.v1 import router_pb2
 

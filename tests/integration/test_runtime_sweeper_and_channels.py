@@ -13,10 +13,10 @@ import pytest
 from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.common.errors import UnknownApprovalError
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
-from shellgate.router.runtime.remote.config import RemoteConfig, is_loopback_target
-from shellgate.router.runtime.remote.environment import RemoteEnvironment
-from shellgate.router.runtime.sweeper import run_thread_sweeper
-from shellgate.router.runtime.threads import InMemoryThreadStore
+from shellgate.router.runtime.environments.remote.config import RemoteConfig, is_loopback_target
+from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
+from shellgate.router.runtime.threads.registry import InMemoryThreadStore
+from shellgate.router.runtime.threads.sweeper import run_thread_sweeper
 
 from tests.execserver_harness import daemon_subprocess
 from tests.integration.runtime_support import Harness, completed

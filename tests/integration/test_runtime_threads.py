@@ -12,7 +12,11 @@ from shellgate.common.errors import (
     UnknownCallError,
     UnknownThreadError,
 )
-from shellgate.router.runtime.threads import EndedThread, InMemoryThreadStore, validate_thread_id
+from shellgate.router.runtime.threads.registry import (
+    EndedThread,
+    InMemoryThreadStore,
+    validate_thread_id,
+)
 
 
 class FakeClock:

@@ -6,7 +6,7 @@ import asyncio
 import re
 from pathlib import Path
 
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.events import (
     StartedEvent,
     TerminalInteractionEvent,
     Termination,

@@ -27,7 +27,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2_grpc
 from shellgate.common.sandbox import sandbox_unavailable_reason
-from shellgate.router.runtime.remote.config import RemoteConfig
+from shellgate.router.runtime.environments.remote.config import RemoteConfig
 from shellgate.v1 import common_pb2, router_pb2
 
 from tests.execserver_harness import daemon_subprocess

@@ -13,7 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shellgate.common.process.base import Stream
-from shellgate.router.runtime.events import CompletedEvent, ExecuteEvent, OutputEvent, Termination
+from shellgate.router.runtime.call.events import (
+    CompletedEvent,
+    ExecuteEvent,
+    OutputEvent,
+    Termination,
+)
 from shellgate.router.service.config import ConfigError
 from shellgate.router.service.redaction import (
     REDACTED,

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 from shellgate.router.runtime.store.redis_state import WAITER_TTL_MS, RedisSharedState
-from shellgate.router.runtime.store.session_lease import SessionBusyError, SessionLease
 from shellgate.router.runtime.store.shared_state import SessionRecord
+from shellgate.router.runtime.threads.session_lease import SessionBusyError, SessionLease
 
 from tests.integration.shared_support import REDIS_SERVER, TEST_SEAL, redis_server
 

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from shellgate.common.tracing import enable_command_text
 from shellgate.execserver.server import RunningServer, start_server
-from shellgate.router.runtime.remote.environment import RemoteConfig
+from shellgate.router.runtime.environments.remote.environment import RemoteConfig
 from shellgate.v1 import router_pb2
 
 from tests.execserver_harness import daemon_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from shellgate.router.policy import engine_mode
 from shellgate.router.policy.approval_policy import ApprovalMode, ApprovalPolicy, GranularApproval
-from shellgate.router.runtime.orchestrator import sandbox_retry_allowed
+from shellgate.router.runtime.call.orchestrator import sandbox_retry_allowed
 
 
 @pytest.mark.parametrize(

@@ -38,9 +38,8 @@ FORBIDDEN_ATTRS = {("os", "environ"), ("os", "getenv"), ("os", "system"), ("os",
 WIRE_ALLOWED = {
     ROUTER / "service" / "wire", ROUTER / "service" / "server.py", ROUTER / "service" / "app.py",
     ROUTER / "cli" / "project.py", ROUTER / "cli" / "conformance",
-    ROUTER / "runtime" / "remote" / "environment.py", ROUTER / "runtime" / "remote" / "fs.py",
-    ROUTER / "runtime" / "remote" / "process.py",
-    ROUTER / "runtime" / "remote" / "info.py",
+    *(ROUTER / "runtime" / "environments" / "remote" / name
+      for name in ("environment.py", "fs.py", "process.py", "info.py")),
 }  # fmt: skip
 # Who may import whom: each source root lists the shellgate packages it must never import.
 # The MCP front (mcp → client, common, v1) is a leaf: nothing imports it. The router's CLI

@@ -8,14 +8,14 @@ import logging
 
 import pytest
 from shellgate.common.process.base import Stream
-from shellgate.router.runtime.call_ledger import (
+from shellgate.router.runtime.call.events import CompletedEvent, OutputEvent, Termination
+from shellgate.router.runtime.call.ledger import (
     FOLLOWER_BACKLOG_BYTES,
     Attached,
     CallLedger,
     _Live,
     follower_channel,
 )
-from shellgate.router.runtime.events import CompletedEvent, OutputEvent, Termination
 
 CHUNK = b"x" * 65_536
 DONE = CompletedEvent("{}", "Exit code: 0\n", True, 0, None, 1, None, False, Termination.EXITED)

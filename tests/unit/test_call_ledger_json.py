@@ -6,8 +6,8 @@ import json
 from dataclasses import asdict
 
 import pytest
-from shellgate.router.runtime.call_ledger import completed_from_json, completed_to_json
-from shellgate.router.runtime.events import CompletedEvent, Termination
+from shellgate.router.runtime.call.events import CompletedEvent, Termination
+from shellgate.router.runtime.call.ledger import completed_from_json, completed_to_json
 
 EVENTS = [
     CompletedEvent('{"type":"function_call_output"}', "Exit code: 0\nhi\n", True, 0, None, 3,

@@ -10,7 +10,8 @@ from shellgate.router.output.texts import format_batch_output
 from shellgate.router.pipeline import HostContext, project
 from shellgate.router.policy import Policy
 from shellgate.router.projection import ToolErrorOutcome
-from shellgate.router.runtime.call_state import (
+from shellgate.router.runtime.call.events import ApprovalDecision, ApprovalKind, Termination
+from shellgate.router.runtime.call.state import (
     Aborted,
     ApprovalSubject,
     Approved,
@@ -27,7 +28,6 @@ from shellgate.router.runtime.call_state import (
     offered_decisions,
     resume,
 )
-from shellgate.router.runtime.events import ApprovalDecision, ApprovalKind, Termination
 
 from tests.integration.runtime_support import call_item, make_turn
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 
 from shellgate.common.process.base import Stream
-from shellgate.router.runtime.call_stream import (
-    COALESCED_OUTPUT_BYTES,
-    MAX_QUEUED_OUTPUT_BYTES,
-    CallStream,
-)
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.events import (
     CompletedEvent,
     ExecuteEvent,
     OutputEvent,
     StartedEvent,
     Termination,
+)
+from shellgate.router.runtime.call.stream import (
+    COALESCED_OUTPUT_BYTES,
+    MAX_QUEUED_OUTPUT_BYTES,
+    CallStream,
 )
 
 HALF = COALESCED_OUTPUT_BYTES // 2

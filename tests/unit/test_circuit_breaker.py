@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shellgate.router.runtime.remote.breaker import BreakerSettings, CircuitBreaker
+from shellgate.router.runtime.environments.remote.breaker import BreakerSettings, CircuitBreaker
 
 
 def test_breaker_opens_backs_off_and_closes() -> None:

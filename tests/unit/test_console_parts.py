@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from shellgate.common.http_guard import HostGuard
-from shellgate.router.runtime.output_tap import MAX_INITIAL_BYTES, OutputTap
+from shellgate.router.runtime.threads.output_tap import MAX_INITIAL_BYTES, OutputTap
 from shellgate.router.service.console.guard import console_guard, same_origin
 from shellgate.router.service.console.logins import (
     FAILURE_WINDOW_S,

@@ -9,8 +9,12 @@ from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.convert import host_info_pb
 from shellgate.execserver.info import local_host_info
 from shellgate.router.handler.shells import ShellType
-from shellgate.router.runtime.registry import EnvironmentStatus
-from shellgate.router.runtime.remote.info import EnvironmentInfo, ExecBackend, info_from_pb
+from shellgate.router.runtime.environments.registry import EnvironmentStatus
+from shellgate.router.runtime.environments.remote.info import (
+    EnvironmentInfo,
+    ExecBackend,
+    info_from_pb,
+)
 from shellgate.router.service.wire.events import status_pb
 from shellgate.v1 import exec_pb2, shell_pb2
 

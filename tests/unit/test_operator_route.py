@@ -5,8 +5,8 @@ from __future__ import annotations
 
 
 def test_route_precedence_turn_only_escalates() -> None:
-    from shellgate.router.runtime.operator_wait import OperatorApprovals, OperatorSettings
-    from shellgate.router.runtime.store.operator_board import InMemoryBoard
+    from shellgate.router.runtime.approvals.board import InMemoryBoard
+    from shellgate.router.runtime.approvals.operator_wait import OperatorApprovals, OperatorSettings
 
     settings = OperatorSettings(
         default_route="caller", environment_routes=(("prod", "operator"), ("dev", "caller"))

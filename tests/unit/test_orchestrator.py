@@ -14,19 +14,9 @@ from shellgate.router.envelope import ExecutionEnvelope
 from shellgate.router.pipeline import HostContext, project
 from shellgate.router.policy import Policy, SandboxProfile
 from shellgate.router.projection import CommandElement, ShellCall
-from shellgate.router.runtime.call_state import (
-    Aborted,
-    Answer,
-    ApprovalSubject,
-    Approved,
-    Denied,
-    ElementOutcome,
-    Finished,
-    Parked,
-)
-from shellgate.router.runtime.context import RuntimeContext, RuntimeRequest
-from shellgate.router.runtime.events import ApprovalKind, ExecuteEvent, Termination
-from shellgate.router.runtime.orchestrator import (
+from shellgate.router.runtime.call.context import RuntimeContext, RuntimeRequest
+from shellgate.router.runtime.call.events import ApprovalKind, ExecuteEvent, Termination
+from shellgate.router.runtime.call.orchestrator import (
     SANDBOX_RETRY_REASON,
     Ask,
     Gate,
@@ -39,9 +29,19 @@ from shellgate.router.runtime.orchestrator import (
     SessionApproval,
     orchestrate,
 )
-from shellgate.router.runtime.registry import EnvironmentRegistry
-from shellgate.router.runtime.spawn import NO_SANDBOX, EnvironmentUnavailableError
-from shellgate.router.runtime.threads import InMemoryThreadStore
+from shellgate.router.runtime.call.state import (
+    Aborted,
+    Answer,
+    ApprovalSubject,
+    Approved,
+    Denied,
+    ElementOutcome,
+    Finished,
+    Parked,
+)
+from shellgate.router.runtime.environments.registry import EnvironmentRegistry
+from shellgate.router.runtime.environments.spawn import NO_SANDBOX, EnvironmentUnavailableError
+from shellgate.router.runtime.threads.registry import InMemoryThreadStore
 from shellgate.router.service.rules_store import PolicyStore
 
 from tests.integration.runtime_support import call_item, make_turn

@@ -10,7 +10,9 @@ import pytest
 from shellgate.common.errors import ParkedCallChangedError
 from shellgate.router.pipeline import HostContext, project
 from shellgate.router.policy import Policy
-from shellgate.router.runtime.call_state import (
+from shellgate.router.runtime.approvals.parked_codec import decode_parked, encode_parked, rebuild
+from shellgate.router.runtime.call.events import ApprovalKind, Termination
+from shellgate.router.runtime.call.state import (
     ApprovalSubject,
     AwaitingApproval,
     Call,
@@ -18,8 +20,6 @@ from shellgate.router.runtime.call_state import (
     Parked,
     Running,
 )
-from shellgate.router.runtime.events import ApprovalKind, Termination
-from shellgate.router.runtime.store.parked_codec import decode_parked, encode_parked, rebuild
 
 from tests.integration.runtime_support import call_item, make_turn
 

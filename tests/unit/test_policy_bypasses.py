@@ -19,7 +19,7 @@ from shellgate.router.policy import (
     parse_policy,
 )
 from shellgate.router.projection import CommandElement, ShellCall
-from shellgate.router.runtime.registry import gather_host_shell_facts
+from shellgate.router.runtime.environments.registry import gather_host_shell_facts
 from shellgate.router.service.config import TurnDefaults, load_config
 from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
 from shellgate.v1 import common_pb2

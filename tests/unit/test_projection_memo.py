@@ -20,8 +20,8 @@ from shellgate.router.envelope import site_environment
 from shellgate.router.pipeline import HostContext, RouterTurn, project
 from shellgate.router.policy import Policy
 from shellgate.router.projection import CommandElement, ProjectionMemo, ShellCall
-from shellgate.router.runtime.events import ProjectionEvent
-from shellgate.router.runtime.registry import gather_host_shell_facts
+from shellgate.router.runtime.call.events import ProjectionEvent
+from shellgate.router.runtime.environments.registry import gather_host_shell_facts
 from shellgate.router.service.config import TurnDefaults
 from shellgate.router.service.wire.events import event_pb
 from shellgate.router.service.wire.projection import fill_projection, projection_pb

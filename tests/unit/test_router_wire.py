@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shellgate.common.enum_maps import STREAMS
 from shellgate.common.process.base import Stream
-from shellgate.router.runtime.events import OutputEvent
+from shellgate.router.runtime.call.events import OutputEvent
 from shellgate.router.service.wire.events import event_pb, output_event_bytes
 from shellgate.v1 import router_pb2
 

@@ -17,6 +17,7 @@ from shellgate.common.http_guard import HostGuard
 from shellgate.common.local_token import LocalToken
 from shellgate.mcp.auth import TokenFileVerifier, require_tokens
 from shellgate.mcp.host_guard import HostCheck, front_guard
+from shellgate.mcp.sessions import streamable_app
 from starlette.types import ASGIApp
 
 __all__ = ["MCP_PATH", "HttpFront", "open_http", "serve_http"]
@@ -99,15 +100,15 @@ async def serve_http(
     server: Server[Any], front: HttpFront, print_port: bool, idle_timeout_s: float
 ) -> None:
     """Serve `server` at http://host:port/mcp until cancelled (SIGINT/SIGTERM)."""
-    # A dropped HTTP stream is no session end (the client may resume it): a session that
-    # nobody DELETEs ends, with its processes, after `idle_timeout_s` without requests.
-    # The SDK's own DNS-rebinding check is off: HostCheck below applies the full rule
-    # (every loopback spelling, this port only) before anything else runs.
-    app: ASGIApp = server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        session_idle_timeout=idle_timeout_s,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
+    # A dropped HTTP stream is no session end: the client resumes it (Last-Event-ID, each
+    # session's bounded event store). A session that nobody DELETEs ends, with its
+    # processes, after `idle_timeout_s` without requests. The SDK's own DNS-rebinding
+    # check is off: HostCheck below applies the full rule (every loopback spelling, this
+    # port only) before anything else runs.
+    app: ASGIApp = streamable_app(
+        server, path=MCP_PATH, idle_timeout_s=idle_timeout_s,
+        security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )  # fmt: skip
     if front.tokens is not None:
         app = require_tokens(app, front.tokens)
     app = HostCheck(app, front.hosts)

@@ -20,7 +20,7 @@ from shellgate.router.apply_patch import LocalFileSystem
 from shellgate.router.handler.environments import ReportedShell
 from shellgate.router.pipeline import HostContext, project
 from shellgate.router.policy import RulesLoadError, load_rules
-from shellgate.router.runtime.registry import gather_host_shell_facts
+from shellgate.router.runtime.environments.registry import gather_host_shell_facts
 from shellgate.router.service.config import TurnDefaults
 from shellgate.router.service.wire.projection import projection_json
 from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn

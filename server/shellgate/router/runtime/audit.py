@@ -18,8 +18,8 @@ from shellgate.router.policy.evaluate import match_to_flat_json
 from shellgate.router.policy.model import PrefixRuleMatch, RuleMatch
 from shellgate.router.policy.requirement import ApprovalOutcome
 from shellgate.router.projection import CommandElement, PatchElement
-from shellgate.router.runtime.call_state import Aborted, ApprovalSubject, Finished
-from shellgate.router.runtime.events import Termination
+from shellgate.router.runtime.call.events import Termination
+from shellgate.router.runtime.call.state import Aborted, ApprovalSubject, Finished
 
 __all__ = [
     "AuditCall",

@@ -27,19 +27,19 @@ from shellgate.router.handler.shells import HostShellFacts
 from shellgate.router.pipeline import HostContext, RouterTurn
 from shellgate.router.policy import Policy
 from shellgate.router.projection import ProjectionMemo
+from shellgate.router.runtime.approvals.desk import OperatorDesk
 from shellgate.router.runtime.audit import AuditSink, AuditTee
-from shellgate.router.runtime.call_ledger import CallLedger
-from shellgate.router.runtime.operator_desk import OperatorDesk
-from shellgate.router.runtime.registry import (
+from shellgate.router.runtime.call.ledger import CallLedger
+from shellgate.router.runtime.environments.registry import (
     EnvironmentRegistry,
     LocalEnvironment,
     gather_host_shell_facts,
 )
-from shellgate.router.runtime.remote.environment import RemoteEnvironment
-from shellgate.router.runtime.remote.fs import RemoteFileSystem
+from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
+from shellgate.router.runtime.environments.remote.fs import RemoteFileSystem
 from shellgate.router.runtime.store.monitor import StoreMonitor
-from shellgate.router.runtime.tally import StateLimits
-from shellgate.router.runtime.threads import ThreadRegistry, validate_thread_id
+from shellgate.router.runtime.threads.registry import ThreadRegistry, validate_thread_id
+from shellgate.router.runtime.threads.tally import StateLimits
 from shellgate.router.service.admission import Admission
 from shellgate.router.service.audit_log import AuditLog, FsyncPolicy
 from shellgate.router.service.config import ConfigError, RouterConfig

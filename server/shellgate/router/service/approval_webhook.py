@@ -29,7 +29,7 @@ from shellgate.common.backoff import Backoff
 from shellgate.common.config_schema import ConfigError
 from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.common.tasks import TaskSet
-from shellgate.router.runtime.operator_desk import PendingView
+from shellgate.router.runtime.approvals.desk import PendingView
 from shellgate.router.service.approvals_config import WebhookConfig
 
 __all__ = ["ApprovalWebhook", "check_webhook_url", "signature"]

@@ -24,8 +24,8 @@ from shellgate.common.config_schema import (
 from shellgate.common.grpc.connections import CONNECTIONS_TABLE, ConnectionLimits
 from shellgate.common.grpc.health_listener import check_health_listen
 from shellgate.common.grpc.listen import is_loopback_host
-from shellgate.router.runtime.remote.discovery import DnsDiscoveryConfig
-from shellgate.router.runtime.remote.environment import RemoteConfig
+from shellgate.router.runtime.environments.remote.discovery import DnsDiscoveryConfig
+from shellgate.router.runtime.environments.remote.environment import RemoteConfig
 from shellgate.router.service.approvals_config import APPROVALS_TABLE, ApprovalsConfig
 
 __all__ = [
@@ -106,7 +106,7 @@ class Limits:
     max_pending_approvals: int = 1_024
     thread_idle_ttl_ms: int = 24 * 3600 * 1000
     approval_ttl_ms: int = 10 * 60 * 1000
-    # How long a call's result answers a retry of its call_id (runtime/call_ledger.py).
+    # How long a call's result answers a retry of its call_id (runtime/call/ledger.py).
     completed_call_ttl_ms: int = 10 * 60 * 1000
     # How long a call waits for a concurrency slot before RESOURCE_EXHAUSTED.
     admission_wait_ms: int = 50

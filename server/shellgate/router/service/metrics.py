@@ -26,7 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from shellgate.common.tracing import command_attributes, set_attributes, span_event
 from shellgate.router.projection import ShellCall
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.events import (
     ApprovalRequiredEvent,
     CompletedEvent,
     ExecuteEvent,

@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shellgate.common.auth import OPERATOR_ROLE, Authenticator
-from shellgate.router.runtime.audit import AuditSink
-from shellgate.router.runtime.operator_desk import PendingView
-from shellgate.router.runtime.operator_wait import (
+from shellgate.router.runtime.approvals.board import InMemoryBoard, OperatorBoard
+from shellgate.router.runtime.approvals.desk import PendingView
+from shellgate.router.runtime.approvals.operator_wait import (
     BoardDesk,
     Decided,
     OperatorApprovals,
     OperatorSettings,
 )
-from shellgate.router.runtime.store.operator_board import InMemoryBoard, OperatorBoard
+from shellgate.router.runtime.audit import AuditSink
 from shellgate.router.service.approval_webhook import ApprovalWebhook
 from shellgate.router.service.config import RouterConfig
 from shellgate.router.service.metrics import Metrics

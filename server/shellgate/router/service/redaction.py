@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 
 from shellgate.common.process.base import Stream
-from shellgate.router.runtime.events import CompletedEvent, ExecuteEvent, OutputEvent
+from shellgate.router.runtime.call.events import CompletedEvent, ExecuteEvent, OutputEvent
 from shellgate.router.service.config import ConfigError
 
 REDACTED = "[REDACTED]"

@@ -26,9 +26,9 @@ from shellgate.common.metrics_http import (
 )
 from shellgate.common.tasks import TaskSet, cancel_and_wait
 from shellgate.common.tracing import enable_command_text
-from shellgate.router.runtime.remote.discovery import DnsDiscovery
-from shellgate.router.runtime.remote.monitor import run_health_probes
-from shellgate.router.runtime.sweeper import run_thread_sweeper
+from shellgate.router.runtime.environments.remote.discovery import DnsDiscovery
+from shellgate.router.runtime.environments.remote.monitor import run_health_probes
+from shellgate.router.runtime.threads.sweeper import run_thread_sweeper
 from shellgate.router.service.app import RouterApp
 from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.wire.approvals import SERVICE_NAME as APPROVALS_NAME

@@ -20,10 +20,9 @@ from shellgate.router.approval_identity import ApplyPatchApprovalKey
 from shellgate.router.output.texts import render_unified_response
 from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile, engine_mode
 from shellgate.router.projection import ApplyPatchToolCall, PatchElement
-from shellgate.router.runtime.call_state import ApprovalSubject, Finished
-from shellgate.router.runtime.context import RuntimeRequest
-from shellgate.router.runtime.events import ApprovalKind, Termination
-from shellgate.router.runtime.orchestrator import (
+from shellgate.router.runtime.call.context import RuntimeRequest
+from shellgate.router.runtime.call.events import ApprovalKind, Termination
+from shellgate.router.runtime.call.orchestrator import (
     Ask,
     Gate,
     Proceed,
@@ -33,6 +32,7 @@ from shellgate.router.runtime.orchestrator import (
     SessionApproval,
     writable_roots,
 )
+from shellgate.router.runtime.call.state import ApprovalSubject, Finished
 
 __all__ = [
     "PATCH_OUTSIDE_PROJECT",

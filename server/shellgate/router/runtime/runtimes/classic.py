@@ -34,13 +34,13 @@ from shellgate.router.output.truncation import (
     approx_token_count,
     utf8_len,
 )
-from shellgate.router.runtime.call_state import Aborted, Finished
-from shellgate.router.runtime.context import RuntimeRequest
-from shellgate.router.runtime.events import StartedEvent, Termination
-from shellgate.router.runtime.orchestrator import SandboxDenied
+from shellgate.router.runtime.call.context import RuntimeRequest
+from shellgate.router.runtime.call.events import StartedEvent, Termination
+from shellgate.router.runtime.call.orchestrator import SandboxDenied
+from shellgate.router.runtime.call.state import Aborted, Finished
+from shellgate.router.runtime.environments.spawn import SandboxSpec, SpawnFailure
 from shellgate.router.runtime.runtimes.command import CommandRuntime
 from shellgate.router.runtime.runtimes.unified_exec import environment_lost_note
-from shellgate.router.runtime.spawn import SandboxSpec, SpawnFailure
 
 __all__ = [
     "CLASSIC_DRAIN_MS",

@@ -5,10 +5,9 @@ from __future__ import annotations
 from shellgate.router.approval_identity import ApprovalKey
 from shellgate.router.policy import Forbidden, NeedsApproval, Skip
 from shellgate.router.projection import CommandElement
-from shellgate.router.runtime.call_state import ApprovalSubject, Finished
-from shellgate.router.runtime.context import RuntimeRequest, rejected_text
-from shellgate.router.runtime.events import ApprovalKind, Termination
-from shellgate.router.runtime.orchestrator import (
+from shellgate.router.runtime.call.context import RuntimeRequest, rejected_text
+from shellgate.router.runtime.call.events import ApprovalKind, Termination
+from shellgate.router.runtime.call.orchestrator import (
     Ask,
     Gate,
     Proceed,
@@ -17,6 +16,7 @@ from shellgate.router.runtime.orchestrator import (
     SandboxPreference,
     SessionApproval,
 )
+from shellgate.router.runtime.call.state import ApprovalSubject, Finished
 
 __all__ = ["REJECTED_BY_USER", "CommandRuntime"]
 

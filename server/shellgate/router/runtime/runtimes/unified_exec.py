@@ -30,14 +30,18 @@ from shellgate.router.output.unified_rules import (
     POST_WRITE_REACTION_MS,
 )
 from shellgate.router.projection import WriteStdinCall
-from shellgate.router.runtime.call_state import Aborted, Finished
-from shellgate.router.runtime.context import RuntimeRequest, rejected_text
-from shellgate.router.runtime.events import StartedEvent, TerminalInteractionEvent, Termination
+from shellgate.router.runtime.call.context import RuntimeRequest, rejected_text
+from shellgate.router.runtime.call.events import StartedEvent, TerminalInteractionEvent, Termination
+from shellgate.router.runtime.call.state import Aborted, Finished
+from shellgate.router.runtime.environments.spawn import (
+    EnvironmentUnavailableError,
+    SandboxSpec,
+    SpawnFailure,
+)
 from shellgate.router.runtime.runtimes.command import CommandRuntime
-from shellgate.router.runtime.sessions import SessionManager
-from shellgate.router.runtime.spawn import EnvironmentUnavailableError, SandboxSpec, SpawnFailure
-from shellgate.router.runtime.store.session_lease import SessionBusyError
-from shellgate.router.runtime.unified_process import ProcessMeta, UnifiedProcess
+from shellgate.router.runtime.threads.session_lease import SessionBusyError
+from shellgate.router.runtime.threads.sessions import SessionManager
+from shellgate.router.runtime.threads.unified_process import ProcessMeta, UnifiedProcess
 
 __all__ = [
     "CTRL_C",

@@ -26,14 +26,14 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import RedisError
 from shellgate.common.errors import SharedStateUnavailableError
-from shellgate.router.runtime.operator_desk import view_from_json, view_to_json
-from shellgate.router.runtime.store.monitor import StoreMonitor
-from shellgate.router.runtime.store.operator_board import (
+from shellgate.router.runtime.approvals.board import (
     PENDING,
     TOMBSTONE_MS,
     BoardEntry,
     Settle,
 )
+from shellgate.router.runtime.approvals.desk import view_from_json, view_to_json
+from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.store.record_seal import RecordSeal
 from shellgate.router.runtime.store.record_seal import digest as record_digest
 from shellgate.router.runtime.store.redis_bus import RedisBus

@@ -73,7 +73,7 @@ class PendingRecord:
 
 @dataclass(frozen=True)
 class CallRecord:
-    """A call id's idempotency record (runtime/call_ledger.py): its item and how far it got."""
+    """A call id's idempotency record (runtime/call/ledger.py): its item and how far it got."""
 
     # sha256 of the item's protobuf bytes: a retry must send the same item.
     digest: str

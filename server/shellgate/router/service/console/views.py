@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from shellgate.router.runtime.approvals.desk import PendingView
 from shellgate.router.runtime.audit import environment_host
-from shellgate.router.runtime.operator_desk import PendingView
-from shellgate.router.runtime.registry import LocalEnvironment
-from shellgate.router.runtime.remote.environment import RemoteEnvironment
-from shellgate.router.runtime.threads import ThreadState, owned_thread_key
-from shellgate.router.runtime.unified_process import UnifiedProcess
+from shellgate.router.runtime.environments.registry import LocalEnvironment
+from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
+from shellgate.router.runtime.threads.registry import ThreadState, owned_thread_key
+from shellgate.router.runtime.threads.unified_process import UnifiedProcess
 
 if TYPE_CHECKING:
     from shellgate.router.service.app import RouterApp

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 from shellgate.common.errors import ServiceError, UnauthenticatedError
-from shellgate.router.runtime.operator_desk import DECISIONS, OperatorDesk
+from shellgate.router.runtime.approvals.desk import DECISIONS, OperatorDesk
 from shellgate.router.service.console.guard import (
     KEY_HEADER,
     SecurityHeaders,

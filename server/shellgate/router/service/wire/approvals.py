@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from shellgate.common.boundary import unary
 from shellgate.common.errors import InvalidArgumentError, NotOperatorError
-from shellgate.router.runtime.operator_desk import PendingView
+from shellgate.router.runtime.approvals.desk import PendingView
 from shellgate.router.service.wire.events import DECISIONS
 from shellgate.v1 import approvals_pb2, approvals_pb2_grpc
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from shellgate.common.enum_maps import SHELL_TYPES, STREAMS
 from shellgate.common.grpc.output_encoding import chunk_message
 from shellgate.router.projection import ProjectionMemo
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.events import (
     ApprovalDecision,
     ApprovalKind,
     ApprovalPendingEvent,
@@ -18,8 +18,8 @@ from shellgate.router.runtime.events import (
     StartedEvent,
     TerminalInteractionEvent,
 )
-from shellgate.router.runtime.registry import EnvironmentStatus
-from shellgate.router.runtime.remote.info import EnvironmentInfo, ExecBackend
+from shellgate.router.runtime.environments.registry import EnvironmentStatus
+from shellgate.router.runtime.environments.remote.info import EnvironmentInfo, ExecBackend
 from shellgate.router.service.wire.projection import element_pb, fill_projection
 from shellgate.v1 import exec_pb2, router_pb2
 

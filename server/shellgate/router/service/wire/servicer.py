@@ -23,15 +23,15 @@ from shellgate.router.projection import (
     ShellCall,
     WriteStdinCall,
 )
-from shellgate.router.runtime.call_ledger import Attached, Recording, Replayed, item_digest
-from shellgate.router.runtime.context import RuntimeContext
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.context import RuntimeContext
+from shellgate.router.runtime.call.events import (
     CompletedEvent,
     ExecuteEvent,
     ProjectionEvent,
 )
-from shellgate.router.runtime.execute import execute_call, resume_call
-from shellgate.router.runtime.threads import ThreadState, owned_thread_key
+from shellgate.router.runtime.call.execute import execute_call, resume_call
+from shellgate.router.runtime.call.ledger import Attached, Recording, Replayed, item_digest
+from shellgate.router.runtime.threads.registry import ThreadState, owned_thread_key
 from shellgate.router.service.app import VERSION, Caller, RouterApp
 from shellgate.router.service.metrics import CallClock, trace_event
 from shellgate.router.service.wire.events import DECISIONS, event_pb, status_pb
@@ -277,7 +277,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         ctx: RuntimeContext,
     ) -> AsyncIterator[ExecuteEvent]:
         """The events of an item: a new call, or (same thread and call_id) a retry of one:
-        attached to it while it runs, its stored result after (runtime/call_ledger.py)."""
+        attached to it while it runs, its stored result after (runtime/call/ledger.py)."""
         thread = ctx.thread
         if not projected.call_id:
             # No tool call (nothing runs, nothing to retry).

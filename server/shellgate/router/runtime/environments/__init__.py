@@ -1,0 +1,1 @@
+"""Environments: the registry, the spawn seam and remote daemons (gRPC, DNS discovery)."""
