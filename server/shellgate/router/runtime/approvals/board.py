@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from shellgate.router.runtime.operator_desk import PendingView
+from shellgate.router.runtime.approvals.desk import PendingView
 
 __all__ = [
     "PENDING",

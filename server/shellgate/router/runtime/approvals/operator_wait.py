@@ -26,18 +26,18 @@ from shellgate.common.errors import (
     UnknownApprovalError,
 )
 from shellgate.common.tracing import record_approval_wait
+from shellgate.router.runtime.approvals.board import PENDING, BoardEntry, OperatorBoard
+from shellgate.router.runtime.approvals.desk import DECISIONS, PendingView
+from shellgate.router.runtime.approvals.views import pending_view
 from shellgate.router.runtime.audit import AuditSink
-from shellgate.router.runtime.call_state import AwaitingApproval
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.events import (
     ApprovalDecision,
     ApprovalPendingEvent,
     ApprovalRequiredEvent,
     ApprovalWaitingEvent,
     ExecuteEvent,
 )
-from shellgate.router.runtime.operator_desk import DECISIONS, PendingView
-from shellgate.router.runtime.operator_views import pending_view
-from shellgate.router.runtime.store.operator_board import PENDING, BoardEntry, OperatorBoard
+from shellgate.router.runtime.call.state import AwaitingApproval
 
 __all__ = ["BoardDesk", "Decided", "OperatorApprovals", "OperatorSettings"]
 

@@ -29,7 +29,8 @@ from shellgate.router.projection import (
     ProjectedCall,
     ShellCall,
 )
-from shellgate.router.runtime.call_state import (
+from shellgate.router.runtime.call.events import ApprovalKind, Termination
+from shellgate.router.runtime.call.state import (
     ApprovalSubject,
     AwaitingApproval,
     Call,
@@ -37,7 +38,6 @@ from shellgate.router.runtime.call_state import (
     Parked,
     Running,
 )
-from shellgate.router.runtime.events import ApprovalKind, Termination
 
 __all__ = ["FORMAT", "StoredParked", "decode_parked", "encode_parked", "fingerprint", "rebuild"]
 

@@ -7,8 +7,8 @@ import shlex
 
 from shellgate.router.policy.model import PrefixRuleMatch, RuleMatch
 from shellgate.router.projection import CommandElement, PatchElement
-from shellgate.router.runtime.call_state import AwaitingApproval
-from shellgate.router.runtime.operator_desk import PendingView
+from shellgate.router.runtime.approvals.desk import PendingView
+from shellgate.router.runtime.call.state import AwaitingApproval
 
 __all__ = ["command_text", "pending_view", "rule_text"]
 

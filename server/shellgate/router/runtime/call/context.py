@@ -16,16 +16,16 @@ from shellgate.router.envelope import ExecutionEnvelope
 from shellgate.router.output.texts import exec_command_failed
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.runtime.audit import AuditSink
-from shellgate.router.runtime.call_state import Finished
-from shellgate.router.runtime.events import ExecuteEvent, OutputEvent, Termination
-from shellgate.router.runtime.registry import EnvironmentRegistry
-from shellgate.router.runtime.spawn import EnvironmentUnavailableError, Spawner
-from shellgate.router.runtime.threads import ThreadState
-from shellgate.router.runtime.unified_process import OutputListener
+from shellgate.router.runtime.call.events import ExecuteEvent, OutputEvent, Termination
+from shellgate.router.runtime.call.state import Finished
+from shellgate.router.runtime.environments.registry import EnvironmentRegistry
+from shellgate.router.runtime.environments.spawn import EnvironmentUnavailableError, Spawner
+from shellgate.router.runtime.threads.registry import ThreadState
+from shellgate.router.runtime.threads.unified_process import OutputListener
 from shellgate.router.service.rules_store import PolicyStore
 
 if TYPE_CHECKING:
-    from shellgate.router.runtime.operator_wait import OperatorApprovals
+    from shellgate.router.runtime.approvals.operator_wait import OperatorApprovals
 
 __all__ = ["Emit", "OutputRoom", "RuntimeContext", "RuntimeRequest", "rejected_text"]
 

@@ -23,12 +23,12 @@ from shellgate.common.tasks import cancel_and_wait
 from shellgate.common.tracing import record_approval_wait
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import ProjectedCall
-from shellgate.router.runtime.call_runner import CallRunner
-from shellgate.router.runtime.call_state import Answer, AwaitingApproval, Call, Running, resume
-from shellgate.router.runtime.call_stream import CallStream, coalesces
-from shellgate.router.runtime.context import RuntimeContext
-from shellgate.router.runtime.events import ApprovalDecision, ExecuteEvent, ProjectionEvent
-from shellgate.router.runtime.store.parked_codec import decode_parked, rebuild
+from shellgate.router.runtime.approvals.parked_codec import decode_parked, rebuild
+from shellgate.router.runtime.call.context import RuntimeContext
+from shellgate.router.runtime.call.events import ApprovalDecision, ExecuteEvent, ProjectionEvent
+from shellgate.router.runtime.call.runner import CallRunner
+from shellgate.router.runtime.call.state import Answer, AwaitingApproval, Call, Running, resume
+from shellgate.router.runtime.call.stream import CallStream, coalesces
 
 __all__ = ["OnStart", "Reproject", "execute_call", "resume_call"]
 

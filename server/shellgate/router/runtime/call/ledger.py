@@ -34,17 +34,17 @@ from shellgate.common.errors import (
     SharedStateUnavailableError,
 )
 from shellgate.common.output_channel import OutputChannel
-from shellgate.router.runtime.call_runner import aborted
-from shellgate.router.runtime.call_state import Call
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.events import (
     ApprovalRequiredEvent,
     CompletedEvent,
     ExecuteEvent,
     OutputEvent,
     Termination,
 )
+from shellgate.router.runtime.call.runner import aborted
+from shellgate.router.runtime.call.state import Call
 from shellgate.router.runtime.store.shared_state import CallRecord
-from shellgate.router.runtime.thread_state import ThreadState
+from shellgate.router.runtime.threads.state import ThreadState
 
 __all__ = [
     "DEFAULT_COMPLETED_CALL_TTL_MS",

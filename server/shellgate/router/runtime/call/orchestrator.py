@@ -20,7 +20,9 @@ from shellgate.router.envelope import ExecutionEnvelope
 from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile
 from shellgate.router.policy.model import PrefixRuleMatch
 from shellgate.router.runtime.audit import AuditCall, AuditTrail, environment_host, sandbox_name
-from shellgate.router.runtime.call_state import (
+from shellgate.router.runtime.call.context import RuntimeRequest
+from shellgate.router.runtime.call.events import ApprovalKind, Termination
+from shellgate.router.runtime.call.state import (
     Aborted,
     Answer,
     ApprovalSubject,
@@ -30,9 +32,7 @@ from shellgate.router.runtime.call_state import (
     Finished,
     Parked,
 )
-from shellgate.router.runtime.context import RuntimeRequest
-from shellgate.router.runtime.events import ApprovalKind, Termination
-from shellgate.router.runtime.spawn import NO_SANDBOX, EnvironmentUnavailableError
+from shellgate.router.runtime.environments.spawn import NO_SANDBOX, EnvironmentUnavailableError
 
 __all__ = [
     "SANDBOX_RETRY_REASON",

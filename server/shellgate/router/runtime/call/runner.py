@@ -25,7 +25,17 @@ from shellgate.router.projection import (
     ToolErrorOutcome,
     WriteStdinCall,
 )
-from shellgate.router.runtime.call_state import (
+from shellgate.router.runtime.approvals.operator_wait import Decided
+from shellgate.router.runtime.approvals.parked_codec import encode_parked
+from shellgate.router.runtime.call.context import Emit, OutputRoom, RuntimeContext, RuntimeRequest
+from shellgate.router.runtime.call.events import (
+    ApprovalRequiredEvent,
+    CompletedEvent,
+    Termination,
+    output_item_json,
+)
+from shellgate.router.runtime.call.orchestrator import ToolRuntime, orchestrate
+from shellgate.router.runtime.call.state import (
     Aborted,
     Answer,
     AwaitingApproval,
@@ -40,19 +50,9 @@ from shellgate.router.runtime.call_state import (
     crash,
     resume,
 )
-from shellgate.router.runtime.context import Emit, OutputRoom, RuntimeContext, RuntimeRequest
-from shellgate.router.runtime.events import (
-    ApprovalRequiredEvent,
-    CompletedEvent,
-    Termination,
-    output_item_json,
-)
-from shellgate.router.runtime.operator_wait import Decided
-from shellgate.router.runtime.orchestrator import ToolRuntime, orchestrate
 from shellgate.router.runtime.runtimes.apply_patch import element_patch, tool_call_patch
 from shellgate.router.runtime.runtimes.classic import ShellRuntime
 from shellgate.router.runtime.runtimes.unified_exec import UnifiedExecRuntime, run_write_stdin
-from shellgate.router.runtime.store.parked_codec import encode_parked
 
 __all__ = ["CallRunner", "aborted", "no_tool_call_completed"]
 

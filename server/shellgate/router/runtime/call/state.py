@@ -30,7 +30,7 @@ from shellgate.common.errors import InvalidArgumentError
 from shellgate.router.output.texts import format_batch_output
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import ProjectedCall, ShellCall, ShellElement
-from shellgate.router.runtime.events import ApprovalDecision, ApprovalKind, Termination
+from shellgate.router.runtime.call.events import ApprovalDecision, ApprovalKind, Termination
 
 __all__ = [
     "Aborted",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from shellgate.common.output_channel import OutputChannel, RoomCheck, Sent
 from shellgate.router.projection import ProjectedCall, ShellCall
-from shellgate.router.runtime.events import (
+from shellgate.router.runtime.call.events import (
     ApprovalRequiredEvent,
     CompletedEvent,
     ExecuteEvent,

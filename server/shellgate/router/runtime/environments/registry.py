@@ -20,9 +20,9 @@ from shellgate.common.sandbox_masks import user_named
 from shellgate.router.apply_patch.fs import PatchFileSystem
 from shellgate.router.apply_patch.local_fs import LocalFileSystem
 from shellgate.router.handler.shells import HostShellFacts, Shell, host_user_shell
-from shellgate.router.runtime.remote.environment import RemoteEnvironment
-from shellgate.router.runtime.remote.info import EnvironmentInfo
-from shellgate.router.runtime.spawn import Spawned, SpawnFailure
+from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
+from shellgate.router.runtime.environments.remote.info import EnvironmentInfo
+from shellgate.router.runtime.environments.spawn import Spawned, SpawnFailure
 
 __all__ = [
     "LOCAL_ENVIRONMENT_ID",

@@ -18,17 +18,17 @@ from shellgate.common.errors import (
     UnknownSessionError,
     UnknownThreadError,
 )
-from shellgate.router.runtime.sessions import SessionManager
 from shellgate.router.runtime.store.memory_state import InMemorySharedState
-from shellgate.router.runtime.store.shared_sessions import SessionEnvironments, terminate_records
 from shellgate.router.runtime.store.shared_state import SharedState
-from shellgate.router.runtime.tally import StateLimits, least_recently_used
-from shellgate.router.runtime.thread_state import (
+from shellgate.router.runtime.threads.sessions import SessionManager
+from shellgate.router.runtime.threads.shared_sessions import SessionEnvironments, terminate_records
+from shellgate.router.runtime.threads.state import (
     EndedThread,
     InFlightCall,
     PendingApproval,
     ThreadState,
 )
+from shellgate.router.runtime.threads.tally import StateLimits, least_recently_used
 
 __all__ = [
     "DEFAULT_APPROVAL_TTL_MS",

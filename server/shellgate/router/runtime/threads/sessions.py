@@ -18,8 +18,9 @@ from shellgate.router.output.unified_rules import (
     process_id_to_prune,
     process_limit_warning,
 )
-from shellgate.router.runtime.store.session_lease import LEASE_TTL_MS, SessionLease
-from shellgate.router.runtime.store.shared_sessions import (
+from shellgate.router.runtime.store.shared_state import SessionRecord, SharedState
+from shellgate.router.runtime.threads.session_lease import LEASE_TTL_MS, SessionLease
+from shellgate.router.runtime.threads.shared_sessions import (
     SessionEnvironments,
     SessionInfo,
     reattach,
@@ -29,9 +30,8 @@ from shellgate.router.runtime.store.shared_sessions import (
     shared_session_info,
     terminate_records,
 )
-from shellgate.router.runtime.store.shared_state import SessionRecord, SharedState
-from shellgate.router.runtime.tally import CountedSet, Tally
-from shellgate.router.runtime.unified_process import UnifiedProcess
+from shellgate.router.runtime.threads.tally import CountedSet, Tally
+from shellgate.router.runtime.threads.unified_process import UnifiedProcess
 
 __all__ = ["SessionInfo", "SessionManager"]
 

@@ -19,10 +19,10 @@ from typing import Protocol
 
 from shellgate.common.errors import EnvironmentNotFoundError
 from shellgate.common.process.base import ExitStatus
-from shellgate.router.runtime.remote.environment import RemoteEnvironment
-from shellgate.router.runtime.spawn import EnvironmentUnavailableError
+from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
+from shellgate.router.runtime.environments.spawn import EnvironmentUnavailableError
 from shellgate.router.runtime.store.shared_state import SessionRecord
-from shellgate.router.runtime.unified_process import ProcessMeta, UnifiedProcess
+from shellgate.router.runtime.threads.unified_process import ProcessMeta, UnifiedProcess
 
 __all__ = [
     "SessionEnvironments",

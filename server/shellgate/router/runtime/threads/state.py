@@ -16,10 +16,10 @@ from shellgate.common.errors import (
     UnknownApprovalError,
     UnknownCallError,
 )
-from shellgate.router.runtime.sessions import SessionManager
 from shellgate.router.runtime.store.memory_state import InMemorySharedState
 from shellgate.router.runtime.store.shared_state import PendingRecord, SharedState
-from shellgate.router.runtime.tally import CountedDict, StateLimits, Tally
+from shellgate.router.runtime.threads.sessions import SessionManager
+from shellgate.router.runtime.threads.tally import CountedDict, StateLimits, Tally
 
 __all__ = ["EndedThread", "InFlightCall", "PendingApproval", "ThreadState"]
 

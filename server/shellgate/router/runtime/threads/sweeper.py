@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 
-from shellgate.router.runtime.threads import ThreadStore
+from shellgate.router.runtime.threads.registry import ThreadStore
 
 __all__ = ["DEFAULT_SWEEP_INTERVAL_MS", "run_thread_sweeper", "sweep_once"]
 

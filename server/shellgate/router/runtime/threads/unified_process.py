@@ -13,7 +13,7 @@ from shellgate.common.output_channel import RoomCheck, pause_until
 from shellgate.common.process.base import ExitStatus, OutputChunk, ProcessHandle
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.output.head_tail import HeadTailBuffer, HeadTailSnapshot
-from shellgate.router.runtime.output_tap import OutputTap
+from shellgate.router.runtime.threads.output_tap import OutputTap
 
 __all__ = ["OutputListener", "ProcessMeta", "UnifiedProcess"]
 

@@ -19,9 +19,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from shellgate.common.tasks import cancel_and_wait
-from shellgate.router.runtime.registry import EnvironmentRegistry
-from shellgate.router.runtime.remote.config import RemoteConfig
-from shellgate.router.runtime.remote.environment import RemoteEnvironment
+from shellgate.router.runtime.environments.registry import EnvironmentRegistry
+from shellgate.router.runtime.environments.remote.config import RemoteConfig
+from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
 
 __all__ = ["DiscoveredEnvironment", "DnsDiscovery", "DnsDiscoveryConfig", "environment_id_for"]
 

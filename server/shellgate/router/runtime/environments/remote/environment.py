@@ -20,23 +20,27 @@ from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.common.tracing import inject_metadata
 from shellgate.router.apply_patch.fs import PatchFileSystem
-from shellgate.router.runtime.remote.breaker import BreakerSettings, CircuitBreaker
-from shellgate.router.runtime.remote.config import (
+from shellgate.router.runtime.environments.remote.breaker import BreakerSettings, CircuitBreaker
+from shellgate.router.runtime.environments.remote.config import (
     RemoteConfig,
     local_daemon_token,
     make_channel,
     read_token,
 )
-from shellgate.router.runtime.remote.fs import RemoteFileSystem
-from shellgate.router.runtime.remote.info import EnvironmentInfo, info_from_pb
-from shellgate.router.runtime.remote.process import RemoteProcess
-from shellgate.router.runtime.spawn import EnvironmentUnavailableError, Spawned, SpawnFailure
+from shellgate.router.runtime.environments.remote.fs import RemoteFileSystem
+from shellgate.router.runtime.environments.remote.info import EnvironmentInfo, info_from_pb
+from shellgate.router.runtime.environments.remote.process import RemoteProcess
+from shellgate.router.runtime.environments.spawn import (
+    EnvironmentUnavailableError,
+    Spawned,
+    SpawnFailure,
+)
 from shellgate.v1 import exec_pb2, exec_pb2_grpc, shell_pb2
 
 # grpc.aio.EOF is missing from the type stubs.
 _EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
 
-# RemoteProcess lives in remote/process.py; re-exported for its importers.
+# RemoteProcess lives in environments/remote/process.py; re-exported for its importers.
 __all__ = ["RemoteConfig", "RemoteEnvironment", "RemoteProcess"]
 
 # How stale a loopback daemon's generated token may be before it is read again.
@@ -134,7 +138,7 @@ class RemoteEnvironment:
         """The connected stub; connects (with GetInfo) when needed, else raises unavailable.
 
         With the circuit open (a connect failed) it raises at once, never connecting: the
-        background retry reconnects (see remote/breaker.py).
+        background retry reconnects (see environments/remote/breaker.py).
         """
         if self._stub is not None:
             return self._stub

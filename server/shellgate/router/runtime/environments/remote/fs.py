@@ -20,7 +20,7 @@ from shellgate.router.apply_patch.fs import (
 from shellgate.v1 import exec_pb2, shell_pb2
 
 if TYPE_CHECKING:
-    from shellgate.router.runtime.remote.environment import RemoteEnvironment
+    from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
 
 __all__ = ["RemoteFileSystem"]
 

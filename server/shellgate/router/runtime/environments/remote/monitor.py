@@ -4,7 +4,7 @@ Each router replica probes every daemon (gRPC health Check) once per interval. W
 ListEnvironments reports is therefore the last probe's result (or a later call's failure),
 never a connection state that only this replica happened to see: two replicas watching the
 same daemons agree within one interval after one dies. A daemon found down opens its
-circuit (remote/breaker.py), so calls fail fast until it answers again.
+circuit (environments/remote/breaker.py), so calls fail fast until it answers again.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 
-from shellgate.router.runtime.registry import EnvironmentRegistry
+from shellgate.router.runtime.environments.registry import EnvironmentRegistry
 
 __all__ = ["run_health_probes"]
 

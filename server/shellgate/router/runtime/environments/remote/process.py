@@ -20,7 +20,7 @@ from shellgate.common.tasks import cancel_and_wait
 from shellgate.v1 import exec_pb2
 
 if TYPE_CHECKING:
-    from shellgate.router.runtime.remote.environment import RemoteEnvironment
+    from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
 
 # grpc.aio.EOF is missing from the type stubs.
 _EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
