@@ -196,9 +196,11 @@ class Front:
     async def _decide(self, ctx: ServerRequestContext[Any], ask: ApprovalRequired) -> Decision:
         if not _can_elicit(ctx):
             return self._settings.fallback
+        # The form in the client's protocol: titled choices as `oneOf` from 2025-11-25,
+        # the deprecated `enumNames` for older clients.
         answer = await ctx.session.elicit_form(
             approvals.message(ask),
-            approvals.requested_schema(ask),
+            approvals.requested_schema(ask, ctx.protocol_version),
             related_request_id=ctx.request_id,
         )
         return approvals.decision_from(answer.action, answer.content, approvals.choices(ask))
