@@ -19,8 +19,8 @@ from shellgate.router.approval_identity import (
     shell_command_approval_key,
 )
 from shellgate.router.decode.params import FileSystemAccess
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.handler.permissions import PermissionProfile
-from shellgate.router.policy.approval_policy import SandboxPermissions
 
 USE_DEFAULT = SandboxPermissions.USE_DEFAULT
 WITH_ADDITIONAL = SandboxPermissions.WITH_ADDITIONAL_PERMISSIONS
@@ -132,7 +132,7 @@ def test_keys_differ_by_every_field() -> None:
 def test_digest_is_stable_across_processes() -> None:
     code = (
         "from shellgate.router.approval_identity import shell_command_approval_key as k;"
-        "from shellgate.router.policy.approval_policy import SandboxPermissions as S;"
+        "from shellgate.router.decode.sandbox_permissions import SandboxPermissions as S;"
         "print(k(environment_id='local', argv=['/bin/bash','-lc','cargo test'],"
         " cwd='/work/ünï', sandbox_permissions=S.USE_DEFAULT,"
         " additional_permissions=None).digest())"

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shellgate.router.decode.params import ExecCommandParams
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.decode.tool_call import (
     Arguments,
     Decoded,
@@ -24,7 +25,6 @@ from shellgate.router.decode.tool_call import (
     exec_post_decode_check,
     parse_response_item,
 )
-from shellgate.router.policy.approval_policy import SandboxPermissions
 
 P = "failed to parse function arguments: "
 

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.decode.tools import UnifiedExecShellMode
 from shellgate.router.envelope import (
     POWERSHELL_UTF8_PREFIX,
@@ -21,7 +22,6 @@ from shellgate.router.envelope import (
 from shellgate.router.handler.permissions import PermissionProfile
 from shellgate.router.handler.shells import ShellType
 from shellgate.router.output.truncation import TruncationPolicy
-from shellgate.router.policy.approval_policy import SandboxPermissions
 
 PARENT = {"PATH": "/bin", "HOME": "/h", "TERM": "xterm", "GITHUB_TOKEN": "t"}
 POLICY = ShellEnvironmentPolicy.build(set_vars={"EXTRA": "1"})

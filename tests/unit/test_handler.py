@@ -12,6 +12,7 @@ from shellgate.router.decode.tools import (
     UnifiedExecShellMode,
     list_tools,
 )
+from shellgate.router.decode.workdir import resolve_workdir
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
 from shellgate.router.handler.permissions import Grants, PermissionProfile
 from shellgate.router.handler.plan import (
@@ -25,7 +26,6 @@ from shellgate.router.handler.plan import (
     plan_write_stdin,
 )
 from shellgate.router.handler.shells import HostShellFacts, ShellType, shell_by_model_provided_path
-from shellgate.router.handler.workdir import resolve_workdir
 from shellgate.router.policy.approval_policy import ApprovalMode, ApprovalPolicy
 
 # The observed Debian host: passwd /bin/bash, PATH lists /usr/bin before /bin.

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from shellgate.router.decode.tool_call import Arguments, ToolError, build_tool_call
+from shellgate.router.decode.workdir import join_path, resolve_workdir
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
 from shellgate.router.handler.plan import ExecCommandPlan, Turn, plan_exec_command
 from shellgate.router.handler.shells import HostShellFacts
-from shellgate.router.handler.workdir import join_path, resolve_workdir
 
 HOST = HostShellFacts(passwd_shell="/bin/bash")
 

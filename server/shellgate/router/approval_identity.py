@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from shellgate.router.bash.word_lowering import lower_script
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.handler.permissions import PermissionProfile
-from shellgate.router.policy.approval_policy import SandboxPermissions
 from shellgate.router.policy_projection import extract_bash_command, extract_powershell_command
 
 SHELL_SCRIPT_SENTINEL = "__codex_shell_script__"

@@ -12,6 +12,7 @@ from shellgate.common.env_policy import (
     create_env,
     inject_permission_profile_env,
 )
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.decode.tools import UnifiedExecShellMode
 from shellgate.router.handler.permissions import PermissionProfile
 from shellgate.router.handler.shells import ShellType
@@ -20,7 +21,6 @@ from shellgate.router.output.unified_rules import (
     clamp_exec_yield_time_ms,
     unified_max_output_tokens,
 )
-from shellgate.router.policy.approval_policy import SandboxPermissions
 
 __all__ = [
     "DEFAULT_SHELL_TIMEOUT_MS",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.decode.serde_json.cursor import I32_MAX, I32_MIN, U64_MAX
 from shellgate.router.decode.serde_json.fast import (
     Slow,
@@ -44,8 +45,7 @@ from shellgate.router.decode.serde_json.typed import (
     peek_invalid_type,
     peek_value,
 )
-from shellgate.router.handler.workdir import join_path
-from shellgate.router.policy.approval_policy import SandboxPermissions
+from shellgate.router.decode.workdir import join_path
 
 
 class FileSystemAccess(enum.StrEnum):

@@ -39,6 +39,7 @@ from shellgate.router.decode.params import (
     exec_command_spec,
     shell_command_spec,
 )
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.decode.serde_json.typed import (
     Arguments,
     JsonError,
@@ -50,7 +51,6 @@ from shellgate.router.decode.serde_json.typed import (
     format_float,
     parse_value,
 )
-from shellgate.router.policy.approval_policy import SandboxPermissions
 
 P = TypeVar("P")
 

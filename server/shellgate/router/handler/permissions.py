@@ -16,9 +16,10 @@ from shellgate.router.decode.params import (
     FileSystemAccess,
     FileSystemRequest,
 )
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.decode.tool_call import ToolError
-from shellgate.router.handler.workdir import join_path
-from shellgate.router.policy.approval_policy import ApprovalMode, ApprovalPolicy, SandboxPermissions
+from shellgate.router.decode.workdir import join_path
+from shellgate.router.policy.approval_policy import ApprovalMode, ApprovalPolicy
 
 
 @dataclass(frozen=True)

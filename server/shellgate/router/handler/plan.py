@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Final
 
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.decode.tool_call import (
     Arguments,
     Decoded,
@@ -42,6 +43,7 @@ from shellgate.router.decode.tool_call import (
     shell_command_workdir,
 )
 from shellgate.router.decode.tools import Features, UnifiedExecShellMode
+from shellgate.router.decode.workdir import resolve_workdir
 from shellgate.router.handler.environments import (
     TurnEnvironment,
     base_shell,
@@ -63,8 +65,7 @@ from shellgate.router.handler.shells import (
     derive_exec_args,
     shell_by_model_provided_path,
 )
-from shellgate.router.handler.workdir import resolve_workdir
-from shellgate.router.policy.approval_policy import ApprovalPolicy, SandboxPermissions
+from shellgate.router.policy.approval_policy import ApprovalPolicy
 
 LOGIN_DISABLED: Final = "login shell is disabled by config; omit `login` or set it to false."
 DEFAULT_SHELL_TIMEOUT_MS: Final = 10_000

@@ -5,12 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from shellgate.router.policy.approval_policy import (
-    ApprovalMode,
-    ApprovalPolicy,
-    GranularApproval,
-    SandboxPermissions,
-)
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
+from shellgate.router.policy.approval_policy import ApprovalMode, ApprovalPolicy, GranularApproval
 from shellgate.router.policy_projection import CommandOrigin
 
 __all__ = [

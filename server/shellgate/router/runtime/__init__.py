@@ -1,21 +1,24 @@
-"""The router's runtime: threads, environments, and running the projected calls.
+"""The router's runtime: threads, environments, approvals and running the projected calls.
 
 Unlike the pipeline stages next to it, this package does I/O (asyncio, processes, gRPC
-clients); it consumes their frozen outputs and never feeds anything back into them.
+clients); it consumes their frozen outputs and never feeds anything back into them. One
+subpackage per concept (docs/architecture.md, "Where each concept lives"):
 
-* `execute`: the Execute stream driver (`execute_call`, `resume_call`);
-* `call_runner`: runs one call inside that stream, element by element, and emits what
-  each of its states means (approval_required, completed);
-* `call_state`: the call's state machine in one file: element outcomes
-  (Finished | Parked | Aborted), call states (Running | AwaitingApproval | Ended) and
-  every transition;
-* `orchestrator`: approval, sandbox choice, first attempt, sandbox-denial retry, written
-  once for any `ToolRuntime` (Codex's `tools/orchestrator.rs`);
+* `call/`: one call — `execute` (the Execute stream driver), `runner` (element by element),
+  `state` (the call's state machine in one file), `orchestrator` (approval, sandbox,
+  attempt, denial retry; Codex's `tools/orchestrator.rs`), `stream` (the client's bounded
+  output), `ledger` (idempotent call ids), `context` (what a runtime runs with), `events`;
 * `runtimes/`: the tool runtimes (Codex's `tools/runtimes/`): `classic` (shell_command),
-  `unified_exec` (exec_command, write_stdin), `apply_patch`;
-* `context`: what a runtime runs with (`RuntimeContext`, `RuntimeRequest`);
-* `threads`, `sessions`, `unified_process`: a thread's approval cache, parked calls and
-  unified-exec sessions; `store/`: their shared (in-memory or Redis) part;
-* `spawn`, `registry`, `remote/`: environments: the spawn seam, the local one, daemons;
-* `events`, `errors`, `sweeper`: domain events, RPC-status errors, the idle sweeper.
+  `unified_exec` (exec_command, write_stdin), `apply_patch`, `command`;
+* `approvals/`: the operator route — `board` (the store protocol and the in-memory board),
+  `operator_wait` (a waiting call), `desk` and `views` (what operator fronts use) — and
+  `parked_codec`, a parked call's stored form;
+* `threads/`: `registry`, per-thread `state`, unified-exec `sessions` (`unified_process`,
+  `output_tap`; shared ones through `shared_sessions` and `session_lease`), `tally`, `sweeper`;
+* `environments/`: `registry` (the local one and daemons), `spawn` (the seam), `remote/`;
+* `audit`: the records the orchestrator hands the audit log;
+* `store/`: storage adapters only (in memory, Redis, the replica bus, record seals).
+
+Rules (tests/unit/test_architecture.py): nothing here imports `service/` or `cli/`;
+`store/` imports no flow (`call/`, `threads/`, `environments/`, `runtimes/`).
 """

@@ -7,12 +7,12 @@ from typing import Any
 
 from shellgate.router.cli.conformance import EvalFn
 from shellgate.router.decode import tool_call as decode
-from shellgate.router.decode import tools
+from shellgate.router.decode import tools, workdir
 from shellgate.router.decode.params import AdditionalPermissions
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.decode.tool_schemas import SchemaSwitches
-from shellgate.router.handler import environments, shells, workdir
+from shellgate.router.handler import environments, shells
 from shellgate.router.handler import plan as handler
-from shellgate.router.policy.approval_policy import SandboxPermissions
 
 
 def _tool_call(item: Any) -> Any:

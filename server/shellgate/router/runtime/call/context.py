@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.common.errors import EnvironmentNotFoundError
@@ -22,18 +22,36 @@ from shellgate.router.runtime.environments.registry import EnvironmentRegistry
 from shellgate.router.runtime.environments.spawn import EnvironmentUnavailableError, Spawner
 from shellgate.router.runtime.threads.registry import ThreadState
 from shellgate.router.runtime.threads.unified_process import OutputListener
-from shellgate.router.service.rules_store import PolicyStore
 
 if TYPE_CHECKING:
     from shellgate.router.runtime.approvals.operator_wait import OperatorApprovals
 
-__all__ = ["Emit", "OutputRoom", "RuntimeContext", "RuntimeRequest", "rejected_text"]
+__all__ = [
+    "AmendmentSink",
+    "Emit",
+    "OutputRoom",
+    "RuntimeContext",
+    "RuntimeRequest",
+    "rejected_text",
+]
 
 Emit = Callable[[ExecuteEvent], None]
 
 # Given by the Execute driver: returns an awaitable while the client is behind (the wait is
 # bounded by the driver), None when there is room.
 OutputRoom = Callable[[], Awaitable[None] | None]
+
+
+class AmendmentSink(Protocol):
+    """Where an approved prefix-rule amendment goes (`service/rules_store.PolicyStore`):
+    a protocol, so the runtime never imports the service layer."""
+
+    # Scaled mode: publishes the amendment to every replica (None on one router).
+    share: Callable[[tuple[str, ...]], Awaitable[None]] | None
+
+    def append_prefix_rule(self, prefix: Sequence[str]) -> object:
+        """Persist the approved rule and apply it live (blocking: run off the loop)."""
+        ...
 
 
 def rejected_text(message: str) -> str:
@@ -48,7 +66,7 @@ class RuntimeContext:
 
     thread: ThreadState
     environments: EnvironmentRegistry
-    policy_store: PolicyStore | None = None
+    policy_store: AmendmentSink | None = None
     instance_id: str = "shellgate"
     extra_writable_roots: tuple[str, ...] = ()
     rng: random.Random = field(default_factory=random.Random)

@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from shellgate.common.output_channel import RoomCheck, pause_until
 from shellgate.common.process.base import ExitStatus, OutputChunk, ProcessHandle
@@ -15,11 +16,24 @@ from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.output.head_tail import HeadTailBuffer, HeadTailSnapshot
 from shellgate.router.runtime.threads.output_tap import OutputTap
 
-__all__ = ["OutputListener", "ProcessMeta", "UnifiedProcess"]
+__all__ = ["OutputListener", "ProcessMeta", "ReattachableHandle", "UnifiedProcess"]
 
 # Receives every chunk with its per-process seq while a request is attached.
 OutputListener = Callable[[OutputChunk, int], None]
 _log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class ReattachableHandle(ProcessHandle, Protocol):
+    """A handle another router can re-attach to (a daemon's process): it reports how far
+    its output was delivered, and can be let go without killing the process."""
+
+    delivered_seq: int
+    delivered_offset: int
+
+    async def release(self) -> None:
+        """Stop following the process; it keeps running on its daemon."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,8 @@ class UnifiedProcess:
     ):
         self.meta = meta
         self.handle = handle
+        # Decided once: remote handles can be re-attached and released, local ones cannot.
+        self._reattachable = handle if isinstance(handle, ReattachableHandle) else None
         self.clock = clock
         self.last_used = clock()
         self.last_used_at_ms = meta.started_at_ms
@@ -104,8 +120,9 @@ class UnifiedProcess:
         try:
             async for chunk in self.handle.output():
                 self._seq += 1
-                self.backend_seq = getattr(self.handle, "delivered_seq", self._seq)
-                self.backend_offset = getattr(self.handle, "delivered_offset", 0)
+                remote = self._reattachable
+                self.backend_seq = remote.delivered_seq if remote else self._seq
+                self.backend_offset = remote.delivered_offset if remote else 0
                 self.buffer.skip(chunk.omitted_before)
                 self.buffer.push(chunk.data)
                 if self.listener is not None:
@@ -173,12 +190,11 @@ class UnifiedProcess:
 
     async def release(self) -> None:
         """Stop following a detached remote process without killing it."""
-        release = getattr(self.handle, "release", None)
-        if release is None:
+        if self._reattachable is None:
             await self.terminate()
             return
         with contextlib.suppress(Exception):
-            await release()
+            await self._reattachable.release()
         await self._stop_tasks()
 
     async def terminate(self) -> None:

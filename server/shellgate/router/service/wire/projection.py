@@ -18,6 +18,7 @@ from shellgate.router.apply_patch import (
 )
 from shellgate.router.approval_identity import ApprovalKey, ApprovalKind, canonical_json
 from shellgate.router.decode.params import FileSystemAccess
+from shellgate.router.decode.sandbox_permissions import SandboxPermissions
 from shellgate.router.decode.tool_call import PayloadKind
 from shellgate.router.decode.tools import UnifiedExecShellMode
 from shellgate.router.display.types import ListFiles, ParsedCommand, Read, Search
@@ -33,7 +34,6 @@ from shellgate.router.policy import (
     RuleMatch,
     Skip,
 )
-from shellgate.router.policy.approval_policy import SandboxPermissions
 from shellgate.router.policy.requirement import ExecApprovalRequirement
 from shellgate.router.policy_projection import CommandOrigin
 from shellgate.router.projection import (
