@@ -20,16 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from shellgate.common.grpc.listen import is_loopback_host
+
 __all__ = ["HostGuard", "split_host_header"]
-
-
-def _is_loopback_name(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _canonical(host: str) -> str:
@@ -82,14 +75,14 @@ class HostGuard:
         return cls(
             port=port,
             names=frozenset(n for n in names if n),
-            loopback=_is_loopback_name(_canonical(bind_host)),
+            loopback=is_loopback_host(_canonical(bind_host)),
             schemes=frozenset({"https", "wss"} if tls else {"http", "ws"}),
         )
 
     def _name_ok(self, host: str) -> bool:
         if host in self.names:
             return True
-        return self.loopback and _is_loopback_name(host)
+        return self.loopback and is_loopback_host(host)
 
     def host_allowed(self, host_header: str | None) -> bool:
         """Whether a request's `Host` names this listener (a missing one is refused)."""
