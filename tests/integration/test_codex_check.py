@@ -122,10 +122,16 @@ def test_a_websocket_daemon_with_its_token_passes(codex: Path, tmp_path: Path) -
 
 
 def test_a_codex_stdio_program_passes(codex: Path, tmp_path: Path) -> None:
-    """`program = …codex-stdio` passes; no token is involved."""
-    path = write(tmp_path, remote(program=EXECSERVER[0], args=[*EXECSERVER[1:], "codex-stdio"]))
+    """`program = …codex-stdio` passes; no token is involved.
+
+    The file leaves `include_local` out (Codex's default, true): the check still runs the
+    command on the environment (its copy pins include_local = false) and notes the risk.
+    """
+    text = remote(program=EXECSERVER[0], args=[*EXECSERVER[1:], "codex-stdio"])
+    path = write(tmp_path, text.replace("include_local = false\n", ""))
     lines = assert_passed(check(codex, "--environments", str(path)))
     assert "authenticated: not needed (a stdio program: the pipe is Codex's own)" in lines
+    assert any(line.startswith("note: include_local is not false") for line in lines), lines
 
 
 def test_a_stopped_daemon_is_named(codex: Path, tmp_path: Path) -> None:
