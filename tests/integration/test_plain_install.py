@@ -211,3 +211,48 @@ def test_each_optional_feature_names_its_extra_then_works_with_just_that_extra(
         for pipe in (mcp.stdin, mcp.stdout):
             if pipe is not None:
                 pipe.close()
+
+
+def test_a_real_codex_turn_runs_on_the_plain_daemon_over_ws_and_stdio(
+    plain: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # The Codex conformance turn in the plain venv: `codex-check` (product code) runs one
+    # scripted turn of the real codex 0.169.0 on the venv's own daemon, over ws (with the
+    # daemon's generated token) and over stdio (the venv's `codex-stdio` as the program).
+    from tests.integration.codex_harness import CODEX_VERSION, codex_version, find_codex
+
+    codex = find_codex()
+    if codex is None or codex_version(codex) != CODEX_VERSION:
+        pytest.skip(
+            f"codex {CODEX_VERSION} not installed (scripts/setup-test.sh puts it in .tools)"
+        )
+    venv_dir, _ = plain
+    execserver = str(venv_dir / "bin" / "shellgate-execserver")
+    header = 'default = "remote"\ninclude_local = false\n[[environments]]\nid = "remote"\n'
+
+    def check(environments: str) -> str:
+        path = tmp_path / "environments.toml"
+        path.write_text(header + environments)
+        path.chmod(0o600)
+        return _run([execserver, "codex-check", "--codex", str(codex), "--environments",
+                     str(path)], venv_dir, tmp_path, timeout=180)  # fmt: skip
+
+    daemon = subprocess.Popen(
+        [execserver, "serve", "--print-port", "--listen", "127.0.0.1:0",
+         "--codex-listen", "ws://127.0.0.1:0", "--root", str(tmp_path)],
+        cwd=tmp_path, env=_env(venv_dir), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert daemon.stdout is not None
+        _grpc, ws_port = daemon.stdout.readline().strip(), daemon.stdout.readline().strip()
+        token = _run([execserver, "token", "--port", ws_port], venv_dir, tmp_path).strip()
+        out = check(f'url = "ws://127.0.0.1:{ws_port}"\nauth_bearer_token = "{token}"\n')
+        assert "ok: Codex runs its commands on environment" in out, out
+    finally:
+        daemon.terminate()
+        daemon.wait(15)
+        if daemon.stdout is not None:
+            daemon.stdout.close()
+    out = check(f'program = "{execserver}"\nargs = ["codex-stdio", "--root", "{tmp_path}"]\n')
+    assert "ok: Codex runs its commands on environment" in out, out
