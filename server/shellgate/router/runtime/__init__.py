@@ -14,7 +14,8 @@ subpackage per concept (docs/architecture.md, "Where each concept lives"):
   `operator_wait` (a waiting call), `desk` and `views` (what operator fronts use) — and
   `parked_codec`, a parked call's stored form;
 * `threads/`: `registry`, per-thread `state`, unified-exec `sessions` (`unified_process`,
-  `output_tap`; shared ones through `shared_sessions` and `session_lease`), `tally`, `sweeper`;
+  `output_tap`; a `session_sharing` strategy chosen once per thread: in memory, or between
+  replicas through `shared_sessions`, `shared_records` and `session_lease`), `tally`, `sweeper`;
 * `environments/`: `registry` (the local one and daemons), `spawn` (the seam), `remote/`;
 * `audit`: the records the orchestrator hands the audit log;
 * `store/`: storage adapters only (in memory, Redis, the replica bus, record seals).

@@ -21,7 +21,7 @@ from shellgate.common.errors import (
 from shellgate.router.runtime.store.memory_state import InMemorySharedState
 from shellgate.router.runtime.store.shared_state import SharedState
 from shellgate.router.runtime.threads.sessions import SessionManager
-from shellgate.router.runtime.threads.shared_sessions import SessionEnvironments, terminate_records
+from shellgate.router.runtime.threads.shared_records import SessionEnvironments, terminate_records
 from shellgate.router.runtime.threads.state import (
     EndedThread,
     InFlightCall,

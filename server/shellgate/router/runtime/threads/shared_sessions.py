@@ -1,193 +1,299 @@
 """Remote unified-exec sessions shared between routers: publish, re-attach, terminate.
 
 A remote session lives on its daemon as a detached process; the shared store keeps its
-daemon process id and the seq (and output offset) of the last output returned to the model.
-Any router can then poll it by re-attaching (ExecService.Attach from that seq) under the
-session's lease (`session_lease.py`), write to it and kill it; output the daemon evicted
-meanwhile is counted as omitted from the offsets.
-Both routers must authenticate to the daemon as the same subject (same token), since a
-daemon shows a process only to the caller that started it (spec 06 §9).
+daemon process id and the seq (and output offset) of the last output returned to the model
+(`shared_records.py`). Any router can then poll it by re-attaching (ExecService.Attach from
+that seq) under the session's lease (`session_lease.py`), write to it and kill it; output
+the daemon evicted meanwhile is counted as omitted from the offsets. `SharedSessions` is
+the `SessionSharing` strategy of a thread whose store is distributed (session_sharing.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import AsyncIterator, Callable, Container, Sequence
+from contextlib import AbstractAsyncContextManager
 
-from shellgate.common.errors import EnvironmentNotFoundError
-from shellgate.common.process.base import ExitStatus
-from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
-from shellgate.router.runtime.environments.spawn import EnvironmentUnavailableError
-from shellgate.router.runtime.store.shared_state import SessionRecord
-from shellgate.router.runtime.threads.unified_process import ProcessMeta, UnifiedProcess
+from shellgate.common.errors import SharedStateUnavailableError, UnknownSessionError
+from shellgate.router.runtime.store.shared_state import SessionRecord, SharedState
+from shellgate.router.runtime.threads.session_lease import LEASE_TTL_MS, SessionLease
+from shellgate.router.runtime.threads.session_sharing import SessionTable
+from shellgate.router.runtime.threads.shared_records import (
+    SessionEnvironments,
+    SessionInfo,
+    reattach,
+    record_of,
+    remote_env,
+    session_status,
+    shared_session_info,
+    terminate_records,
+)
+from shellgate.router.runtime.threads.unified_process import UnifiedProcess
 
-__all__ = [
-    "SessionEnvironments",
-    "SessionInfo",
-    "reattach",
-    "record_of",
-    "remote_env",
-    "session_status",
-    "shared_session_info",
-    "terminate_records",
-]
+__all__ = ["SharedSessions"]
 
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class SessionInfo:
-    """One stored session as ListSessions shows it."""
+class SharedSessions:
+    """The sessions of one thread as replicas sharing a store see them."""
 
-    session_id: int
-    environment_id: str
-    call_id: str
-    argv: tuple[str, ...]
-    tty: bool
-    running: bool
-    exit_code: int | None
-    started_at_ms: int
-    last_used_at_ms: int
+    def __init__(
+        self,
+        shared: SharedState,
+        thread_id: str,
+        environments: SessionEnvironments | None,
+        instance_id: str,
+        clock: Callable[[], float],
+    ) -> None:
+        self._shared = shared
+        self._thread_id = thread_id
+        self._environments = environments
+        self._instance_id = instance_id
+        self._clock = clock
+        self._shared_ids: set[int] = set()
+        # The thread's shared records as this replica last read or wrote them: re-published
+        # when the store lost its data (a Redis restart without AOF), so their processes stay
+        # owned, and killed when the thread expires.
+        self._known: dict[int, SessionRecord] = {}
+        # Shared sessions re-attached for the request polling them (never stored here).
+        self._attached: dict[int, UnifiedProcess] = {}
+        # Poll leases this router holds (re-attached sessions and first yields).
+        self._leases: dict[int, SessionLease] = {}
+        # Local processes already published before their first yield ended.
+        self._published: set[int] = set()
 
+    @property
+    def distributed(self) -> bool:
+        """Always."""
+        return True
 
-class SessionEnvironments(Protocol):
-    """Environment lookup by id (the EnvironmentRegistry)."""
+    # --- ids ---------------------------------------------------------------------------
 
-    def get(self, environment_id: str) -> object:
-        """The environment; unknown → EnvironmentNotFoundError."""
-        ...
+    def knows(self, process_id: int) -> bool:
+        """Whether the id is a shared session's (as of the last refresh)."""
+        return process_id in self._shared_ids
 
-    async def find(self, environment_id: str) -> object:
-        """As `get`, but an unknown id first lets discovery look again."""
-        ...
+    async def claim_id(self, process_id: int) -> bool:
+        """Claim the id in the store; False when another router's session has it."""
+        try:
+            return await self._shared.reserve_session_id(self._thread_id, process_id)
+        except SharedStateUnavailableError:
+            # Store down: unique here and among the shared ids last seen (a local
+            # session needs no more; a remote one fails publishing it, UNAVAILABLE).
+            return True
 
+    async def release_id(self, process_id: int) -> None:
+        """Give the id back in the store."""
+        await self._shared.release_session_id(self._thread_id, process_id)
 
-def remote_env(
-    environments: SessionEnvironments | None, environment_id: str
-) -> RemoteEnvironment | None:
-    """The remote environment with that id, or None (unknown or local)."""
-    if environments is None:
-        return None
-    try:
-        env = environments.get(environment_id)
-    except EnvironmentNotFoundError:
-        return None
-    return env if isinstance(env, RemoteEnvironment) else None
+    # --- the thread's shared records -----------------------------------------------------
 
+    async def refresh(self) -> None:
+        """Re-read which shared sessions exist (the manager's sync `exists` answers from it)."""
+        records = await self._shared.list_sessions(self._thread_id)
+        self._known = {r.session_id: r for r in records}
+        self._shared_ids = set(self._known)
 
-def record_of(proc: UnifiedProcess, instance_id: str) -> SessionRecord:
-    """The shareable record of a live remote session, as of its last drained output."""
-    meta = proc.meta
-    return SessionRecord(
-        session_id=meta.process_id,
-        environment_id=meta.environment_id,
-        backend_process_id=meta.backend_process_id,
-        call_id=meta.call_id,
-        argv=meta.argv,
-        tty=meta.tty,
-        sandboxed=meta.sandboxed,
-        started_at_ms=meta.started_at_ms,
-        last_used_at_ms=proc.last_used_at_ms,
-        consumed_seq=proc.drained_seq,
-        instance_id=instance_id,
-        consumed_offset=proc.drained_offset,
-    )
+    async def republish(self) -> None:
+        """Store the shared records this replica knows again, each only when absent."""
+        for record in list(self._known.values()):
+            await self._shared.put_session_if_absent(self._thread_id, record)
 
+    async def keep_alive(self) -> int:
+        """Renew the daemon owner TTL of the thread's shared sessions; how many there are.
 
-async def reattach(
-    record: SessionRecord,
-    environments: SessionEnvironments | None,
-    clock: Callable[[], float],
-) -> UnifiedProcess | None:
-    """A UnifiedProcess over Attach from the record's seq; None when the env is unknown.
+        Called while the thread lives (the sweeper), so a session idle on its daemon dies
+        only with its thread, never at the daemon's owner TTL alone.
+        """
+        records = await self._shared.list_sessions(self._thread_id)
+        self._known = {r.session_id: r for r in records}
+        await asyncio.gather(*(session_status(r, self._environments) for r in records))
+        return len(records)
 
-    An unreachable daemon raises EnvironmentUnavailableError (nothing attached). An
-    environment this router has not discovered yet is looked up first (another replica
-    may have found the daemon before this one did).
-    """
-    env = remote_env(environments, record.environment_id)
-    if env is None and environments is not None:
-        with contextlib.suppress(EnvironmentNotFoundError):
-            await environments.find(record.environment_id)
-        env = remote_env(environments, record.environment_id)
-    if env is None:
-        return None
-    handle = await env.attach(
-        record.backend_process_id, record.consumed_seq, record.consumed_offset
-    )
-    meta = ProcessMeta(
-        process_id=record.session_id,
-        environment_id=record.environment_id,
-        backend_process_id=record.backend_process_id,
-        call_id=record.call_id,
-        argv=record.argv,
-        tty=record.tty,
-        sandboxed=record.sandboxed,
-        started_at_ms=record.started_at_ms,
-    )
-    proc = UnifiedProcess(
-        meta, handle, clock, initial_seq=record.consumed_seq,
-        initial_offset=record.consumed_offset,
-    )  # fmt: skip
-    proc.last_used_at_ms = record.last_used_at_ms
-    return proc
+    async def kill_known(self) -> int:
+        """Kill the shared sessions last seen (the thread expired); how many."""
+        records, self._known = list(self._known.values()), {}
+        return await terminate_records(records, self._environments)
 
+    async def list_sessions(self, exclude: Container[int]) -> list[SessionInfo]:
+        """The thread's shared sessions not in `exclude`, their state asked of the daemon."""
+        records = [
+            r for r in await self._shared.list_sessions(self._thread_id)
+            if r.session_id not in exclude
+        ]  # fmt: skip
+        return list(
+            await asyncio.gather(*(shared_session_info(r, self._environments) for r in records))
+        )
 
-async def session_status(
-    record: SessionRecord, environments: SessionEnvironments | None
-) -> tuple[bool, ExitStatus | None]:
-    """(running, exit status) of a shared session as its daemon reports it now.
+    # --- polls ---------------------------------------------------------------------------
 
-    Asking counts as use on the daemon (it renews the process's owner TTL). A daemon that
-    cannot be reached, or an unknown environment, reports it running (its state is
-    unknown, and it may well be); a process the daemon forgot reports not running.
-    """
-    env = remote_env(environments, record.environment_id)
-    if env is None:
-        return True, None
-    try:
-        state = await env.process_status(record.backend_process_id)
-    except Exception as exc:
-        _log.warning("status of shared session %d unavailable: %s", record.session_id, exc)
-        return True, None
-    if state is None:
-        return False, None
-    exited, status = state
-    return not exited, status
+    async def open(self, process_id: int, wait_s: float) -> UnifiedProcess | None:
+        """A shared session re-attached for this request, polled under its lease.
 
+        A concurrent poll (any router) is waited for up to `wait_s`, then SessionBusyError.
+        An unreachable daemon raises EnvironmentUnavailableError. The request ends with
+        `settle` (or `ended` once the exit was reported), which releases the lease.
+        """
+        lease = await SessionLease.acquire(self._shared, self._thread_id, process_id, wait_s)
+        proc: UnifiedProcess | None = None
+        try:
+            record = await self._shared.get_session(self._thread_id, process_id)
+            if record is None:
+                self._shared_ids.discard(process_id)
+                self._known.pop(process_id, None)
+            else:
+                self._known[process_id] = record
+                proc = await reattach(record, self._environments, self._clock)
+        except BaseException:
+            await lease.release()
+            raise
+        if proc is None or record is None:
+            await lease.release()
+            return None
+        lease.expected_seq = record.consumed_seq
+        self._leases[process_id] = lease
+        self._attached[process_id] = proc
+        return proc
 
-async def shared_session_info(
-    record: SessionRecord, environments: SessionEnvironments | None
-) -> SessionInfo:
-    """A shared session as ListSessions shows it, its state asked of its daemon."""
-    running, status = await session_status(record, environments)
-    return SessionInfo(
-        session_id=record.session_id,
-        environment_id=record.environment_id,
-        call_id=record.call_id,
-        argv=record.argv,
-        tty=record.tty,
-        running=running,
-        exit_code=None if status is None else status.shell_code,
-        started_at_ms=record.started_at_ms,
-        last_used_at_ms=record.last_used_at_ms,
-    )
+    async def publish_started(self, proc: UnifiedProcess) -> None:
+        """Register a new remote session in the shared store before its first yield, under
+        its lease, so a router dying mid-yield leaves a session others can poll and kill."""
+        if remote_env(self._environments, proc.meta.environment_id) is None:
+            return
+        pid = proc.process_id
+        lease: SessionLease | None = None
+        try:
+            # A fresh id's lease is free (an old one's expires within the lease TTL).
+            lease = await SessionLease.acquire(
+                self._shared, self._thread_id, pid, LEASE_TTL_MS / 1000
+            )
+            await self._shared.put_session(self._thread_id, record_of(proc, self._instance_id))
+        except Exception:
+            # Best effort: then it is published when the first yield ends, as before.
+            _log.warning("session %d not published before its first yield", pid, exc_info=True)
+            if lease is not None:
+                await lease.release()
+            return
+        self._leases[pid] = lease
+        self._published.add(pid)
+        self._shared_ids.add(pid)
 
+    def published(self, process_id: int) -> bool:
+        """Whether a stored session was published before its first yield ended."""
+        return process_id in self._published
 
-async def terminate_records(
-    records: Sequence[SessionRecord], environments: SessionEnvironments | None
-) -> int:
-    """Kill the daemon processes of shared sessions (EndThread); returns how many."""
-    for record in records:
-        env = remote_env(environments, record.environment_id)
-        if env is None:
-            continue
-        # A daemon that is down cannot be told; its owner TTL reaps the process.
-        with contextlib.suppress(EnvironmentUnavailableError, Exception):
-            await env.terminate_process(record.backend_process_id)
-    if records:
-        _log.info("terminated %d shared sessions", len(records))
-    return len(records)
+    async def settle(self, proc: UnifiedProcess, table: SessionTable) -> None:
+        """After a response: publish a live remote session, or update its record."""
+        pid = proc.process_id
+        attached = self._attached.get(pid) is proc
+        stored = table.get(pid) is proc
+        lease = self._leases.pop(pid, None) if attached or stored else None
+        try:
+            await self._settle(proc, attached, stored, lease, table)
+        finally:
+            if lease is not None:
+                await lease.release()
+
+    async def _settle(
+        self,
+        proc: UnifiedProcess,
+        attached: bool,
+        stored: bool,
+        lease: SessionLease | None,
+        table: SessionTable,
+    ) -> None:
+        pid = proc.process_id
+        published = stored and pid in self._published
+        if proc.exited:
+            if attached or published:
+                # Exit seen but not reported (interrupted): the record stays for a re-poll.
+                if attached:
+                    del self._attached[pid]
+                else:
+                    table.untrack(pid)
+                self._published.discard(pid)
+                await proc.release()
+            return
+        remote = remote_env(self._environments, proc.meta.environment_id) is not None
+        if not attached and not (stored and remote):
+            return
+        record = record_of(proc, self._instance_id)
+        if lease is None:
+            await self._shared.put_session(self._thread_id, record)
+        elif not await self._shared.update_session(
+            self._thread_id, record, lease.token, lease.expected_seq
+        ):
+            # The lease expired and another poll went on, or the thread ended: this poll's
+            # position is stale, and storing it would replay or skip output.
+            _log.warning("session %d: consumed seq not stored (lease lost or ended)", pid)
+        self._shared_ids.add(pid)
+        self._known[pid] = record
+        if attached:
+            del self._attached[pid]
+        else:
+            table.untrack(pid)
+            self._published.discard(pid)
+        # The daemon keeps the detached process; the next poll (any router) re-attaches.
+        table.release_id(pid)
+        await proc.release()
+
+    # --- ends ----------------------------------------------------------------------------
+
+    def leased(self, process_id: int) -> AbstractAsyncContextManager[None]:
+        """Hold the session's poll lease (if this router holds one) until the block ends."""
+        # Taken now, not when the block is entered: the caller owns it from this call on.
+        return self._holding(self._leases.pop(process_id, None))
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, lease: SessionLease | None) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if lease is not None:
+                await lease.release()
+
+    def detach(self, proc: UnifiedProcess) -> bool:
+        """Drop `proc` if it was re-attached for this request; whether it was."""
+        if self._attached.get(proc.process_id) is not proc:
+            return False
+        del self._attached[proc.process_id]
+        return True
+
+    async def ended(self, process_id: int, attached: bool) -> None:
+        """An exit was reported: a re-attached or published session's record goes."""
+        if attached or process_id in self._published:
+            self._published.discard(process_id)
+            await self._shared.delete_session(self._thread_id, process_id)
+            self._shared_ids.discard(process_id)
+            self._known.pop(process_id, None)
+
+    async def terminated(self, process_id: int) -> None:
+        """A stored session was killed: its published record and its claimed id go."""
+        if process_id in self._published:
+            self._published.discard(process_id)
+            await self._shared.delete_session(self._thread_id, process_id)
+        await self._shared.release_session_id(self._thread_id, process_id)
+
+    async def terminate(self, process_id: int) -> bool:
+        """Kill a shared session through its daemon; unknown → UnknownSessionError."""
+        record = await self._shared.get_session(self._thread_id, process_id)
+        if record is None:
+            raise UnknownSessionError(f"unknown session {process_id}")
+        env = remote_env(self._environments, record.environment_id)
+        running = False
+        if env is not None:
+            # Unreachable daemon: EnvironmentUnavailableError; the record stays.
+            running = await env.terminate_process(record.backend_process_id)
+        await self._shared.delete_session(self._thread_id, process_id)
+        self._shared_ids.discard(process_id)
+        self._known.pop(process_id, None)
+        return running
+
+    def drop_first_yields(self, process_ids: Sequence[int]) -> list[SessionLease]:
+        """Forget every first-yield publication; these sessions' leases, to release."""
+        leases = [self._leases.pop(pid) for pid in process_ids if pid in self._leases]
+        self._published.clear()
+        return leases
