@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate the committed Python stubs beside the .proto files, and the descriptor set with
 # source info (the proto comments) that both daemons serve over reflection. The before-stop
-# hook and tests/unit/test_proto_contract.py compare the committed files with exactly this
+# hook and tests/integration/test_proto_contract.py compare the committed files with exactly this
 # command. Go stubs: scripts/gen-go.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
