@@ -5,27 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
-from shellgate.common.grpc.connections import PeerCalls, raise_nofile_limit, server_options
 from shellgate.common.grpc.health_listener import (
     check_health_listen,
     set_serving,
     start_with_health,
 )
-from shellgate.common.grpc.listen import (
-    EXCLUSIVE_PORT_OPTIONS,
-    bind,
-    is_loopback_host,
-    split_listen,
-)
+from shellgate.common.grpc.listen import is_loopback_host, split_listen
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
-from shellgate.common.grpc.reflection import enable_reflection
-from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
+from shellgate.common.grpc.server import ServerTls, Service, build_server
 from shellgate.common.local_token import LocalToken
 from shellgate.common.metrics_http import (
     MetricsEndpoint,
@@ -60,12 +51,8 @@ def add_exec_service(servicer: ExecServicer, server: grpc.aio.Server) -> None:
 def _credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
     if not config.tls_cert_file:
         return None
-    key = Path(config.tls_key_file).read_bytes()
-    cert = Path(config.tls_cert_file).read_bytes()
-    client_ca = Path(config.tls_client_ca_file).read_bytes() if config.tls_client_ca_file else None
-    return grpc.ssl_server_credentials(
-        [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
-    )
+    tls = ServerTls(config.tls_cert_file, config.tls_key_file, config.tls_client_ca_file)
+    return tls.credentials()
 
 
 async def build_backend(config: ServerConfig) -> tuple[Backend, HostInfo]:
@@ -158,27 +145,15 @@ async def start_server(config: ServerConfig) -> RunningServer:
     limits = table_limits(config)
     table = ProcessTable(backend, limits)
     servicer = ExecServicer(config, table, host_info, auth)
-    config.connections.validate()
-    # Descriptors bound the connections: take the hard limit, keep a reserve (connections.py).
-    nofile = raise_nofile_limit()
-    # Counts calls per peer address: connections.max_calls_per_peer (connections.py).
-    guard = DecodeGuardInterceptor(peer_calls=PeerCalls(config.connections.max_calls_per_peer))
-    server = grpc.aio.server(
-        interceptors=[guard],
-        options=[
-            ("grpc.max_receive_message_length", config.max_message_bytes),
-            ("grpc.max_send_message_length", config.max_message_bytes),
-            *EXCLUSIVE_PORT_OPTIONS,
-            *server_options(config.connections, nofile),
-        ]
+    built = build_server(
+        services=(Service(SERVICE_NAME, lambda server: add_exec_service(servicer, server)),),
+        listen=config.listen,
+        credentials=creds,
+        connections=config.connections,
+        max_receive_bytes=config.max_message_bytes,
+        max_send_bytes=config.max_message_bytes,
     )
-    add_exec_service(servicer, server)
-    health = HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    enable_reflection(
-        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name), server
-    )
-    port = bind(server, config.listen, creds)
+    server, health, port = built.server, built.health, built.port
     health_server, health_port = await start_with_health(
         server.start, health, SERVICE_NAME, config.health_listen
     )

@@ -6,18 +6,14 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer
-from shellgate.common.grpc.connections import PeerCalls, raise_nofile_limit, server_options
 from shellgate.common.grpc.health_listener import set_serving, start_with_health
-from shellgate.common.grpc.listen import EXCLUSIVE_PORT_OPTIONS, bind
 from shellgate.common.grpc.output_encoding import add_with_pre_encoded
-from shellgate.common.grpc.reflection import enable_reflection
-from shellgate.common.grpc.wire_guard import DecodeGuardInterceptor
+from shellgate.common.grpc.server import HEALTH_SERVICE_NAME, ServerTls, Service, build_server
 from shellgate.common.local_token import LocalToken
 from shellgate.common.metrics_http import (
     MetricsEndpoint,
@@ -43,7 +39,7 @@ log = logging.getLogger(__name__)
 SERVICE_NAME = router_pb2.DESCRIPTOR.services_by_name["ToolRouterService"].full_name
 # Fraction of shutdown_grace_ms after which still-running processes are killed.
 KILL_AT_GRACE_FRACTION = 0.8
-HEALTH_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+HEALTH_NAME = HEALTH_SERVICE_NAME
 # The health name of the shared thread store (Redis): NOT_SERVING while it is unreachable.
 # The overall status ("") and ToolRouterService stay SERVING then (a degraded mode): every
 # replica shares the one Redis, so taking them out of the load balancer would stop the
@@ -55,12 +51,8 @@ def server_credentials(config: RouterConfig) -> grpc.ServerCredentials | None:
     """TLS credentials (mTLS when a client CA is configured), or None for plaintext."""
     if not config.tls:
         return None
-    client_ca = Path(config.tls_client_ca_file).read_bytes() if config.tls_client_ca_file else None
-    return grpc.ssl_server_credentials(
-        [(Path(config.tls_key_file).read_bytes(), Path(config.tls_cert_file).read_bytes())],
-        root_certificates=client_ca,
-        require_client_auth=client_ca is not None,
-    )
+    tls = ServerTls(config.tls_cert_file, config.tls_key_file, config.tls_client_ca_file)
+    return tls.credentials()
 
 
 @dataclass
@@ -126,34 +118,15 @@ async def start_router(
     redact = redactor.text if redactor is not None else _unchanged
     enable_command_text(redact if config.otel_command_text else None)
     limits = config.limits
-    config.connections.validate()
-    # Descriptors bound the connections: take the hard limit, keep a reserve (connections.py).
-    nofile = raise_nofile_limit()
-    # Counts calls per peer address: connections.max_calls_per_peer (connections.py).
-    guard = DecodeGuardInterceptor(peer_calls=PeerCalls(config.connections.max_calls_per_peer))
-    server = grpc.aio.server(
-        interceptors=[guard],
-        options=[
-            ("grpc.max_receive_message_length", limits.max_message_bytes),
-            ("grpc.max_send_message_length", limits.max_send_message_bytes),
-            *EXCLUSIVE_PORT_OPTIONS,
-            *server_options(config.connections, nofile),
-        ],
+    built = build_server(
+        services=_services(app),
+        listen=config.listen,
+        credentials=server_credentials(config),
+        connections=config.connections,
+        max_receive_bytes=limits.max_message_bytes,
+        max_send_bytes=limits.max_send_message_bytes,
     )
-    # Execute yields its output chunks already serialized (see servicer.output_event_bytes).
-    add_with_pre_encoded(
-        router_pb2_grpc.add_ToolRouterServiceServicer_to_server,
-        ToolRouterServicer(app),
-        server,
-        ("Execute",),
-    )
-    # Operator approvals (docs/approvals.md): the same listener and authentication.
-    approvals_pb2_grpc.add_ApprovalServiceServicer_to_server(ApprovalServicer(app), server)
-    health = HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    enable_reflection((SERVICE_NAME, APPROVALS_NAME, HEALTH_NAME), server)
-    creds = server_credentials(config)
-    port = bind(server, config.listen, creds)
+    server, health, port = built.server, built.health, built.port
     endpoint = MetricsEndpoint.of(config)
     refused = check_metrics_listen(endpoint)
     if refused is not None:
@@ -223,6 +196,25 @@ async def start_router(
         running.background.spawn(probes, name="environment-probes")
     log.info("router listening on port %d (%d environments)", port, len(app.environments.ids()))
     return running
+
+
+def _services(app: RouterApp) -> tuple[Service, ...]:
+    """ToolRouterService and ApprovalService, each servicer made when it is added."""
+
+    def add_router(server: grpc.aio.Server) -> None:
+        # Execute yields its output chunks already serialized (see servicer.output_event_bytes).
+        add_with_pre_encoded(
+            router_pb2_grpc.add_ToolRouterServiceServicer_to_server,
+            ToolRouterServicer(app),
+            server,
+            ("Execute",),
+        )
+
+    def add_approvals(server: grpc.aio.Server) -> None:
+        # Operator approvals (docs/approvals.md): the same listener and authentication.
+        approvals_pb2_grpc.add_ApprovalServiceServicer_to_server(ApprovalServicer(app), server)
+
+    return (Service(SERVICE_NAME, add_router), Service(APPROVALS_NAME, add_approvals))
 
 
 async def _watch_shared_state(running: RunningRouter) -> None:
