@@ -1,17 +1,12 @@
-"""Retention (seq, eviction, Read selection) and process-table TTLs with an injected clock."""
+"""Retention: seq, eviction, Read selection (the process table's TTLs on real processes:
+tests/integration/test_process_table_ttl.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.common.process.base import ExitStatus, SpawnRequest, Stream
-from shellgate.common.process.local import LocalBackend
+from shellgate.common.process.base import ExitStatus, Stream
 from shellgate.common.process.retention import Retention, select_chunks
-from shellgate.execserver.config import ProcessLimits
-from shellgate.execserver.process_table import ProcessTable, StartSpec, TableLimits
 
 
 def test_seq_order_eviction_and_exit_close() -> None:
@@ -41,36 +36,3 @@ def test_selection_rule_properties(sizes: list[int], after: int, max_bytes: int 
     if max_bytes is not None and len(seqs) > 1:
         assert total <= max_bytes
     assert next_seq == (seqs[-1] + 1 if seqs else len(sizes) + 1)
-
-
-def test_owner_ttl_and_exited_retention_follow_the_injected_clock() -> None:
-    now = [1000.0]
-
-    async def main() -> None:
-        table = ProcessTable(
-            LocalBackend(ProcessLimits(kill_grace_ms=200)),
-            TableLimits(exited_retention_ms=30_000, owner_ttl_ms=60_000),
-            clock=lambda: now[0],
-        )
-        env = dict(os.environ)
-
-        def spec(argv: tuple[str, ...]) -> StartSpec:
-            return StartSpec("c", "o", SpawnRequest(argv, "/tmp", env), True, None, None, None,
-                             False)
-
-        sleeper, _ = await table.start(spec(("sleep", "30")))
-        quick, _ = await table.start(spec(("true",)))
-        while not quick.closed:
-            await asyncio.sleep(0.02)
-        now[0] += 29
-        await table.sweep()
-        assert {p.process_id for p in table.list("c")} == {sleeper.process_id, quick.process_id}
-        now[0] += 2
-        await table.sweep()
-        assert [p.process_id for p in table.list("c")] == [sleeper.process_id]
-        now[0] += 60
-        await table.sweep()
-        assert table.list("c") == [] and sleeper.exited
-        await table.shutdown()
-
-    asyncio.run(main())
