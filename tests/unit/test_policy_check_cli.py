@@ -1,9 +1,8 @@
-"""`shellgate policy check` output against recorded `codex execpolicy check` expectations."""
+"""`shellgate policy check` output against recorded `codex execpolicy check` expectations
+(in-process; the console entry point as a process: tests/integration/test_cli_processes.py)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -63,25 +62,3 @@ def test_broken_file_exits_1_with_rendering(
     assert f"Error: failed to parse policy at {path}" in err
     assert "error: invalid pattern element: pattern cannot be empty" in err
     assert f"{path}:1: error: invalid pattern element" in err
-
-
-def test_console_entry_point(rules_file: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "shellgate.router.cli.main",
-            "policy",
-            "check",
-            "-r",
-            str(rules_file),
-            "--",
-            "rm",
-            "x",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert proc.stdout == RECORDED[3][1]
