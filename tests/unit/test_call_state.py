@@ -10,6 +10,7 @@ from shellgate.router.output.texts import format_batch_output
 from shellgate.router.pipeline import HostContext, project
 from shellgate.router.policy import Policy
 from shellgate.router.projection import ToolErrorOutcome
+from shellgate.router.runtime.approvals.offer import offered_decisions
 from shellgate.router.runtime.call.events import ApprovalDecision, ApprovalKind, Termination
 from shellgate.router.runtime.call.state import (
     Aborted,
@@ -25,7 +26,6 @@ from shellgate.router.runtime.call.state import (
     Running,
     advance,
     crash,
-    offered_decisions,
     resume,
 )
 

@@ -10,9 +10,11 @@ subpackage per concept (docs/architecture.md, "Where each concept lives"):
   output), `ledger` (idempotent call ids), `context` (what a runtime runs with), `events`;
 * `runtimes/`: the tool runtimes (Codex's `tools/runtimes/`): `classic` (shell_command),
   `unified_exec` (exec_command, write_stdin), `apply_patch`, `command`;
-* `approvals/`: the operator route — `board` (the store protocol and the in-memory board),
-  `operator_wait` (a waiting call), `desk` and `views` (what operator fronts use) — and
-  `parked_codec`, a parked call's stored form;
+* `approvals/`: approvals as one concept — `vocabulary` (decisions, sources, routes,
+  board statuses as StrEnums), `offer` (the one "on offer" check), `route` (the one route
+  decision), `view` (the one place the operator's view is built and redacted), `board`,
+  `operator_wait` (a waiting call), `desk`, `settings`, and `parked_codec` (a parked call
+  as data);
 * `threads/`: `registry`, per-thread `state`, unified-exec `sessions` (`unified_process`,
   `output_tap`; a `session_sharing` strategy chosen once per thread: in memory, or between
   replicas through `shared_sessions`, `shared_records` and `session_lease`), `tally`, `sweeper`;

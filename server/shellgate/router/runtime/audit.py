@@ -18,6 +18,12 @@ from shellgate.router.policy.evaluate import match_to_flat_json
 from shellgate.router.policy.model import PrefixRuleMatch, RuleMatch
 from shellgate.router.policy.requirement import ApprovalOutcome
 from shellgate.router.projection import CommandElement, PatchElement
+from shellgate.router.runtime.approvals.desk import PendingView
+from shellgate.router.runtime.approvals.vocabulary import (
+    ApprovalRoute,
+    AuditDecision,
+    DecisionSource,
+)
 from shellgate.router.runtime.call.events import Termination
 from shellgate.router.runtime.call.state import Aborted, ApprovalSubject, Finished
 
@@ -31,6 +37,7 @@ __all__ = [
     "environment_host",
     "matched_rules",
     "outcome_record",
+    "pending_record",
     "sandbox_name",
 ]
 
@@ -62,8 +69,8 @@ class AuditTee:
 class AuditNotes:
     """What one element's orchestration decided, filled in as it goes (mutable collector)."""
 
-    decision: str = ""
-    source: str = ""
+    decision: AuditDecision | None = None
+    source: DecisionSource | None = None
     reason: str = ""
     amendment: tuple[str, ...] | None = None
     # Who decided an approval (the operator's subject); empty: the caller.
@@ -155,7 +162,7 @@ def decision_record(
     entry["decision"] = notes.decision
     entry["reason"] = notes.reason
     approval: dict[str, Any] = {"source": notes.source}
-    if notes.source in ("caller", "operator"):
+    if notes.source in (DecisionSource.CALLER, DecisionSource.OPERATOR):
         # The caller answered its own ResumeCall; an operator is named by its subject.
         approval["who"] = notes.who or call.subject
     if notes.amendment:
@@ -163,6 +170,26 @@ def decision_record(
     entry["approval"] = approval
     entry.update(notes.extra)
     return entry
+
+
+def pending_record(view: PendingView, element_index: int) -> dict[str, Any]:
+    """The record of a new operator-routed approval, from its one (redacted) view."""
+    return {
+        "type": "approval_pending",
+        "route": ApprovalRoute.OPERATOR,
+        "approval_id": view.approval_id,
+        "thread": view.thread_id,
+        "call_id": view.call_id,
+        "element": element_index,
+        "subject": view.caller_subject,
+        "tool": view.tool,
+        "environment": {"id": view.environment_id},
+        "cwd": view.cwd,
+        "command": view.command,
+        "kind": view.kind,
+        "reason": view.reason,
+        "deadline_ms": view.deadline_ms,
+    }
 
 
 def outcome_record(
@@ -223,8 +250,8 @@ class AuditTrail:
 
     def decide(
         self,
-        decision: str,
-        source: str,
+        decision: AuditDecision,
+        source: DecisionSource,
         reason: str = "",
         amendment: tuple[str, ...] | None = None,
         who: str = "",

@@ -30,6 +30,11 @@ from shellgate.common.config_schema import ConfigError
 from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.common.tasks import TaskSet
 from shellgate.router.runtime.approvals.desk import PendingView
+from shellgate.router.runtime.approvals.vocabulary import (
+    ApprovalDecision,
+    BoardStatus,
+    DecisionSource,
+)
 from shellgate.router.service.approvals_config import WebhookConfig
 
 __all__ = ["ApprovalWebhook", "check_webhook_url", "signature"]
@@ -101,11 +106,19 @@ class ApprovalWebhook:
         self._suppressed = 0
 
     def notify(self, view: PendingView) -> None:
-        """Queue the POST of one new pending approval (returns at once)."""
+        """Queue the POST of one new pending approval (returns at once); the body carries
+        the view as built (and redacted) by `runtime/approvals/view.py`, field by field."""
         payload: dict[str, object] = {"event": EVENT, "approval": dataclasses.asdict(view)}
         self._spawn(EVENT, view.approval_id, payload)
 
-    def settled(self, view: PendingView, status: str, decision: str, source: str, who: str) -> None:
+    def settled(
+        self,
+        view: PendingView,
+        status: BoardStatus,
+        decision: ApprovalDecision,
+        source: DecisionSource,
+        who: str,
+    ) -> None:
         """Queue the POST of how an approval ended: decided, expired or withdrawn."""
         payload: dict[str, object] = {
             "event": SETTLED_EVENT,

@@ -26,6 +26,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from shellgate.common.tracing import command_attributes, set_attributes, span_event
 from shellgate.router.projection import ShellCall
+from shellgate.router.runtime.approvals.vocabulary import (
+    ApprovalDecision,
+    AuditDecision,
+    DecisionSource,
+)
 from shellgate.router.runtime.call.events import (
     ApprovalRequiredEvent,
     CompletedEvent,
@@ -42,12 +47,15 @@ __all__ = ["KNOWN_TOOLS", "CallClock", "Metrics", "trace_event"]
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
 KNOWN_TOOLS = frozenset({"shell_command", "exec_command", "write_stdin", "apply_patch"})
-KNOWN_DECISIONS = frozenset(
-    {"allow", "forbidden", "rejected", "ask", "approved", "denied", "abort"}
-)
-KNOWN_SOURCES = frozenset({"policy", "rule", "cached_grant", "caller", "operator", "deadline"})
+# Label values: the vocabulary's words (StrEnums compare and hash as their strings).
+KNOWN_DECISIONS: frozenset[str] = frozenset(AuditDecision)
+# Decisions an operator-routed approval settles with: every answer of ApprovalDecision.
+OPERATOR_DECISIONS: frozenset[str] = frozenset(ApprovalDecision)
+KNOWN_SOURCES: frozenset[str] = frozenset(DecisionSource) - {DecisionSource.INTERRUPT}
 # Operator-routed approvals end decided by an operator, by the deadline, or interrupted.
-OPERATOR_SOURCES = frozenset({"operator", "deadline", "interrupt"})
+OPERATOR_SOURCES: frozenset[str] = frozenset(
+    {DecisionSource.OPERATOR, DecisionSource.DEADLINE, DecisionSource.INTERRUPT}
+)
 WEBHOOK_OUTCOMES = frozenset({"delivered", "retried", "failed"})
 # Seconds: from a few milliseconds (an echo) to the 10-minute classic timeout.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600)
@@ -189,13 +197,12 @@ class Metrics:
         """A gauge with one (bounded) label, read at scrape time."""
         self.labelled_gauges[name] = (help_text, label, read)
 
-    def operator_decided(self, source: str, decision: str) -> None:
+    def operator_decided(self, source: DecisionSource, decision: ApprovalDecision) -> None:
         """Count one settled operator-routed approval."""
         self.operator_decisions.labels(
-            source if source in OPERATOR_SOURCES else "other",
-            decision if decision in KNOWN_DECISIONS | {"approved_for_session",
-                                                       "approved_with_amendment"} else "other",
-        ).inc()  # fmt: skip
+            str(source) if source in OPERATOR_SOURCES else "other",
+            str(decision) if decision in OPERATOR_DECISIONS else "other",
+        ).inc()
 
     def webhook_delivery(self, outcome: str) -> None:
         """Count one webhook attempt."""

@@ -12,7 +12,13 @@ from shellgate.router.runtime.approvals.operator_wait import (
     BoardDesk,
     Decided,
     OperatorApprovals,
-    OperatorSettings,
+)
+from shellgate.router.runtime.approvals.settings import OperatorSettings
+from shellgate.router.runtime.approvals.vocabulary import (
+    ApprovalDecision,
+    ApprovalRoute,
+    BoardStatus,
+    DecisionSource,
 )
 from shellgate.router.runtime.audit import AuditSink
 from shellgate.router.service.approval_webhook import ApprovalWebhook
@@ -26,6 +32,12 @@ if TYPE_CHECKING:
     from shellgate.router.runtime.store.redis_bus import RedisBus
 
 __all__ = ["OperatorRoute", "build_operator_route"]
+
+# How the webhook words the end of a wait that no operator decided.
+_UNDECIDED = {
+    DecisionSource.DEADLINE: BoardStatus.EXPIRED,
+    DecisionSource.INTERRUPT: BoardStatus.WITHDRAWN,
+}
 
 
 @dataclass
@@ -63,17 +75,22 @@ def build_operator_route(
         board = RedisBoard(client, prefix=prefix, bus=bus, seal=seal, monitor=monitor)
     else:
         board = InMemoryBoard()
+    # The config's route words (TOML, checked by its schema) become the typed routes here.
     settings = OperatorSettings(
-        default_route=approvals_config.default_route,
+        default_route=ApprovalRoute(approvals_config.default_route),
         environment_routes=tuple(
-            (env.environment_id, env.approval_route)
+            (env.environment_id, ApprovalRoute(env.approval_route))
             for env in config.environments
             if env.approval_route
         ),
         deadline_ms=approvals_config.operator_deadline_ms,
         keepalive_ms=approvals_config.keepalive_ms,
         poll_ms=approvals_config.poll_ms,
-        fallback=approvals_config.deadline_fallback,
+        fallback=(
+            ApprovalDecision.ABORT
+            if approvals_config.deadline_fallback == "abort"
+            else ApprovalDecision.DENIED
+        ),
     )
     webhook = None
     if approvals_config.webhook.url:
@@ -86,26 +103,25 @@ def build_operator_route(
         if webhook is None:
             return
         if decided is None:  # the caller cancelled or disconnected
-            webhook.settled(view, "withdrawn", "abort", "caller", "")
+            webhook.settled(
+                view, BoardStatus.WITHDRAWN, ApprovalDecision.ABORT, DecisionSource.CALLER, ""
+            )
             return
-        status = {"deadline": "expired", "interrupt": "withdrawn"}.get(decided.source, "decided")
-        webhook.settled(view, status, decided.decision.value, decided.source, decided.who)
+        status = _UNDECIDED.get(decided.source, BoardStatus.DECIDED)
+        webhook.settled(view, status, decided.decision, decided.source, decided.who)
 
+    # `json_text`: the escaped forms too, for a policy reason quotes the command Rust-style,
+    # which escapes a value's quotes as JSON does.
     approvals = OperatorApprovals(
         settings, board, instance_id=instance_id,
-        redact=redactor.text if redactor is not None else _same,
-        audit=audit, on_pending=on_pending, on_decided=metrics.operator_decided,
-        on_settled=on_settled,
+        redact=redactor.json_text if redactor is not None else None, audit=audit,
+        on_pending=on_pending, on_decided=metrics.operator_decided, on_settled=on_settled,
     )  # fmt: skip
 
     def is_operator(subject: str) -> bool:
         return OPERATOR_ROLE in auth.roles(subject)
 
     return OperatorRoute(approvals, BoardDesk(board, is_operator), webhook)
-
-
-def _same(text: str) -> str:
-    return text
 
 
 def _no_webhook(_view: PendingView) -> None:

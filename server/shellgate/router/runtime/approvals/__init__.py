@@ -1,1 +1,2 @@
-"""Approvals: the operator route (board, waiting call, desk, views) and the parked call's stored form."""
+"""Approvals as one concept: their vocabulary, what is on offer, the route, the operator's
+view, the board and the waiting call, and the parked call's stored form."""

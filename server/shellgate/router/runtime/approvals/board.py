@@ -18,9 +18,13 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from shellgate.router.runtime.approvals.desk import PendingView
+from shellgate.router.runtime.approvals.vocabulary import (
+    ApprovalDecision,
+    BoardStatus,
+    SettleOutcome,
+)
 
 __all__ = [
-    "PENDING",
     "TOMBSTONE_MS",
     "BoardEntry",
     "InMemoryBoard",
@@ -28,7 +32,6 @@ __all__ = [
     "Settle",
 ]
 
-PENDING = "pending"
 # How long a settled entry answers late decisions past its deadline (then NOT_FOUND).
 TOMBSTONE_MS = 10 * 60 * 1000
 
@@ -39,16 +42,17 @@ class BoardEntry:
 
     view: PendingView
     replica: str
-    status: str = PENDING  # pending | decided | expired
-    decision: str = ""
+    status: BoardStatus = BoardStatus.PENDING
+    decision: ApprovalDecision | None = None  # None while pending
+    # Who settled it: the operator's subject, or `deadline` for the fallback.
     operator: str = ""
 
 
 @dataclass(frozen=True)
 class Settle:
-    """How a settle attempt went: `ok`, or why not (`missing`, `decided`, `expired`)."""
+    """How a settle attempt went: OK, or why not (MISSING, DECIDED, EXPIRED)."""
 
-    outcome: str
+    outcome: SettleOutcome
 
 
 class OperatorBoard(Protocol):
@@ -67,7 +71,12 @@ class OperatorBoard(Protocol):
         ...
 
     async def settle(
-        self, approval_id: str, status: str, decision: str, operator: str, now_ms: int | None
+        self,
+        approval_id: str,
+        status: BoardStatus,
+        decision: ApprovalDecision,
+        operator: str,
+        now_ms: int | None,
     ) -> Settle:
         """Move a pending entry to `status` once (one settler wins, on any replica);
         with `now_ms`, refused past the deadline (`expired`)."""
@@ -116,27 +125,32 @@ class InMemoryBoard:
         self._prune()
         live = [
             e for e, _ in self._entries.values()
-            if e.status == PENDING and e.view.deadline_ms > now_ms
+            if e.status is BoardStatus.PENDING and e.view.deadline_ms > now_ms
         ]  # fmt: skip
         return sorted(live, key=lambda e: (e.view.created_at_ms, e.view.approval_id))
 
     async def settle(
-        self, approval_id: str, status: str, decision: str, operator: str, now_ms: int | None
+        self,
+        approval_id: str,
+        status: BoardStatus,
+        decision: ApprovalDecision,
+        operator: str,
+        now_ms: int | None,
     ) -> Settle:
         """Settle once; the event wakes the waiting call."""
         self._prune()
         found = self._entries.get(approval_id)
         if found is None:
-            return Settle("missing")
+            return Settle(SettleOutcome.MISSING)
         entry, gone = found
-        if entry.status != PENDING:
-            return Settle(entry.status)
+        if entry.status is not BoardStatus.PENDING:
+            return Settle(SettleOutcome(entry.status))
         if now_ms is not None and now_ms >= entry.view.deadline_ms:
-            return Settle("expired")
+            return Settle(SettleOutcome.EXPIRED)
         settled = replace(entry, status=status, decision=decision, operator=operator)
         self._entries[approval_id] = (settled, gone)
         self.wake(approval_id)
-        return Settle("ok")
+        return Settle(SettleOutcome.OK)
 
     async def withdraw(self, approval_id: str) -> None:
         """Forget the entry."""

@@ -13,15 +13,18 @@ import json
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["DECISIONS", "OperatorDesk", "PendingView", "view_from_json", "view_to_json"]
+from shellgate.router.runtime.approvals.vocabulary import ApprovalDecision
 
-# The decisions of ResumeCall, in display order (an approval offers a subset).
-DECISIONS = ("approved", "approved_for_session", "approved_with_amendment", "denied", "abort")
+__all__ = ["OperatorDesk", "PendingView", "view_from_json", "view_to_json"]
 
 
 @dataclass(frozen=True)
 class PendingView:
-    """One operator-routed approval waiting for a decision, as an operator sees it."""
+    """One operator-routed approval waiting for a decision, as an operator sees it.
+
+    Built in one place, `view.build_view`, redacted there; every front shows this value
+    as it is: ListPendingApprovals, the console, the webhook body, the audit record.
+    """
 
     approval_id: str
     thread_id: str  # the thread as the caller named it (not the owned key)
@@ -30,14 +33,14 @@ class PendingView:
     tool: str  # shell / exec_command / apply_patch ...
     environment_id: str
     cwd: str
-    command: str  # display text of the command (after redaction)
+    command: str  # display text of the command
     summary: str  # the display summary (display/ stage)
     kind: str  # "exec_policy" | "sandbox_denied" ... (ApprovalKind name, lowercase)
     reason: str  # why approval is needed (justification / policy reason)
     segments: tuple[str, ...]  # policy projection B segments, each rendered as shell words
     matched_rules: tuple[str, ...]  # e.g. 'prefix_rule(["git","push"]) -> prompt'
     proposed_amendment: tuple[str, ...]  # argv prefix of the proposed amendment, () when none
-    available_decisions: tuple[str, ...]  # subset of DECISIONS, in display order
+    available_decisions: tuple[ApprovalDecision, ...]  # in display order (offer.py)
     created_at_ms: int  # wall clock, ms since epoch
     deadline_ms: int  # wall clock, ms since epoch
 
@@ -49,9 +52,11 @@ class OperatorDesk(Protocol):
         """Every operator-routed approval still waiting, on any replica, oldest first."""
         ...
 
-    async def decide(self, approval_id: str, decision: str, operator_subject: str) -> None:
+    async def decide(
+        self, approval_id: str, decision: ApprovalDecision, operator_subject: str
+    ) -> None:
         """Raises the common/errors.py ServiceErrors: not found, expired (deadline passed),
-        self-approval (operator_subject == caller), not an operator, unknown decision."""
+        self-approval (operator_subject == caller), not an operator, not on offer."""
         ...
 
     def is_operator(self, subject: str) -> bool:
@@ -65,9 +70,12 @@ def view_to_json(view: PendingView) -> str:
 
 
 def view_from_json(text: str | bytes) -> PendingView:
-    """A view back from its JSON (lists become tuples again)."""
+    """A view back from its JSON (lists become tuples again, decisions typed again)."""
     data = json.loads(text)
     for spec in dataclasses.fields(PendingView):
         if isinstance(data.get(spec.name), list):
             data[spec.name] = tuple(data[spec.name])
+    data["available_decisions"] = tuple(
+        ApprovalDecision(d) for d in data.get("available_decisions", ())
+    )
     return PendingView(**data)

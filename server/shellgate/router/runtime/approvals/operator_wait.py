@@ -1,7 +1,8 @@
-"""Operator-routed approvals (docs/approvals.md): the route, the wait, and the desk.
+"""Operator-routed approvals (docs/approvals.md): the waiting call and the desk.
 
-A call whose approval is operator-routed does not end its stream: `CallRunner` asks
-`OperatorApprovals.wait`, which publishes the approval on the board (shared by every
+A call whose approval is operator-routed (`route.approval_route`) does not end its stream:
+`CallRunner` asks `OperatorApprovals.wait`, which builds the approval's one view
+(`view.build_view`, redacted), publishes it on the board (shared by every
 replica), emits `approval_pending`, then `approval_waiting` keepalives until an operator
 settles it (`BoardDesk.decide`, on any replica), the deadline's fallback settles it, or
 the caller leaves (the approval is withdrawn: nothing runs). The waiting call wakes on the
@@ -15,23 +16,28 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from shellgate.common.errors import (
     AlreadyDecidedError,
     ApprovalExpiredError,
-    InvalidArgumentError,
     NotOperatorError,
     SelfApprovalError,
     UnknownApprovalError,
 )
 from shellgate.common.tracing import record_approval_wait
-from shellgate.router.runtime.approvals.board import PENDING, BoardEntry, OperatorBoard
-from shellgate.router.runtime.approvals.desk import DECISIONS, PendingView
-from shellgate.router.runtime.approvals.views import pending_view
-from shellgate.router.runtime.audit import AuditSink
-from shellgate.router.runtime.call.events import (
+from shellgate.router.runtime.approvals.board import BoardEntry, OperatorBoard
+from shellgate.router.runtime.approvals.desk import PendingView
+from shellgate.router.runtime.approvals.offer import require_offered
+from shellgate.router.runtime.approvals.settings import OperatorSettings
+from shellgate.router.runtime.approvals.view import Redact, build_view
+from shellgate.router.runtime.approvals.vocabulary import (
     ApprovalDecision,
+    BoardStatus,
+    DecisionSource,
+    SettleOutcome,
+)
+from shellgate.router.runtime.audit import AuditSink, pending_record
+from shellgate.router.runtime.call.events import (
     ApprovalPendingEvent,
     ApprovalRequiredEvent,
     ApprovalWaitingEvent,
@@ -39,23 +45,9 @@ from shellgate.router.runtime.call.events import (
 )
 from shellgate.router.runtime.call.state import AwaitingApproval
 
-__all__ = ["BoardDesk", "Decided", "OperatorApprovals", "OperatorSettings"]
+__all__ = ["BoardDesk", "Decided", "OperatorApprovals"]
 
 _log = logging.getLogger(__name__)
-OPERATOR = "operator"
-
-
-@dataclass(frozen=True)
-class OperatorSettings:
-    """`[approvals]` as the runtime uses it (service/approvals_config.py)."""
-
-    default_route: str = "caller"
-    # environment id → its configured route ("caller" | "operator").
-    environment_routes: tuple[tuple[str, str], ...] = ()
-    deadline_ms: int = 10 * 60 * 1000
-    keepalive_ms: int = 15_000
-    poll_ms: int = 1_000
-    fallback: str = "deny"
 
 
 @dataclass(frozen=True)
@@ -63,7 +55,7 @@ class Decided:
     """How an operator-routed approval ended: the decision, its source and who made it."""
 
     decision: ApprovalDecision
-    source: str  # operator | deadline | interrupt
+    source: DecisionSource  # OPERATOR | DEADLINE | INTERRUPT
     who: str = ""
 
 
@@ -72,7 +64,7 @@ def _now_ms(wall: Callable[[], float]) -> int:
 
 
 class OperatorApprovals:
-    """The router's operator route: which approvals it takes, and the waiting call's loop."""
+    """The router's operator route: its settings, and the waiting call's loop."""
 
     def __init__(
         self,
@@ -80,10 +72,10 @@ class OperatorApprovals:
         board: OperatorBoard,
         *,
         instance_id: str,
-        redact: Callable[[str], str] = lambda text: text,
+        redact: Redact | None = None,
         audit: AuditSink | None = None,
         on_pending: Callable[[PendingView], None] | None = None,
-        on_decided: Callable[[str, str], None] | None = None,
+        on_decided: Callable[[DecisionSource, ApprovalDecision], None] | None = None,
         on_settled: Callable[[PendingView, Decided | None], None] | None = None,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -98,18 +90,8 @@ class OperatorApprovals:
         # How each approval this router waited on ended (None: the caller left): the webhook.
         self._on_settled = on_settled
         self._wall = wall
-        self._routes = dict(settings.environment_routes)
         # Approvals waiting in this router's streams (the pending gauge).
         self.waiting = 0
-
-    def routed(self, turn_operator: bool, environment_id: str) -> bool:
-        """Whether an approval in `environment_id` goes to an operator.
-
-        The environment's route (else the router default) binds; a turn can only escalate
-        caller → operator, never downgrade an operator route.
-        """
-        configured = self._routes.get(environment_id) or self.settings.default_route
-        return configured == OPERATOR or turn_operator
 
     async def wait(
         self,
@@ -125,27 +107,29 @@ class OperatorApprovals:
         """
         created = _now_ms(self._wall)
         deadline = created + self.settings.deadline_ms
-        view = pending_view(
+        view = build_view(
             awaiting, approval_id=details.approval_id, caller_subject=caller_subject,
-            created_at_ms=created, deadline_ms=deadline,
+            created_at_ms=created, deadline_ms=deadline, redact=self._redact,
         )  # fmt: skip
-        view = replace(view, command=self._redact(view.command))
         approval_id = view.approval_id
         await self.board.post(BoardEntry(view, self.instance_id))
         self.waiting += 1
         settled = False
         decided: Decided | None = None
         try:
-            self._record_pending(view, details)
+            if self._audit is not None:
+                self._audit.record(pending_record(view, details.element_index))
             if self._on_pending is not None:
                 self._on_pending(view)
             emit(ApprovalPendingEvent(replace(details, expires_in_ms=deadline - created), deadline))
             decided = await self._settled(view, emit, interrupt)
-            settled = decided.source != "interrupt"
+            settled = decided.source is not DecisionSource.INTERRUPT
             # The wait stays inside this Execute: a child span of it, no link needed.
-            record_approval_wait(created / 1000, self._wall(), decided.decision.value, decided.source)
+            record_approval_wait(
+                created / 1000, self._wall(), decided.decision.value, decided.source.value
+            )
             if self.on_decided is not None:
-                self.on_decided(decided.source, decided.decision.value)
+                self.on_decided(decided.source, decided.decision)
             return decided
         finally:
             self.waiting -= 1
@@ -167,19 +151,21 @@ class OperatorApprovals:
             if entry is None:
                 # Withdrawn by nobody we know of (the store lost it): the deadline's rule.
                 return self._fallback()
-            if entry.status == "decided":
-                return Decided(ApprovalDecision(entry.decision), OPERATOR, entry.operator)
-            if entry.status != PENDING:
+            if entry.status is BoardStatus.DECIDED and entry.decision is not None:
+                return Decided(entry.decision, DecisionSource.OPERATOR, entry.operator)
+            if entry.status is not BoardStatus.PENDING:
                 return self._fallback()
             if interrupt.is_set():
-                return Decided(ApprovalDecision.ABORT, "interrupt")
+                return Decided(ApprovalDecision.ABORT, DecisionSource.INTERRUPT)
             now = _now_ms(self._wall)
             if now >= view.deadline_ms:
                 fallback = self._fallback()
+                # The board's operator field names the deadline as the settler.
                 result = await self.board.settle(
-                    approval_id, "expired", fallback.decision.value, "deadline", None
-                )
-                if result.outcome == "ok":
+                    approval_id, BoardStatus.EXPIRED, fallback.decision, DecisionSource.DEADLINE,
+                    None,
+                )  # fmt: skip
+                if result.outcome is SettleOutcome.OK:
                     return fallback
                 continue  # an operator's decision won the race: read it
             if now >= next_keepalive:
@@ -189,29 +175,7 @@ class OperatorApprovals:
             await self.board.changed(approval_id, max(left, 1) / 1000)
 
     def _fallback(self) -> Decided:
-        deny = self.settings.fallback != "abort"
-        return Decided(ApprovalDecision.DENIED if deny else ApprovalDecision.ABORT, "deadline")
-
-    def _record_pending(self, view: PendingView, details: ApprovalRequiredEvent) -> None:
-        if self._audit is None:
-            return
-        entry: dict[str, Any] = {
-            "type": "approval_pending",
-            "route": OPERATOR,
-            "approval_id": view.approval_id,
-            "thread": view.thread_id,
-            "call_id": view.call_id,
-            "element": details.element_index,
-            "subject": view.caller_subject,
-            "tool": view.tool,
-            "environment": {"id": view.environment_id},
-            "cwd": view.cwd,
-            "command": view.command,
-            "kind": view.kind,
-            "reason": view.reason,
-            "deadline_ms": view.deadline_ms,
-        }
-        self._audit.record(entry)
+        return Decided(self.settings.fallback, DecisionSource.DEADLINE)
 
 
 class BoardDesk:
@@ -236,28 +200,27 @@ class BoardDesk:
         """Every operator approval still waiting, on any replica, oldest first."""
         return [e.view for e in await self._board.pending(_now_ms(self._wall))]
 
-    async def decide(self, approval_id: str, decision: str, operator_subject: str) -> None:
+    async def decide(
+        self, approval_id: str, decision: ApprovalDecision, operator_subject: str
+    ) -> None:
         """Settle one approval as `operator_subject` (exactly one decision wins)."""
         if not self._is_operator(operator_subject):
             raise NotOperatorError(f"{operator_subject!r} does not hold the operator role")
-        if decision not in DECISIONS:
-            raise InvalidArgumentError(f"decision: unknown {decision!r}")
         entry = await self._board.get(approval_id)
         if entry is None:
             raise UnknownApprovalError(f"unknown or withdrawn approval_id {approval_id}")
         if entry.view.caller_subject == operator_subject:
             raise SelfApprovalError("an operator may not decide a call it made itself")
-        if decision not in entry.view.available_decisions:
-            raise InvalidArgumentError(f"decision: {decision} is not on offer")
+        require_offered(decision, entry.view.available_decisions)
         result = await self._board.settle(
-            approval_id, "decided", decision, operator_subject, _now_ms(self._wall)
+            approval_id, BoardStatus.DECIDED, decision, operator_subject, _now_ms(self._wall)
         )
         match result.outcome:
-            case "ok":
+            case SettleOutcome.OK:
                 return
-            case "missing":
+            case SettleOutcome.MISSING:
                 raise UnknownApprovalError(f"unknown or withdrawn approval_id {approval_id}")
-            case "expired":
+            case SettleOutcome.EXPIRED:
                 raise ApprovalExpiredError(
                     f"approval {approval_id} passed its deadline (the deadline fallback applied)"
                 )

@@ -15,6 +15,7 @@ from shellgate.router.decode.rust_text import debug_str
 from shellgate.router.envelope import ExecutionEnvelope
 from shellgate.router.output.texts import exec_command_failed
 from shellgate.router.pipeline import RouterTurn
+from shellgate.router.runtime.approvals.vocabulary import DecisionSource
 from shellgate.router.runtime.audit import AuditSink
 from shellgate.router.runtime.call.events import ExecuteEvent, OutputEvent, Termination
 from shellgate.router.runtime.call.state import Finished
@@ -100,9 +101,9 @@ class RuntimeRequest:
     exec_frame: bool
     # The tool's name (audit records); empty when unknown.
     tool: str = ""
-    # Who answered the approval this element resumes from: `caller` (ResumeCall),
-    # `operator` or `deadline` (operator route), and the subject that decided.
-    approval_source: str = "caller"
+    # Who answered the approval this element resumes from: CALLER (ResumeCall),
+    # OPERATOR, DEADLINE or INTERRUPT (operator route), and the subject that decided.
+    approval_source: DecisionSource = DecisionSource.CALLER
     approver: str = ""
 
     def spawner(self, environment_id: str) -> Spawner:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from shellgate.common.process.base import Stream
 from shellgate.router.projection import ProjectedCall, ShellElement
+from shellgate.router.runtime.approvals.vocabulary import ApprovalDecision
 
 __all__ = [
     "ApprovalDecision",
@@ -49,16 +50,6 @@ class ApprovalKind(enum.StrEnum):
     EXEC_POLICY = "exec_policy"
     SANDBOX_RETRY = "sandbox_retry"
     APPLY_PATCH = "apply_patch"
-
-
-class ApprovalDecision(enum.StrEnum):
-    """The user's answer."""
-
-    APPROVED = "approved"
-    APPROVED_FOR_SESSION = "approved_for_session"
-    APPROVED_WITH_AMENDMENT = "approved_with_amendment"
-    DENIED = "denied"
-    ABORT = "abort"
 
 
 @dataclass(frozen=True)

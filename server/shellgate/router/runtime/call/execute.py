@@ -23,9 +23,16 @@ from shellgate.common.tasks import cancel_and_wait
 from shellgate.common.tracing import record_approval_wait
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import ProjectedCall
+from shellgate.router.runtime.approvals.offer import require_offered
 from shellgate.router.runtime.approvals.parked_codec import decode_parked, rebuild
+from shellgate.router.runtime.approvals.route import route_taken
+from shellgate.router.runtime.approvals.vocabulary import (
+    ApprovalDecision,
+    ApprovalRoute,
+    DecisionSource,
+)
 from shellgate.router.runtime.call.context import RuntimeContext
-from shellgate.router.runtime.call.events import ApprovalDecision, ExecuteEvent, ProjectionEvent
+from shellgate.router.runtime.call.events import ExecuteEvent, ProjectionEvent
 from shellgate.router.runtime.call.runner import CallRunner
 from shellgate.router.runtime.call.state import Answer, AwaitingApproval, Call, Running, resume
 from shellgate.router.runtime.call.stream import CallStream, coalesces
@@ -72,22 +79,28 @@ async def resume_call(
     The record is taken atomically (one resumer wins), its stored request re-projected and
     checked against what was parked (parked_codec.rebuild), then the call continues.
     """
-    if ctx.operator is not None and await ctx.operator.board.get(approval_id) is not None:
+    board = ctx.operator.board if ctx.operator is not None else None
+    if await route_taken(board, approval_id) is ApprovalRoute.OPERATOR:
         # Only an operator decides an operator-routed approval (ApprovalService).
         raise OperatorRouteError(f"approval {approval_id} is decided by an operator")
     pending = await ctx.thread.take_pending(approval_id)
     stored = decode_parked(pending.payload)
-    if decision not in stored.parked.offered:
+    try:
+        # Checked before the re-projection: a wrong answer costs no pipeline run.
+        require_offered(decision, stored.parked.offered)
+    except InvalidArgumentError:
         # Put it back: a wrong answer must not lose the call.
         await ctx.thread.put_back(pending)
-        raise InvalidArgumentError(f"decision: {decision} is not on offer")
+        raise
     projected, turn = await reproject(stored.origin)
     parked: AwaitingApproval = rebuild(stored, projected, turn)
     running, answer = resume(parked, decision)
     # The wait spans two RPCs (maybe two replicas): a span from the stored parking time,
     # linked to the span that parked it. `caller`: this Execute's resume decided it.
     parked_at = stored.started_wall if stored.parked_at is None else stored.parked_at
-    record_approval_wait(parked_at, time.time(), decision.value, "caller", stored.trace_context)
+    record_approval_wait(
+        parked_at, time.time(), decision.value, DecisionSource.CALLER.value, stored.trace_context
+    )
     if on_start is not None:
         await on_start(parked.call)
     async for event in _drive(parked.call, ctx, running, answer):

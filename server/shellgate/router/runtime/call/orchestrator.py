@@ -19,6 +19,7 @@ from shellgate.common.tracing import span
 from shellgate.router.envelope import ExecutionEnvelope
 from shellgate.router.policy import ApprovalMode, ApprovalPolicy, SandboxProfile
 from shellgate.router.policy.model import PrefixRuleMatch
+from shellgate.router.runtime.approvals.vocabulary import AuditDecision, DecisionSource
 from shellgate.router.runtime.audit import AuditCall, AuditTrail, environment_host, sandbox_name
 from shellgate.router.runtime.call.context import RuntimeRequest
 from shellgate.router.runtime.call.events import ApprovalKind, Termination
@@ -221,28 +222,33 @@ async def orchestrate(
             match gate:
                 case Refuse(answer=refused):
                     forbidden = refused.termination is Termination.FORBIDDEN
-                    trail.decide("forbidden" if forbidden else "rejected", "policy")
+                    decided = AuditDecision.FORBIDDEN if forbidden else AuditDecision.REJECTED
+                    trail.decide(decided, DecisionSource.POLICY)
                     trail.ended(refused)
                     return refused
                 case Ask(kind=kind, reason=reason, amendment=amendment):
-                    trail.decide("ask", "policy", reason, amendment, approval_kind=kind.value)
+                    trail.decide(
+                        AuditDecision.ASK, DecisionSource.POLICY, reason, amendment,
+                        approval_kind=kind.value,
+                    )  # fmt: skip
                     return _park(runtime, request, kind, reason, amendment)
                 case Proceed(bypass_sandbox=bypass):
-                    trail.decide("allow", "cached_grant" if cached else _allow_source(runtime))
+                    source = DecisionSource.CACHED_GRANT if cached else _allow_source(runtime)
+                    trail.decide(AuditDecision.ALLOW, source)
         case Finished() | Aborted():
             # Abort, or a denied sandbox retry: the stored answer stands.
-            decision = "abort" if isinstance(answer, Aborted) else "denied"
+            decision = AuditDecision.ABORT if isinstance(answer, Aborted) else AuditDecision.DENIED
             trail.decide(decision, request.approval_source, who=request.approver)
             trail.ended(answer)
             return answer
         case Denied():
-            trail.decide("denied", request.approval_source, who=request.approver)
+            trail.decide(AuditDecision.DENIED, request.approval_source, who=request.approver)
             rejected = runtime.rejected_by_user()
             trail.ended(rejected)
             return rejected
         case Approved(unsandboxed=unsandboxed, remember=remember, amendment=amendment):
             trail.decide(
-                "approved", request.approval_source, amendment=amendment,
+                AuditDecision.APPROVED, request.approval_source, amendment=amendment,
                 for_session=remember is not None, who=request.approver,
             )  # fmt: skip
             trail.notes.sandbox_retry = unsandboxed
@@ -281,7 +287,10 @@ async def orchestrate(
             trail.ended(denied, sandbox_denied=True)
             if sandbox_retry_allowed(request.turn.approval_policy):
                 kind = ApprovalKind.SANDBOX_RETRY
-                trail.decide("ask", "policy", SANDBOX_RETRY_REASON, approval_kind=kind.value)
+                trail.decide(
+                    AuditDecision.ASK, DecisionSource.POLICY, SANDBOX_RETRY_REASON,
+                    approval_kind=kind.value,
+                )  # fmt: skip
                 return _park(
                     runtime, request, kind, SANDBOX_RETRY_REASON, None, retry_result=denied,
                 )  # fmt: skip
@@ -308,7 +317,7 @@ def _trail(runtime: ToolRuntime, request: RuntimeRequest) -> AuditTrail:
     return AuditTrail(sink, call, subject, runtime.approval_key().digest(), host)
 
 
-def _allow_source(runtime: ToolRuntime) -> str:
+def _allow_source(runtime: ToolRuntime) -> DecisionSource:
     """`rule` when a prefix rule allowed the command, else `policy` (the turn's settings)."""
     subject = runtime.approval_subject()
     element = subject.element
@@ -316,8 +325,8 @@ def _allow_source(runtime: ToolRuntime) -> str:
     if approval is not None and any(
         isinstance(m, PrefixRuleMatch) for m in approval.segment_matches
     ):
-        return "rule"
-    return "policy"
+        return DecisionSource.RULE
+    return DecisionSource.POLICY
 
 
 def _park(

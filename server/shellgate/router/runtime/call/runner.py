@@ -27,6 +27,8 @@ from shellgate.router.projection import (
 )
 from shellgate.router.runtime.approvals.operator_wait import Decided
 from shellgate.router.runtime.approvals.parked_codec import encode_parked
+from shellgate.router.runtime.approvals.route import approval_route
+from shellgate.router.runtime.approvals.vocabulary import ApprovalRoute, DecisionSource
 from shellgate.router.runtime.call.context import Emit, OutputRoom, RuntimeContext, RuntimeRequest
 from shellgate.router.runtime.call.events import (
     ApprovalRequiredEvent,
@@ -87,7 +89,7 @@ class CallRunner:
             self.ctx, self.call.turn, projected.call_id, index, self.emit, self.interrupt,
             self.output_room, exec_frame=name is not None and name.name == "exec_command",
             tool=name.name if name is not None else "",
-            approval_source=self.decided.source if self.decided else "caller",
+            approval_source=self.decided.source if self.decided else DecisionSource.CALLER,
             approver=self.decided.who if self.decided else self.ctx.caller_subject,
         )  # fmt: skip
 
@@ -102,7 +104,10 @@ class CallRunner:
             self.emit(no_tool_call_completed(outcome.reason))
             return
         await self._dispatch(answer)
-        while isinstance(self.state, AwaitingApproval) and self._operator_routed(self.state):
+        while (
+            isinstance(self.state, AwaitingApproval)
+            and self._route(self.state) is ApprovalRoute.OPERATOR
+        ):
             self.decided = await self._await_operator(self.state)
             running, answer = resume(self.state, self.decided.decision)
             self.state = running
@@ -128,11 +133,12 @@ class CallRunner:
             case ShellCall():
                 await self._shell(outcome, answer)
 
-    def _operator_routed(self, awaiting: AwaitingApproval) -> bool:
+    def _route(self, awaiting: AwaitingApproval) -> ApprovalRoute:
         operator = self.ctx.operator
-        environment_id = awaiting.parked.subject.environment_id
-        return operator is not None and operator.routed(
-            self.call.turn.operator_route, environment_id
+        return approval_route(
+            operator.settings if operator is not None else None,
+            awaiting.parked.subject.environment_id,
+            self.call.turn.operator_route,
         )
 
     async def _await_operator(self, awaiting: AwaitingApproval) -> Decided:

@@ -18,19 +18,20 @@ and the call moves between three states:
     any state ──crash(text)─────────────────────────► Ended(Finished)   a bug still pairs
 
 Anything else raises InvalidTransition (an ended or parked call takes no outcome, a parked
-element must be the running one); a decision not on offer is an INVALID_ARGUMENT and
-leaves the parked call as it was.
+element must be the running one); a decision not on offer (`approvals/offer.py`, the one
+check) is an INVALID_ARGUMENT and leaves the parked call as it was.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from shellgate.common.errors import InvalidArgumentError
 from shellgate.router.output.texts import format_batch_output
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import ProjectedCall, ShellCall, ShellElement
-from shellgate.router.runtime.call.events import ApprovalDecision, ApprovalKind, Termination
+from shellgate.router.runtime.approvals.offer import offered_decisions, require_offered
+from shellgate.router.runtime.approvals.vocabulary import ApprovalDecision
+from shellgate.router.runtime.call.events import ApprovalKind, Termination
 
 __all__ = [
     "Aborted",
@@ -49,7 +50,6 @@ __all__ = [
     "Running",
     "advance",
     "crash",
-    "offered_decisions",
     "resume",
 ]
 
@@ -93,15 +93,6 @@ class ApprovalSubject:
     cwd: str
     environment_id: str
     element: ShellElement | None
-
-
-def offered_decisions(amendment: tuple[str, ...] | None) -> tuple[ApprovalDecision, ...]:
-    """The decisions on offer; `approved_with_amendment` only with an amendment."""
-    offer = [ApprovalDecision.APPROVED, ApprovalDecision.APPROVED_FOR_SESSION]
-    if amendment:
-        offer.append(ApprovalDecision.APPROVED_WITH_AMENDMENT)
-    offer += [ApprovalDecision.DENIED, ApprovalDecision.ABORT]
-    return tuple(offer)
 
 
 @dataclass(frozen=True)
@@ -150,13 +141,12 @@ class Parked:
 
     @property
     def offered(self) -> tuple[ApprovalDecision, ...]:
-        """The decisions the user may answer with."""
+        """The decisions the user may answer with (`approved_with_amendment` only with one)."""
         return offered_decisions(self.amendment)
 
     def answer(self, decision: ApprovalDecision) -> Answer:
         """What `decision` means for this element; INVALID_ARGUMENT when it is not on offer."""
-        if decision not in self.offered:
-            raise InvalidArgumentError(f"decision: {decision} is not on offer")
+        require_offered(decision, self.offered)
         retry = self.kind is ApprovalKind.SANDBOX_RETRY
         match decision:
             case ApprovalDecision.ABORT:

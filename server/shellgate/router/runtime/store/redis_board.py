@@ -20,19 +20,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import RedisError
 from shellgate.common.errors import SharedStateUnavailableError
-from shellgate.router.runtime.approvals.board import (
-    PENDING,
-    TOMBSTONE_MS,
-    BoardEntry,
-    Settle,
-)
+from shellgate.router.runtime.approvals.board import TOMBSTONE_MS, BoardEntry, Settle
 from shellgate.router.runtime.approvals.desk import view_from_json, view_to_json
+from shellgate.router.runtime.approvals.vocabulary import (
+    ApprovalDecision,
+    BoardStatus,
+    SettleOutcome,
+)
 from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.store.record_seal import RecordSeal
 from shellgate.router.runtime.store.record_seal import digest as record_digest
@@ -162,17 +161,17 @@ class RedisBoard:
         if not self._seal.verify(fields.get("seal"), "board.view", approval_id, view, replica):
             self._seal.forged("operator approval view", approval_id=approval_id)
             return None
-        entry = _entry(fields)
-        if entry.status == PENDING:
-            return entry
+        status, decision = fields.get("status", ""), fields.get("decision", "")
+        if status in ("", BoardStatus.PENDING):
+            return _entry(fields)
         if self._seal.verify(
             fields.get("dseal"), "board.decision",
-            approval_id, record_digest(view), entry.status, entry.decision, entry.operator,
+            approval_id, record_digest(view), status, decision, fields.get("operator", ""),
         ):  # fmt: skip
-            return entry
+            return _entry(fields)
         self._seal.forged(
-            "operator decision", approval_id=approval_id, claimed_operator=entry.operator,
-            claimed_decision=entry.decision,
+            "operator decision", approval_id=approval_id,
+            claimed_operator=fields.get("operator", ""), claimed_decision=decision,
         )  # fmt: skip
         await self._guarded(
             "get",
@@ -181,7 +180,7 @@ class RedisBoard:
                 args=[approval_id, fields.get("dseal", "")],
             ),
         )
-        return replace(entry, status=PENDING, decision="", operator="")
+        return _entry(fields, pending=True)
 
     async def pending(self, now_ms: int) -> list[BoardEntry]:
         """Pending entries before their deadline, oldest first (past ones pruned)."""
@@ -193,25 +192,30 @@ class RedisBoard:
             entry = await self.get(approval_id)
             if entry is None:
                 await self._guarded("list", self._r.zrem(self._index, approval_id))
-            elif entry.status == PENDING:
+            elif entry.status is BoardStatus.PENDING:
                 entries.append(entry)
         return sorted(entries, key=lambda e: (e.view.created_at_ms, e.view.approval_id))
 
     async def settle(
-        self, approval_id: str, status: str, decision: str, operator: str, now_ms: int | None
+        self,
+        approval_id: str,
+        status: BoardStatus,
+        decision: ApprovalDecision,
+        operator: str,
+        now_ms: int | None,
     ) -> Settle:
         """Settle once (atomic on the approvals slot), then tell every replica."""
         view = await self._guarded("settle", self._r.hget(self._key(approval_id), "view"))
         if view is None:
-            return Settle("missing")
+            return Settle(SettleOutcome.MISSING)
         seal = self._decision_seal(approval_id, _text(view), status, decision, operator)
         script = self._settle(
             keys=[self._key(approval_id), self._index],
             args=[approval_id, status, decision, operator, "" if now_ms is None else now_ms,
                   seal],
         )  # fmt: skip
-        outcome = _text(await self._guarded("settle", script))
-        if outcome == "ok":
+        outcome = SettleOutcome(_text(await self._guarded("settle", script)))
+        if outcome is SettleOutcome.OK:
             await self._bus.notice(SETTLED_NOTICE)
         return Settle(outcome)
 
@@ -233,11 +237,17 @@ class RedisBoard:
         event.clear()
 
 
-def _entry(fields: dict[str, str]) -> BoardEntry:
+def _entry(fields: dict[str, str], *, pending: bool = False) -> BoardEntry:
+    """The entry of a hash whose seals verified (`pending`: its decision was refused)."""
+    view = view_from_json(fields["view"])
+    if pending or fields.get("status", "") in ("", BoardStatus.PENDING):
+        # A pending entry's decision fields are unsealed: never read them.
+        return BoardEntry(view, fields.get("replica", ""))
+    decision = fields.get("decision", "")
     return BoardEntry(
-        view=view_from_json(fields["view"]),
+        view=view,
         replica=fields.get("replica", ""),
-        status=fields.get("status") or PENDING,
-        decision=fields.get("decision", ""),
+        status=BoardStatus(fields["status"]),
+        decision=ApprovalDecision(decision) if decision else None,
         operator=fields.get("operator", ""),
     )

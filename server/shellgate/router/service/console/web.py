@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 from shellgate.common.errors import ServiceError, UnauthenticatedError
-from shellgate.router.runtime.approvals.desk import DECISIONS, OperatorDesk
+from shellgate.router.runtime.approvals.desk import OperatorDesk
+from shellgate.router.runtime.approvals.vocabulary import ApprovalDecision
 from shellgate.router.service.console.guard import (
     KEY_HEADER,
     SecurityHeaders,
@@ -68,6 +69,8 @@ KEEPALIVE_S = 10.0
 MAX_EVENT_CHARS = 16 * 1024
 Handler = Callable[[Request, ConsoleSession], Awaitable[Response]]
 SECTIONS = ("pending", "threads", "environments", "audit")
+# The decision buttons' form values (the vocabulary's words) → the typed decision.
+_DECISIONS = {decision.value: decision for decision in ApprovalDecision}
 
 
 class Console:
@@ -317,11 +320,11 @@ class Console:
         approval_id = request.path_params["approval_id"]
         if desk is None:
             notice = "operator approvals are not available on this router"
-        elif not isinstance(decision, str) or decision not in DECISIONS:
+        elif not isinstance(decision, str) or decision not in _DECISIONS:
             notice = "unknown decision"
         else:
             try:
-                await desk.decide(approval_id, decision, session.subject)
+                await desk.decide(approval_id, _DECISIONS[decision], session.subject)
                 notice = f"{decision}: {clip(approval_id, 80)}"
                 log.info(
                     "console: operator %s decided %s: %s", session.subject, approval_id, decision

@@ -16,11 +16,11 @@ if TYPE_CHECKING:
 __all__ = ["SERVICE_NAME", "ApprovalServicer", "pending_pb"]
 
 SERVICE_NAME = approvals_pb2.DESCRIPTOR.services_by_name["ApprovalService"].full_name
-_DECISIONS_PB = {v.value: k for k, v in DECISIONS.items()}
+_DECISIONS_PB = {v: k for k, v in DECISIONS.items()}
 
 
 def pending_pb(view: PendingView) -> approvals_pb2.PendingApproval:
-    """One PendingView on the wire."""
+    """One PendingView on the wire, field by field (built and redacted by `build_view`)."""
     return approvals_pb2.PendingApproval(
         approval_id=view.approval_id, thread_id=view.thread_id, call_id=view.call_id,
         caller_subject=view.caller_subject, tool=view.tool,
@@ -69,5 +69,5 @@ class ApprovalServicer(approvals_pb2_grpc.ApprovalServiceServicer):  # type: ign
             raise InvalidArgumentError("decision: unspecified")
         if not request.approval_id:
             raise InvalidArgumentError("approval_id: required")
-        await self._app.operator_desk.decide(request.approval_id, decision.value, subject)
+        await self._app.operator_desk.decide(request.approval_id, decision, subject)
         return approvals_pb2.DecideApprovalResponse()
