@@ -1,4 +1,5 @@
-"""Vector files through `shellgate eval` (one process for all of them).
+"""Vector files through `shellgate eval`'s answering loop, in-process (the same loop as a real
+`shellgate eval` process: tests/integration/test_eval_process.py).
 
 Three sets share one shape (`{"fn", "input", "expected"}`, spec/README.md "Shapes per
 function") and one comparison: the spec's public vectors, and the audit vectors written
@@ -8,13 +9,13 @@ projections, policy, apply_patch).
 
 from __future__ import annotations
 
+import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from shellgate.router.cli.eval import answer_stream
 
 from tests.paths import SPEC_DIR
 
@@ -44,22 +45,20 @@ def test_every_set_is_present() -> None:
         assert any(folder.glob("*.jsonl")), f"no vectors in {name} ({folder})"
 
 
+def eval_payload(cases: list[tuple[str, dict[str, Any]]]) -> str:
+    """The JSON lines `shellgate eval` reads for `cases`."""
+    return "".join(
+        json.dumps({"fn": case["fn"], "input": case["input"]}) + "\n" for _, case in cases
+    )
+
+
 @pytest.fixture(scope="module")
 def answers() -> dict[str, Any]:
-    """Run all vectors through one `shellgate eval` process."""
-    payload = "".join(
-        json.dumps({"fn": case["fn"], "input": case["input"]}) + "\n" for _, case in CASES
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", "shellgate.router.cli.main", "eval"],
-        input=payload,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    lines = proc.stdout.splitlines()
-    assert len(lines) == len(CASES), proc.stderr[-2000:]
+    """Run all vectors through `shellgate eval`'s loop (`answer_stream`) in this process."""
+    out = io.StringIO()
+    assert answer_stream(io.StringIO(eval_payload(CASES)), out) == 0
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(CASES)
     return {cid: json.loads(line) for (cid, _), line in zip(CASES, lines, strict=True)}
 
 
