@@ -144,8 +144,9 @@ class CallRunner:
     async def _await_operator(self, awaiting: AwaitingApproval) -> Decided:
         operator = self.ctx.operator
         assert operator is not None
-        # Recorded in the thread as a pending approval too: the per-thread pending cap
-        # counts it, and a caller's resume of its id is refused (execute.resume_call).
+        # Recorded in the thread as a pending approval too (so stored twice: here and on the
+        # board): the per-thread and router-wide pending caps count the thread's records.
+        # A caller's resume of its id is refused by the board entry (route.route_taken).
         pending = await self.ctx.thread.add_pending(
             self.call.projected.call_id, encode_parked(awaiting)
         )
