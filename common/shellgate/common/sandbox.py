@@ -1,4 +1,4 @@
-"""Bubblewrap sandbox on the daemon's host: read-only / workspace-write, network off."""
+"""Bubblewrap sandbox on the daemon's host: read-only / workspace-write, network off or on."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from shellgate.common.errors import SandboxUnavailableError
 from shellgate.common.protected_names import POINTER_MAX_CHARS, gitdir_target
 from shellgate.common.protected_names import PROTECTED_NAMES as PROTECTED_NAMES  # re-exported
 from shellgate.common.sandbox_masks import User, mask_args, service_dirs
-from shellgate.common.seccomp import network_filter_path
+from shellgate.common.seccomp import seccomp_filter_path
 
 NETWORK_DISABLED_ENV = "CODEX_SANDBOX_NETWORK_DISABLED"
 # Case-insensitive substrings that make a failed sandboxed run a denial (spec 05 §1.3).
@@ -163,9 +163,10 @@ def bwrap_argv(
 
     `masked_paths` (the service's own credentials: token files, TLS keys, its config, their
     folders) read as empty inside the sandbox (`sandbox_masks`; `user` runs bubblewrap, when
-    not this process's user: `run_as`). `seccomp_path` names the
-    network filter for this host; when given and the network is off, the filter's socket
-    calls fail with EPERM as under Codex (`seccomp`).
+    not this process's user: `run_as`). `seccomp_path` names this host's seccomp filter for
+    the spec's network setting (`seccomp`), applied when given. With the network off the
+    command gets its own network namespace (loopback only) and CODEX_SANDBOX_NETWORK_DISABLED;
+    with it on it shares the host's network, as under Codex 0.169.
     """
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev"]
     if spec.mode is SandboxMode.WORKSPACE_WRITE:
@@ -187,10 +188,10 @@ def bwrap_argv(
     if not spec.network_access:
         args.append("--unshare-net")
         extra[NETWORK_DISABLED_ENV] = "1"
-        if seccomp_path is not None:
-            # bwrap reads the filter from an fd; a POSIX sh opens it (fd 3) and execs bwrap.
-            prefix = (*SECCOMP_TRAMPOLINE, seccomp_path)
-            args += ["--seccomp", "3"]
+    if seccomp_path is not None:
+        # bwrap reads the filter from an fd; a POSIX sh opens it (fd 3) and execs bwrap.
+        prefix = (*SECCOMP_TRAMPOLINE, seccomp_path)
+        args += ["--seccomp", "3"]
     args += ["--chdir", cwd, "--", *argv]
     return (*prefix, *args), extra
 
@@ -211,8 +212,8 @@ def wrap_argv(
 
     Without `bwrap`/`unavailable_reason` this host is probed; a backend that runs
     elsewhere (SSH) passes what it found on its own host and `runs_here=False`: its
-    commands get the network namespace but not the seccomp filter, which only a child of
-    this process can open, nor this host's masks. A `tty` command keeps its terminal as
+    commands get the network namespace (network off) but not the seccomp filter, which only
+    a child of this process can open, nor this host's masks. A `tty` command keeps its terminal as
     controlling terminal (no new session), so Ctrl-C typed into it still reaches it. `user`
     is who runs bubblewrap when not this process's user (`run_as`).
     """
@@ -223,7 +224,7 @@ def wrap_argv(
         # Never run a sandboxed request unsandboxed.
         raise SandboxUnavailableError(f"sandbox unavailable: {reason or 'bwrap not found'}")
     path = bwrap or shutil.which("bwrap") or "bwrap"
-    seccomp = network_filter_path() if runs_here and not spec.network_access else None
+    seccomp = seccomp_filter_path(spec.network_access) if runs_here else None
     # This host's token folders, whatever the caller configured (another host has its own).
     masks = (*service_dirs(), *masked_paths) if runs_here else masked_paths
     return bwrap_argv(

@@ -1,10 +1,13 @@
-"""The network-off seccomp filter handed to bubblewrap (`--seccomp FD`), as Codex applies one.
+"""The seccomp filters handed to bubblewrap (`--seccomp FD`), one per network setting, as Codex's.
 
-With the network off Codex 0.169 runs commands under a seccomp filter (its sandbox helper;
-observed with `codex sandbox`, codex-rs/linux-sandbox "Restricted" mode): `socket()`
-succeeds only for `AF_UNIX`, and every call that names, reaches, serves or inspects a
-socket's peer fails with EPERM, so a command cannot reach a host service's unix socket (a
-database's, Redis', the daemons') even though the filesystem shows it.
+Codex 0.169 runs every sandboxed command under a seccomp filter (its sandbox helper; read
+back from a running `codex sandbox` command with PTRACE_SECCOMP_GET_FILTER), a different one
+with the network off and on.
+
+**Network off** (`seccomp_filter(network_access=False)`, codex-rs/linux-sandbox "Restricted"
+mode): `socket()` succeeds only for `AF_UNIX`, and every call that names, reaches, serves or
+inspects a socket's peer fails with EPERM, so a command cannot reach a host service's unix
+socket (a database's, Redis', the daemons') even though the filesystem shows it.
 
 Denied with EPERM, on x86_64, aarch64 and i386 (each number from the kernel's own table):
 `connect`, `accept`, `accept4`, `bind`, `listen`, `getpeername`, `getsockname`, `shutdown`,
@@ -19,11 +22,20 @@ which Codex 0.169 lets through (observed) and shellgate does not. Everything els
 allowed: `recvfrom` (Codex keeps it for tools that talk over a socketpair), `sendmsg`,
 `recvmsg`, read and write on the sockets a command made itself.
 
+**Network on** (`seccomp_filter(network_access=True)`): Codex's filter then refuses only
+`io_uring_setup/enter/register` and `socket()`/`socketpair()` of `AF_VSOCK` (a VM's channel
+to its host, which no network namespace governs), with EPERM; everything else passes,
+`ptrace` included (observed: `strace -f true` runs). shellgate refuses the same, on the
+same three ABIs, and as with the network off also every x32 call (Codex's x86_64-only
+filter lets x32 numbers, io_uring's among them, through) and i386's `socketcall` (whose
+arguments hide the family; Codex kills every i386 call).
+
 Hand-assembled: bubblewrap loads a compiled classic BPF program from a file descriptor, and
 no library for compiling one ships with Python (libseccomp's bindings are a distribution
 package, not a wheel), so the program of a few dozen fixed instructions is assembled here
 from the tables below. Other architectures (and aarch64's 32-bit compat mode) are let
-through unfiltered; there the empty network namespace is the only barrier.
+through unfiltered; there, with the network off, the empty network namespace is the only
+barrier.
 """
 
 from __future__ import annotations
@@ -39,12 +51,15 @@ _AUDIT_ARCH_AARCH64 = 0xC00000B7
 _AUDIT_ARCH_I386 = 0x40000003
 _X32_SYSCALL_BIT = 0x40000000
 _AF_UNIX = 1
+_AF_VSOCK = 40
 _SOCK_STREAM, _SOCK_SEQPACKET, _SOCK_TYPE_MASK = 1, 5, 0xF
 _EPERM = 1
 
+Numbers = dict[str, tuple[int | None, int | None, int | None]]
 # System call numbers as (x86_64, aarch64, i386), from asm/unistd_64.h, asm-generic/unistd.h
 # (aarch64's table) and asm/unistd_32.h; None where the ABI has no such call.
-DENIED: dict[str, tuple[int | None, int | None, int | None]] = {
+# Network off: always EPERM.
+DENIED: Numbers = {
     "connect": (42, 203, 362),
     "accept": (43, 202, None),  # i386 has it only through socketcall
     "accept4": (288, 242, 364),
@@ -65,11 +80,17 @@ DENIED: dict[str, tuple[int | None, int | None, int | None]] = {
     "io_uring_register": (427, 427, 427),
     "socketcall": (None, None, 102),
 }
-# Allowed only for an AF_UNIX stream or seqpacket socket (arg0 family, arg1 type).
-UNIX_STREAM_ONLY: dict[str, tuple[int | None, int | None, int | None]] = {
+# Network off: allowed only for an AF_UNIX stream or seqpacket socket (arg0 family, arg1 type).
+UNIX_STREAM_ONLY: Numbers = {
     "socket": (41, 198, 359),
     "socketpair": (53, 199, 360),
 }
+# Network on: always EPERM, and allowed for every family but AF_VSOCK (arg0).
+DENIED_WITH_NETWORK: Numbers = {
+    name: DENIED[name]
+    for name in ("io_uring_setup", "io_uring_enter", "io_uring_register", "socketcall")
+}
+NO_VSOCK: Numbers = dict(UNIX_STREAM_ONLY)
 _ARCHES = (
     ("x86_64", _AUDIT_ARCH_X86_64),
     ("aarch64", _AUDIT_ARCH_AARCH64),
@@ -94,43 +115,59 @@ class _Op:
     label: str | None = None
 
 
-def _numbers(table: dict[str, tuple[int | None, int | None, int | None]], column: int) -> list[int]:
+def _numbers(table: Numbers, column: int) -> list[int]:
     return [nr for nrs in table.values() if (nr := nrs[column]) is not None]
 
 
-def _arch_block(name: str, column: int) -> list[_Op]:
+def _arch_block(name: str, column: int, denied: Numbers, checked: Numbers) -> list[_Op]:
     """One architecture's checks: its system call number against the tables."""
     ops = [_Op(_LD_W_ABS, _NR, label=name)]
     if name == "x86_64":
         ops.append(_Op(_JGE_K, _X32_SYSCALL_BIT, jt="deny"))
-    ops += [_Op(_JEQ_K, nr, jt="unix") for nr in _numbers(UNIX_STREAM_ONLY, column)]
-    ops += [_Op(_JEQ_K, nr, jt="deny") for nr in _numbers(DENIED, column)]
+    ops += [_Op(_JEQ_K, nr, jt="family") for nr in _numbers(checked, column)]
+    ops += [_Op(_JEQ_K, nr, jt="deny") for nr in _numbers(denied, column)]
     return [*ops, _Op(_RET_K, _ALLOW)]
 
 
-def _program() -> list[_Op]:
-    ops = [_Op(_LD_W_ABS, _ARCH)]
-    ops += [_Op(_JEQ_K, audit, jt=name) for name, audit in _ARCHES]
-    ops.append(_Op(_RET_K, _ALLOW))
-    for column, (name, _audit) in enumerate(_ARCHES):
-        ops += _arch_block(name, column)
+def _family_check(network_access: bool) -> list[_Op]:
+    """What `socket()`/`socketpair()` may make (jumped to at label `family`)."""
+    if network_access:
+        return [
+            _Op(_LD_W_ABS, _ARG0_LOW, label="family"),
+            _Op(_JEQ_K, _AF_VSOCK, jt="deny", jf="allow"),
+        ]
     return [
-        *ops,
-        _Op(_LD_W_ABS, _ARG0_LOW, label="unix"),
+        _Op(_LD_W_ABS, _ARG0_LOW, label="family"),
         _Op(_JEQ_K, _AF_UNIX, jf="deny"),
         _Op(_LD_W_ABS, _ARG1_LOW),
         # The type word also carries SOCK_NONBLOCK / SOCK_CLOEXEC.
         _Op(_ALU_AND_K, _SOCK_TYPE_MASK),
         _Op(_JEQ_K, _SOCK_STREAM, jt="allow"),
         _Op(_JEQ_K, _SOCK_SEQPACKET, jt="allow", jf="deny"),
+    ]
+
+
+def _program(network_access: bool) -> list[_Op]:
+    denied, checked = (
+        (DENIED_WITH_NETWORK, NO_VSOCK) if network_access else (DENIED, UNIX_STREAM_ONLY)
+    )
+    ops = [_Op(_LD_W_ABS, _ARCH)]
+    ops += [_Op(_JEQ_K, audit, jt=name) for name, audit in _ARCHES]
+    ops.append(_Op(_RET_K, _ALLOW))
+    for column, (name, _audit) in enumerate(_ARCHES):
+        ops += _arch_block(name, column, denied, checked)
+    return [
+        *ops,
+        *_family_check(network_access),
         _Op(_RET_K, _ALLOW, label="allow"),
         _Op(_RET_K, _DENY, label="deny"),
     ]
 
 
-def network_filter() -> bytes:
-    """The filter as `struct sock_filter[]` bytes (what `bwrap --seccomp FD` reads)."""
-    program = _program()
+def seccomp_filter(network_access: bool) -> bytes:
+    """The filter for a network setting as `struct sock_filter[]` bytes (what
+    `bwrap --seccomp FD` reads)."""
+    program = _program(network_access)
     labels = {op.label: i for i, op in enumerate(program) if op.label}
 
     def offset(i: int, target: str | None) -> int:
@@ -147,23 +184,24 @@ def network_filter() -> bytes:
 
 
 _lock = threading.Lock()
-_memfd: int | None = None
+_memfds: dict[bool, int] = {}
 
 
-def network_filter_path() -> str:
+def seccomp_filter_path(network_access: bool) -> str:
     """A path to the filter that a child of this process can open, and nobody can change.
 
-    The filter lives in a sealed memfd owned by this process for its lifetime; a child
+    Each filter lives in a sealed memfd owned by this process for its lifetime; a child
     opens `/proc/<this pid>/fd/<n>` for a fresh read offset (bubblewrap reads it to EOF).
     A file on disk would be writable by sandboxed commands of the same uid under a
     writable root such as /tmp; a sealed memfd cannot be written by anyone.
     """
-    global _memfd
     with _lock:
-        if _memfd is None:
-            fd = os.memfd_create("shellgate-netfilter", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-            os.write(fd, network_filter())
+        fd = _memfds.get(network_access)
+        if fd is None:
+            name = "shellgate-netfilter-on" if network_access else "shellgate-netfilter"
+            fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.write(fd, seccomp_filter(network_access))
             seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals | fcntl.F_SEAL_WRITE)
-            _memfd = fd
-        return f"/proc/{os.getpid()}/fd/{_memfd}"
+            _memfds[network_access] = fd
+        return f"/proc/{os.getpid()}/fd/{fd}"

@@ -88,6 +88,10 @@ class ExecutionEnvelope:
     process_id: int | None
     requested_permissions: Permissions
     effective_permissions: Permissions
+    # Whether the command's sandbox gives it the network: the turn's profile and its flag
+    # (read-only never, workspace-write and external-sandbox as the flag says, full access
+    # always). Never part of the approval key, which has no such field (spec 03 §C.2).
+    network_access: bool
     preapproved: bool
     justification: str | None
     prefix_rule: tuple[str, ...] | None
@@ -146,6 +150,7 @@ class CommandSite:
     active_profile: str | None = None
     requested: Permissions = Permissions()
     effective: Permissions | None = None
+    network_access: bool = False
     preapproved: bool = False
     justification: str | None = None
     prefix_rule: Sequence[str] | None = None
@@ -190,6 +195,7 @@ def _envelope(
         process_id=process_id,
         requested_permissions=site.requested,
         effective_permissions=site.requested if site.effective is None else site.effective,
+        network_access=site.network_access,
         preapproved=site.preapproved,
         justification=site.justification,
         prefix_rule=None if site.prefix_rule is None else tuple(site.prefix_rule),

@@ -95,6 +95,8 @@ class RouterTurn:
     handler: Turn
     tools: ToolsConfig
     permission_profile: SandboxProfile = SandboxProfile.WORKSPACE_WRITE
+    # Whether the turn's commands have the network: `permission_profile.network(flag)`.
+    network_access: bool = False
     active_profile_id: str | None = None
     env_policy: ShellEnvironmentPolicy = DEFAULT_ENV_POLICY
     truncation: TruncationPolicy = DEFAULT_TRUNCATION
@@ -301,8 +303,8 @@ def _envelope(
         remote=cmd.remote, cwd=cmd.cwd, sandbox_cwd=cmd.sandbox_cwd, parent_env=parent_env,
         env_policy=turn.env_policy, thread_id=turn.thread_id, platform=host.platform,
         active_profile=turn.active_profile_id, requested=requested, effective=effective,
-        preapproved=permissions.preapproved, justification=justification,
-        prefix_rule=prefix_rule,
+        network_access=turn.network_access, preapproved=permissions.preapproved,
+        justification=justification, prefix_rule=prefix_rule,
     )  # fmt: skip
     if cmd.tool == "exec_command":
         return build_exec_command_envelope(

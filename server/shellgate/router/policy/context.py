@@ -41,6 +41,16 @@ class SandboxProfile(enum.StrEnum):
         """Managed profiles restrict the filesystem."""
         return self in (SandboxProfile.READ_ONLY, SandboxProfile.WORKSPACE_WRITE)
 
+    def network(self, network_access: bool) -> bool:
+        """Whether this profile's commands have the network, given the turn's flag (spec 06 §7).
+
+        As Codex 0.169: read-only never (its `network_access` is workspace-write's key),
+        workspace-write and an external sandbox as the flag says, danger-full-access always.
+        """
+        if self is SandboxProfile.DISABLED:
+            return True
+        return network_access and self is not SandboxProfile.READ_ONLY
+
 
 class WindowsSandboxLevel(enum.StrEnum):
     """Windows sandbox backend level (matters only on Windows hosts)."""

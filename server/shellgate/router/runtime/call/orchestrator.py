@@ -169,17 +169,20 @@ def choose_sandbox(
     *,
     bypass: bool,
     extra_roots: Sequence[str] = (),
-    network_access: bool = False,
 ) -> SandboxSpec:
-    """The first attempt's sandbox (spec 04 §6, 06 §7): none when bypassed or escalated."""
+    """The first attempt's sandbox (spec 04 §6, 06 §7): none when bypassed or escalated.
+
+    The network is the envelope's: workspace-write's flag; read-only never has it.
+    """
     if bypass or envelope.effective_permissions.sandbox_permissions == "require_escalated":
         return NO_SANDBOX
     if profile is SandboxProfile.READ_ONLY:
-        return SandboxSpec(SandboxMode.READ_ONLY, (), network_access)
+        return SandboxSpec(SandboxMode.READ_ONLY, (), network_access=False)
     if profile is SandboxProfile.WORKSPACE_WRITE:
         return SandboxSpec(
-            SandboxMode.WORKSPACE_WRITE, writable_roots(envelope, extra_roots), network_access
-        )
+            SandboxMode.WORKSPACE_WRITE, writable_roots(envelope, extra_roots),
+            envelope.network_access,
+        )  # fmt: skip
     # danger-full-access, and an external sandbox that already confines us.
     return NO_SANDBOX
 

@@ -258,6 +258,8 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
         handler=handler,
         tools=tools,
         permission_profile=profile,
+        # Unset reads false: off, as Codex's `sandbox_workspace_write.network_access`.
+        network_access=profile.network(turn.permission_profile.network_access),
         active_profile_id=active,
         env_policy=_env_policy(turn, d),
         truncation=truncation,
