@@ -35,7 +35,7 @@ def _of(records: list[dict[str, Any]], call_id: str) -> list[tuple[str, str]]:
     return [
         (r["type"], r["decision"] if r["type"] == "decision" else r["termination"])
         for r in records
-        if r["call_id"] == call_id
+        if r.get("call_id") == call_id
     ]
 
 
@@ -72,7 +72,7 @@ def test_one_record_per_decision_and_outcome(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert _of(records, "cached") == [("decision", "allow"), ("outcome", "exited")]
     assert _of(records, "slow") == [("decision", "allow"), ("outcome", "timed_out")]
-    by_call = {(r["call_id"], r["type"], r.get("decision")): r for r in records}
+    by_call = {(r.get("call_id"), r["type"], r.get("decision")): r for r in records}
     forbid = by_call["forbid", "decision", "forbidden"]
     assert forbid["subject"] == "alice" and forbid["tool"] == "shell_command"
     assert forbid["command"] == ["/bin/bash", "-c", "rm -rf keep"]
@@ -93,7 +93,7 @@ def test_one_record_per_decision_and_outcome(tmp_path: Path) -> None:
             ("decision", "allow"), ("outcome", "exited"), ("decision", "ask"),
             ("decision", "approved"), ("outcome", "exited"),
         ]  # fmt: skip
-        boxed = [r for r in records if r["call_id"] == "boxed"]
+        boxed = [r for r in records if r.get("call_id") == "boxed"]
         assert boxed[1]["sandbox"] == "read_only" and boxed[1]["sandbox_denied"] is True
         assert boxed[1]["exit_code"] == 1
         assert boxed[2]["approval_kind"] == "sandbox_retry"
@@ -102,7 +102,8 @@ def test_one_record_per_decision_and_outcome(tmp_path: Path) -> None:
     # The chain: intact, then broken at exactly the changed or the missing line.
     assert [r["seq"] for r in records] == list(range(len(records)))
     assert verify_files([str(path)]).broken_at is None
-    assert cli_main(["audit", "verify", str(path)]) == 0
+    assert records[0]["type"] == "start" and records[0]["head"] is None
+    assert cli_main(["audit", "verify", "--unsigned", str(path)]) == 0
     lines = path.read_bytes().splitlines(keepends=True)
     changed = lines[:]
     changed[3] = changed[3].replace(b'"seq":3', b'"seq":4')
@@ -117,7 +118,7 @@ def test_one_record_per_decision_and_outcome(tmp_path: Path) -> None:
     (tmp_path / "removed.log").write_bytes(b"".join(lines[:5] + lines[6:]))
     result = verify_files([str(tmp_path / "removed.log")])
     assert result.broken_at is not None and result.broken_at[1] == 6
-    assert cli_main(["audit", "verify", str(tmp_path / "removed.log")]) == 1
+    assert cli_main(["audit", "verify", "--unsigned", str(tmp_path / "removed.log")]) == 1
 
 
 async def _run(tmp_path: Path, log: AuditLog) -> None:
@@ -144,7 +145,7 @@ def test_command_text_redacted_or_left_out(tmp_path: Path, command_text: bool) -
     log.close()
     text = path.read_text()
     assert "s3cr3t-v4lue" not in text
-    decision = _records(path)[0]
+    decision = _records(path)[1]
     if command_text:
         assert decision["command"] == ["/bin/bash", "-c", "echo [REDACTED]"]
     else:
@@ -175,6 +176,6 @@ def test_live_router_audits_the_caller_and_keeps_tokens_out(tmp_path: Path) -> N
     # The router's shutdown closed the log: everything is on disk.
     records = _records(path)
     assert _of(records, "live") == [("decision", "allow"), ("outcome", "exited")]
-    assert {r["subject"] for r in records} == {"alice"}
+    assert {r["subject"] for r in records if r["type"] != "start"} == {"alice"}
     assert token not in path.read_text()
     assert verify_files([str(path)]).broken_at is None

@@ -26,7 +26,7 @@ RULES = (
 
 def _decisions(path: Path, call_id: str) -> list[dict[str, Any]]:
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    return [r for r in records if r["call_id"] == call_id and r["type"] == "decision"]
+    return [r for r in records if r.get("call_id") == call_id and r["type"] == "decision"]
 
 
 def test_forbidden_call_names_the_rule_file_and_line(tmp_path: Path) -> None:

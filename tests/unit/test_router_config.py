@@ -160,6 +160,21 @@ def test_observability_keys_are_checked() -> None:
             parse_config({key: bad})
 
 
+def test_audit_keys_are_checked() -> None:
+    config = parse_config({
+        "audit_log": "/l/a.log", "audit_key_file": "/k/a.key", "audit_checkpoint_file": "/c/a",
+        "audit_checkpoint_records": 10, "audit_checkpoint_interval_ms": 500,
+    })  # fmt: skip
+    assert (config.audit_key_file, config.audit_checkpoint_file) == ("/k/a.key", "/c/a")
+    assert (config.audit_checkpoint_records, config.audit_checkpoint_interval_ms) == (10, 500)
+    for key in ("audit_key_file", "audit_checkpoint_file"):
+        with pytest.raises(ConfigError, match=f"{key}: needs audit_log"):
+            parse_config({key: "/k/x"})
+    for key in ("audit_checkpoint_records", "audit_checkpoint_interval_ms"):
+        with pytest.raises(ConfigError, match=key):
+            parse_config({"audit_log": "/l/a.log", key: 0})
+
+
 def test_every_credential_and_masked_path_is_masked() -> None:
     # Each file a router holds a secret in, and masked_paths, is hidden from its sandboxes.
     config = parse_config(
@@ -170,6 +185,7 @@ def test_every_credential_and_masked_path_is_masked() -> None:
             "console_listen": "127.0.0.1:1", "console_tls_cert_file": "/s/ccert",
             "console_tls_key_file": "/s/ckey", "redact_values_files": ["/s/values"],
             "audit_log": "/s/audit", "audit_keep": 2, "masked_paths": ["/s/extra", "/s/folder"],
+            "audit_key_file": "/s/akey", "audit_checkpoint_file": "/s/acheck",
             "approvals": {"webhook": {"url": "https://h.example/x", "secret_file": "/s/hook"}},
             "environments": [{"id": "b", "target": "h:1", "token_file": "/s/etok",
                               "tls_key_file": "/s/ekey"}],
@@ -179,6 +195,7 @@ def test_every_credential_and_masked_path_is_masked() -> None:
     )  # fmt: skip
     assert set(config.secret_files()) == {
         "/s/tokens", "/s/key", "/s/redis", KEY["shared_state_key_file"], "/s/mtok", "/s/mkey",
-        "/s/ckey", "/s/values", "/s/audit", "/s/audit.1", "/s/audit.2", "/s/extra",
+        "/s/ckey", "/s/values", "/s/audit", "/s/audit.1", "/s/audit.2", "/s/akey", "/s/acheck",
+        "/s/extra",
         "/s/folder", "/s/hook", "/s/etok", "/s/ekey", "/s/dtok", "/s/dkey",
     }  # fmt: skip

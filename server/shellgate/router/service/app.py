@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar
 
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.errors import EnvironmentNotAllowedError
@@ -41,7 +41,7 @@ from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.threads.registry import ThreadRegistry, validate_thread_id
 from shellgate.router.runtime.threads.tally import StateLimits
 from shellgate.router.service.admission import Admission
-from shellgate.router.service.audit_log import AuditLog, FsyncPolicy
+from shellgate.router.service.audit_log import open_audit_log
 from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.metrics import Metrics
 from shellgate.router.service.operator_setup import build_operator_route
@@ -93,18 +93,6 @@ ENVIRONMENT_GAUGES = {
 }
 
 
-def _audit_log(config: RouterConfig, redactor: Redactor | None) -> AuditLog | None:
-    """The audit log file when `audit_log` is configured."""
-    if not config.audit_log:
-        return None
-    return AuditLog(
-        config.audit_log, fsync=cast(FsyncPolicy, config.audit_fsync),
-        max_bytes=config.audit_max_bytes, keep=config.audit_keep,
-        command_text=config.audit_command_text,
-        redact=redactor.json_text if redactor is not None else None,
-    )  # fmt: skip
-
-
 def _reloaded(metrics: Metrics, result: ReloadResult) -> None:
     """Count a rules reload and log it: INFO when applied, ERROR with file:line when not."""
     metrics.rules_reloaded(result.ok)
@@ -142,7 +130,8 @@ class RouterApp:
             if config.redact_values_files
             else None
         )
-        self.audit = _audit_log(config, self.redactor)
+        # The writer's lock is taken here: a second router on the file stops here (one line).
+        self.audit = open_audit_log(config, self.redactor.json_text if self.redactor else None)
         self.policy_store: PolicyStore | None = None
         if config.rules_dirs:
             self.policy_store = PolicyStore([Path(d).expanduser() for d in config.rules_dirs])
@@ -249,10 +238,12 @@ class RouterApp:
     def _observe(self) -> None:
         """Feed the metrics: decisions (with the audit log), reloads, state gauges."""
         sinks: list[AuditSink] = [self.metrics]
+        metrics = self.metrics
         if self.audit is not None:
             sinks.append(self.audit)
+            for name, help_text, read in self.audit.gauges():
+                metrics.gauge(name, help_text, read)
         self.audit_sink = AuditTee(*sinks)
-        metrics = self.metrics
         if self.policy_store is not None:
             self.policy_store.on_reload = lambda result: _reloaded(metrics, result)
         threads = self.threads

@@ -1,65 +1,93 @@
-"""The hash-chained audit log file: one JSON line per record, written off the event loop.
+"""The audit log file: signed, hash-chained JSON lines written off the event loop by one
+writer thread (docs/operations.md).
 
-Each line carries `seq`, `prev` (the previous line's `hash`; 64 zeros for the very first
-line) and, last, `hash`: the SHA-256 (hex) of the line's bytes without the `hash` field.
-Changing a byte breaks that line's own hash; removing a line breaks the next line's
-`prev` (removing the last line is not detectable from the file alone). A line is written with one `os.write` on an
-O_APPEND descriptor, so a crash leaves at most a partial *last* line: `verify` reports it
-as such and start-up cuts it off (it never had a successor) before appending. When the
-file passes `max_bytes` it is renamed to PATH.1 (PATH.1 to PATH.2, …, `keep` files kept)
-and the chain goes on in the new PATH.
+The line format and its Ed25519 signatures (and why Ed25519, not an HMAC) are in
+audit_format.py; `verify` is audit_verify.py. Each line carries `seq`, `prev` (the previous
+line's hash; 64 zeros for the very first line), then `hash` and `sig` last.
+
+**Start.** The writer takes .NAME.lock (`flock`, held until close: a second router on the
+file is refused), cuts a partial last line (a crash mid-write; it never had a successor),
+finds the head (the last line of PATH, else PATH.1, … PATH.keep) and writes a `start`
+record naming it. Only the very first start of a chain names no head, at seq 0; a start
+also names the oldest seq still kept (`kept_from`) and the last checkpoint found in
+`checkpoint_file`, so a log cut or replaced while the router was down contradicts its next
+start record. A line is one `os.write` on an O_APPEND descriptor: never interleaved.
+
+**Rotation.** Past `max_bytes` PATH becomes PATH.1 (PATH.1 PATH.2, …, `keep` kept) and the
+new PATH begins with a `rotate` record naming the chain and the oldest seq kept: a chain
+that begins after seq 0 is whole only from a seq such a record names.
+
+**Checkpoints** (chain, head seq and hash, signed) every `checkpoint_records` records or
+`checkpoint_interval_ms` after a record, and at close, each after an fsync: to
+`checkpoint_file` (replaced atomically), to the log (INFO `audit checkpoint {…}`) and to
+the metrics gauges. Shipped off the host they tell a log cut at its end, or deleted and
+started over, from an intact one.
 """
 
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import logging
 import os
 import queue
+import secrets
+import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-__all__ = ["GENESIS", "AuditLog", "FsyncPolicy", "VerifyResult", "line_digest", "verify_files"]
+from shellgate.router.service.audit_config import AuditSettings
+from shellgate.router.service.audit_files import (
+    AuditLogBusy,
+    AuditLogError,
+    WriterLock,
+    file_starts,
+    find_head,
+    read_last_checkpoint,
+    rotated,
+    tail,
+    write_checkpoint_file,
+)
+from shellgate.router.service.audit_format import (
+    GENESIS,
+    AuditSigner,
+    line_digest,
+    load_signing_key,
+    seal,
+    sign_checkpoint,
+    split_line,
+)
+from shellgate.router.service.audit_verify import VerifyResult, verify_files
+
+__all__ = [
+    "GENESIS",
+    "AuditLog",
+    "AuditLogBusy",
+    "AuditLogError",
+    "FsyncPolicy",
+    "VerifyResult",
+    "line_digest",
+    "open_audit_log",
+    "verify_files",
+]
 
 log = logging.getLogger("shellgate.audit")
 
-GENESIS = "0" * 64
 FsyncPolicy = Literal["always", "batch", "never"]
 _STOP = object()
+# The writer's own fields: a record handed in cannot set them.
+_RESERVED = frozenset({"seq", "time", "prev", "hash", "sig"})
 
 
-# `,"hash":"<64 hex>"}` closes every line.
-_HASH_TAIL = len(b',"hash":"') + 64 + len(b'"}')
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
 
 
-def line_digest(line: bytes) -> str:
-    """The hash a line must carry: SHA-256 of its bytes without the trailing hash field."""
-    body = line.rstrip(b"\n")
-    return hashlib.sha256(body[:-_HASH_TAIL] + b"}").hexdigest()
-
-
-def _sealed(body: bytes) -> bytes:
-    """`body` (a JSON object) with its hash appended as the last field."""
-    digest = hashlib.sha256(body).hexdigest()
-    return body[:-1] + b',"hash":"' + digest.encode() + b'"}'
-
-
-def _last_line(path: Path) -> tuple[bytes | None, int]:
-    """The last complete line of `path` and the length of the file up to its end."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, 0
-    end = data.rfind(b"\n") + 1
-    if end == 0:
-        return None, 0
-    start = data.rfind(b"\n", 0, end - 1) + 1
-    return data[start : end - 1], end
+def _stamp(at: datetime.datetime) -> str:
+    return at.isoformat(timespec="milliseconds")
 
 
 class AuditLog:
@@ -74,58 +102,157 @@ class AuditLog:
         keep: int = 10,
         command_text: bool = True,
         redact: Callable[[str], str] | None = None,
+        signer: AuditSigner | None = None,
+        checkpoint_file: str = "",
+        checkpoint_records: int = 1000,
+        checkpoint_interval_ms: int = 60_000,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = Path(path)
-        self.fsync = fsync
-        self.max_bytes = max_bytes
-        self.keep = keep
-        self.command_text = command_text
-        self.redact = redact
+        self.fsync, self.max_bytes, self.keep = fsync, max_bytes, keep
+        self.command_text, self.redact, self.signer = command_text, redact, signer
+        self.checkpoint_file = checkpoint_file
+        self.checkpoint_records = checkpoint_records
+        self.checkpoint_interval_ms = checkpoint_interval_ms
+        self.clock = clock
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._fd = -1
-        self._size = 0
+        self._fd, self._size = -1, 0
         self._prev, self._seq = GENESIS, 0
-        self._open()
+        self.chain = ""
+        # The seq each kept file begins at, oldest first (start and rotate records say it).
+        self._files: list[int] = []
+        # Records since the last checkpoint, and when it was taken (clock seconds).
+        self._since, self._checkpoint_at = 0, clock()
+        self.checkpoint_seq = -1
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = WriterLock(self.path)
+        try:
+            self._open()
+            self._start()
+        except BaseException:
+            self._close_files()
+            raise
         self._thread = threading.Thread(target=self._write_loop, name="audit-log", daemon=True)
         self._thread.start()
 
+    @property
+    def head_seq(self) -> int:
+        """The seq of the last record written (read by the metrics scrape)."""
+        return self._seq - 1
+
+    def gauges(self) -> list[tuple[str, str, Callable[[], float]]]:
+        """(name, help, read) of the metrics gauges that ship the head and checkpoint seq."""
+        return [
+            ("shellgate_audit_head_seq", "Seq of the last audit record written.",
+             lambda: self.head_seq),
+            ("shellgate_audit_checkpoint_seq", "Seq of the last audit checkpoint.",
+             lambda: self.checkpoint_seq),
+        ]  # fmt: skip
+
     def _open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        last, end = _last_line(self.path)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        _, end = tail(self.path)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._fd = fd
         size = os.fstat(fd).st_size
         if size > end:
             # A crash mid-write left a partial last line: it has no successor, drop it.
             log.warning("audit log %s: cut a partial last line of %d bytes", self.path, size - end)
             os.ftruncate(fd, end)
             size = end
-        if last is None:
-            last = self._last_of_rotated()
-        if last is not None:
-            self._prev = line_digest(last)
-            self._seq = int(json.loads(last).get("seq", 0)) + 1
-        self._fd, self._size = fd, size
+        self._size = size
+        self.head = find_head(self.path, self.keep, line_digest)
+        if self.head is not None:
+            self._prev, self._seq = self.head.digest, self.head.seq + 1
 
-    def _last_of_rotated(self) -> bytes | None:
-        last, _ = _last_line(self.path.with_name(self.path.name + ".1"))
-        return last
+    def _start(self) -> None:
+        """Write the `start` record (naming the head found) and a first checkpoint."""
+        head = self.head
+        chain, files = self._boundary(head.first) if head is not None else (None, None)
+        self.chain = chain or secrets.token_hex(16)
+        # No file starts we can trust (none on disk, a log from before start records, another
+        # key's): the ones on disk.
+        self._files = files if files is not None else file_starts(self.path, self.keep)
+        if self._size == 0:
+            self._files.append(self._seq)  # the start record begins PATH
+        self._write(_now(), {
+            "type": "start", "chain": self.chain, "head": None,
+            "checkpoint": self._last_checkpoint(),
+            "key": self.signer.key_id if self.signer is not None else None,
+            "pid": os.getpid(), "host": socket.gethostname(),
+        }, boundary=True)  # fmt: skip
+        self._checkpoint()
+
+    def _boundary(self, line: bytes | None) -> tuple[str | None, list[int] | None]:
+        """The chain id a file's first line (a start or rotate record) names, and its file
+        starts when the line is ours (signed by our key; any intact line when unsigned)."""
+        parts = split_line(line) if line is not None else None
+        if parts is None or line is None or not parts.intact():
+            return None, None
+        record = json.loads(line)
+        chain, files = record.get("chain"), record.get("files")
+        if record.get("type") not in ("start", "rotate") or not isinstance(chain, str):
+            return None, None
+        ours = self.signer is None or (
+            parts.sig is not None and self.signer.public.record_ok(parts.digest, parts.sig)
+        )
+        if not ours or not isinstance(files, list) or not files:
+            return chain, None
+        return chain, files if all(type(f) is int for f in files) else None
+
+    def _last_checkpoint(self) -> dict[str, Any] | None:
+        """The checkpoint file's last checkpoint when it is ours (signed by our key)."""
+        if not self.checkpoint_file:
+            return None
+        try:
+            found = read_last_checkpoint(self.checkpoint_file)
+        except OSError as exc:
+            log.warning("audit checkpoint file %s: cannot read: %s", self.checkpoint_file, exc)
+            return None
+        if found is None:
+            return None
+        if self.signer is not None and not self.signer.public.checkpoint_ok(found):
+            log.warning("audit checkpoint file %s: not signed by audit_key_file: ignored",
+                        self.checkpoint_file)  # fmt: skip
+            return None
+        head = self.head
+        if (
+            head is None or found.get("chain") != self.chain
+            or not isinstance(found.get("seq"), int) or found["seq"] > head.seq
+            or (found["seq"] == head.seq and found.get("hash") != head.digest)
+        ):  # fmt: skip
+            log.error(
+                "audit log %s does not reach its last checkpoint (chain %s, seq %s): it was "
+                "cut, replaced or deleted while the router was down; the start record says so",
+                self.path, found.get("chain"), found.get("seq"),
+            )  # fmt: skip
+        return found
 
     def record(self, entry: dict[str, Any]) -> None:
-        """Queue one record; the writer thread stamps, chains and writes it."""
-        self._queue.put((datetime.datetime.now(datetime.UTC), entry))
+        """Queue one record; the writer thread stamps, chains, signs and writes it."""
+        self._queue.put((_now(), entry))
 
     def close(self) -> None:
-        """Write what is queued, then stop the writer and close the file."""
+        """Write what is queued and a last checkpoint, stop the writer, release the file."""
         self._queue.put(_STOP)
         self._thread.join(timeout=10)
+        self._close_files()
+
+    def _close_files(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        self._lock.release()
 
     def _write_loop(self) -> None:
         while True:
-            item = self._queue.get()
-            stop = False
+            due = self._checkpoint_at + self.checkpoint_interval_ms / 1000 - self.clock()
+            try:
+                item = self._queue.get(timeout=max(due, 0.001))
+            except queue.Empty:
+                if self._since:
+                    self._safe_checkpoint()
+                self._checkpoint_at = self.clock()
+                continue
             batch: list[object] = [item]
             # Drain what else is queued: one fsync per burst under the `batch` policy.
             while True:
@@ -133,32 +260,53 @@ class AuditLog:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
+            stop = _STOP in batch
             for queued in batch:
                 if queued is _STOP:
-                    stop = True
                     continue
                 try:
-                    self._write(*queued)  # type: ignore[misc]
+                    self._write(*cast(tuple[datetime.datetime, dict[str, Any]], queued))
                 except Exception:
                     log.exception("audit log: a record could not be written")
             if self.fsync == "batch" and self._fd >= 0:
                 os.fsync(self._fd)
+            if self._since >= self.checkpoint_records or (stop and self._since):
+                self._safe_checkpoint()
             if stop:
                 return
 
-    def _write(self, at: datetime.datetime, entry: dict[str, Any]) -> None:
-        entry = self._prepared(entry)
-        head = {"seq": self._seq, "time": at.isoformat(timespec="milliseconds"), "prev": self._prev}
+    def _line(
+        self, at: datetime.datetime, entry: dict[str, Any], boundary: bool = False
+    ) -> tuple[bytes, str]:
+        head = {"seq": self._seq, "time": _stamp(at), "prev": self._prev}
+        if boundary:
+            # Where each file kept begins (oldest first), by this writer's own count: a
+            # chain that begins later than seq 0 is whole only from `kept_from` on.
+            self._files = self._files[-(max(self.keep, 1) + 1) :]
+            entry = {**entry, "kept_from": self._files[0], "files": self._files}
+            if entry["type"] == "start":
+                # The line before (after a rotation at start: the rotate record, which
+                # chains onto the head found on disk); none only at a chain's seq 0.
+                entry["head"] = {"seq": self._seq - 1, "hash": self._prev} if self._seq else None
         body = json.dumps({**head, **entry}, ensure_ascii=False, separators=(",", ":"))
-        line = _sealed(body.encode())
+        return seal(body.encode(), self.signer)
+
+    def _write(self, at: datetime.datetime, entry: dict[str, Any], boundary: bool = False) -> None:
+        entry = {k: v for k, v in self._prepared(entry).items() if k not in _RESERVED}
+        line, digest = self._line(at, entry, boundary)
         if self.max_bytes and self._size and self._size + len(line) + 1 > self.max_bytes:
-            self._rotate()
+            self._rotate(at)
+            line, digest = self._line(at, entry, boundary)
+        self._append(line, digest)
+
+    def _append(self, line: bytes, digest: str) -> None:
         # One write of the whole line on O_APPEND: never interleaved, never half of two.
         os.write(self._fd, line + b"\n")
         if self.fsync == "always":
             os.fsync(self._fd)
         self._size += len(line) + 1
-        self._prev, self._seq = line_digest(line), self._seq + 1
+        self._prev, self._seq = digest, self._seq + 1
+        self._since += 1
 
     def _prepared(self, entry: dict[str, Any]) -> dict[str, Any]:
         if "command" not in entry:
@@ -174,64 +322,58 @@ class AuditLog:
             return entry
         return json.loads(self.redact(json.dumps(entry, ensure_ascii=False)))  # type: ignore[no-any-return]
 
-    def _rotate(self) -> None:
+    def _rotate(self, at: datetime.datetime) -> None:
         os.fsync(self._fd)
         os.close(self._fd)
-        for n in range(self.keep - 1, 0, -1):
-            older = self.path.with_name(f"{self.path.name}.{n}")
+        keep = max(self.keep, 1)
+        for n in range(keep - 1, 0, -1):
+            older = rotated(self.path, n)
             if older.exists():
-                older.rename(self.path.with_name(f"{self.path.name}.{n + 1}"))
-        self.path.rename(self.path.with_name(self.path.name + ".1"))
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                older.rename(rotated(self.path, n + 1))
+        self.path.rename(rotated(self.path, 1))
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self._size = 0
+        # The new file says which chain it continues and where what is kept begins now:
+        # the next-oldest file's start, as this writer counted them (not as the disk says).
+        self._files.append(self._seq)
+        self._append(*self._line(at, {"type": "rotate", "chain": self.chain}, boundary=True))
+
+    def _checkpoint(self) -> None:
+        # A checkpoint vouches that seq N exists: only once it is on disk.
+        os.fsync(self._fd)
+        checkpoint = sign_checkpoint({
+            "type": "checkpoint", "chain": self.chain, "seq": self._seq - 1,
+            "hash": self._prev, "time": _stamp(_now()),
+            "key": self.signer.key_id if self.signer is not None else None,
+        }, self.signer)  # fmt: skip
+        self._since, self._checkpoint_at = 0, self.clock()
+        self.checkpoint_seq = checkpoint["seq"]
+        log.info("audit checkpoint %s", json.dumps(checkpoint, separators=(",", ":")))
+        if self.checkpoint_file:
+            write_checkpoint_file(self.checkpoint_file, checkpoint)
+
+    def _safe_checkpoint(self) -> None:
+        try:
+            self._checkpoint()
+        except OSError:
+            log.exception("audit log: a checkpoint could not be written")
 
 
-@dataclass(frozen=True)
-class VerifyResult:
-    """The first break of the chain (None: intact) and what was checked."""
-
-    lines: int
-    broken_at: tuple[str, int, str] | None
-    partial_tail: tuple[str, int] | None
-
-
-def _lines(path: str) -> Iterator[tuple[int, bytes, bool]]:
-    data = Path(path).read_bytes()
-    parts = data.split(b"\n")
-    for number, part in enumerate(parts, 1):
-        last = number == len(parts)
-        if last and part == b"":
-            return
-        yield number, part, not last
-
-
-def verify_files(paths: Iterable[str]) -> VerifyResult:
-    """Check the chain across `paths` (oldest first); the first line's `prev` is trusted."""
-    prev: str | None = None
-    seq: int | None = None
-    count = 0
-    files = list(paths)
-    for index, path in enumerate(files):
-        for number, line, complete in _lines(path):
-            if not complete:
-                if index == len(files) - 1:
-                    return VerifyResult(count, None, (path, number))
-                return VerifyResult(count, (path, number, "partial line inside the chain"), None)
-            count += 1
-            try:
-                record = json.loads(line)
-                got_prev, got_seq, got_hash = record["prev"], record["seq"], record["hash"]
-            except (ValueError, KeyError, TypeError):
-                return VerifyResult(count, (path, number, "not an audit record"), None)
-            if got_hash != line_digest(line):
-                return VerifyResult(
-                    count, (path, number, "the line's hash does not match it"), None
-                )
-            if prev is not None and got_prev != prev:
-                return VerifyResult(
-                    count, (path, number, "prev does not match the line before"), None
-                )
-            if seq is not None and got_seq != seq:
-                return VerifyResult(count, (path, number, f"seq {got_seq}, expected {seq}"), None)
-            prev, seq = got_hash, got_seq + 1
-    return VerifyResult(count, None, None)
+def open_audit_log(settings: AuditSettings, redact: Callable[[str], str] | None) -> AuditLog | None:
+    """The audit log `settings` configure (None: off); ConfigError or AuditLogError if not."""
+    if not settings.audit_log:
+        return None
+    signer = load_signing_key(settings.audit_key_file) if settings.audit_key_file else None
+    if signer is None:
+        log.warning(
+            "audit log %s is not signed (no audit_key_file): its chain shows damage, but "
+            "anyone who can write the file can rewrite it unnoticed", settings.audit_log,
+        )  # fmt: skip
+    return AuditLog(
+        settings.audit_log, fsync=cast(FsyncPolicy, settings.audit_fsync),
+        max_bytes=settings.audit_max_bytes, keep=settings.audit_keep,
+        command_text=settings.audit_command_text, redact=redact, signer=signer,
+        checkpoint_file=settings.audit_checkpoint_file,
+        checkpoint_records=settings.audit_checkpoint_records,
+        checkpoint_interval_ms=settings.audit_checkpoint_interval_ms,
+    )  # fmt: skip

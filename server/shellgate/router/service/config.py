@@ -27,6 +27,7 @@ from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.router.runtime.environments.remote.discovery import DnsDiscoveryConfig
 from shellgate.router.runtime.environments.remote.environment import RemoteConfig
 from shellgate.router.service.approvals_config import APPROVALS_TABLE, ApprovalsConfig
+from shellgate.router.service.audit_config import AUDIT_TYPES, AuditSettings
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -117,8 +118,8 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class RouterConfig:
-    """The whole router configuration.
+class RouterConfig(AuditSettings):
+    """The whole router configuration (the `audit_*` keys: AuditSettings).
 
     `listen` must be loopback unless TLS is configured or `insecure` is set. `health_listen`
     (a second, plaintext port serving only grpc.health.v1, for Kubernetes native `grpc:`
@@ -186,15 +187,6 @@ class RouterConfig:
     environment_probe_interval_ms: int = 5_000
     redact_values_files: tuple[str, ...] = ()
     masked_paths: tuple[str, ...] = ()  # more files/folders every sandbox shows empty
-    # Hash-chained audit log of every decision and outcome (docs/operations.md); empty = off.
-    audit_log: str = ""
-    # Whether audit records carry the command text (redacted); false keeps only its digest.
-    audit_command_text: bool = True
-    # fsync after every record, after each burst of records, or never (the OS decides).
-    audit_fsync: str = "batch"
-    # Rotate the audit log past this size (0 = never), keeping this many old files.
-    audit_max_bytes: int = 100 * 1024 * 1024
-    audit_keep: int = 10
     # The level of the one-line summary logged per completed call: "info" or "debug".
     call_log_level: str = "info"
     # OTLP/gRPC collector for OpenTelemetry traces (`shellgate[otel]`); empty = no tracing.
@@ -221,14 +213,14 @@ class RouterConfig:
         )
 
     def secret_files(self) -> tuple[str, ...]:
-        """Credential files (the audit log with its rotated PATH.N too) and masked_paths."""
+        """Credential files (the audit log, its rotated PATH.N and key too) and masked_paths."""
         files = [self.source_file, self.token_file, self.tls_key_file, self.redis_url_file,
                  self.shared_state_key_file, self.metrics_token_file, self.metrics_tls_key_file,
                  self.console_tls_key_file, self.approvals.webhook.secret_file,
                  *self.redact_values_files, *self.masked_paths,
                  *(f for r in self.environments for f in (r.token_file, r.tls_key_file)),
                  *(f for d in self.discovery for f in (d.token_file, d.tls_key_file))]  # fmt: skip
-        files += [self.audit_log, *(f"{self.audit_log}.{n + 1}" for n in range(self.audit_keep))] if self.audit_log else []  # fmt: skip
+        files += self.audit_files()
         return tuple(dict.fromkeys(f for f in files if f))
 
     def shared_store_url(self) -> str:
@@ -287,6 +279,7 @@ class RouterConfig:
                 "no environments: enable local_environment, add [[environments]] or [[discovery]]",
             )
         self.approvals.validate()
+        self.validate_audit()
         if self.redis_url and self.redis_url_file:
             raise ConfigError("redis_url_file", "redis_url and redis_url_file are exclusive: set one")
         if (self.redis_url or self.redis_url_file) and not self.shared_state_key_file:
@@ -380,7 +373,7 @@ ROUTER_TABLE = model_of(
         "console_listen": OptionalListenAddress,
         "console_session_idle_ms": PositiveInt,
         "console_max_sessions": PositiveInt,
-        "audit_fsync": Literal["always", "batch", "never"],
+        **AUDIT_TYPES,
         "call_log_level": Literal["info", "debug"],
         "client_environments": dict[str, list[str]],
         "environments": list[  # type: ignore[misc]
