@@ -96,6 +96,8 @@ def test_every_documented_metric_moves(tmp_path: Path) -> None:
             metrics_listen=f"127.0.0.1:{router_metrics}", metrics_token_file=str(token_file),
             environments=(RemoteConfig("build", daemon.target, reconnect_initial_backoff_ms=100),),
             environment_probe_interval_ms=100,
+            # The audit gauges: the head moves with every record, a checkpoint 100 ms after.
+            audit_log=str(tmp_path / "audit" / "audit.log"), audit_checkpoint_interval_ms=100,
         )  # fmt: skip
         with running_router(config) as router:
             snaps: list[dict[str, float]] = []

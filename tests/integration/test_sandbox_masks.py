@@ -19,6 +19,7 @@ from shellgate.common.local_token import runtime_dir, token_path
 from shellgate.common.sandbox import sandbox_unavailable_reason
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
+from tests.audit_keys import make_key
 from tests.execserver_harness import daemon_subprocess
 from tests.router_harness import completed, function_item, router_subprocess, turn
 
@@ -135,16 +136,18 @@ def test_configured_and_flagged_paths_read_empty(tmp_path: Path) -> None:
     in_work = work / "local.secret"
     in_work.write_text(values["listed"] + "-in-work\n")
     audit = tmp_path / "audit.log"
+    audit_key, _ = make_key(secrets_dir)  # its PEM body is secret too
+    values["audit-key"] = audit_key.read_text().splitlines()[1]
     config = tmp_path / "router.toml"
     config.write_text(
-        f'token_file = "{files["tokens"]}"\naudit_log = "{audit}"\n'
+        f'token_file = "{files["tokens"]}"\naudit_log = "{audit}"\naudit_key_file = "{audit_key}"\n'
         f'masked_paths = ["{files["listed"]}", "{folder}", "{in_work}"]\n'
         f'local_cwd = "{work}"\n# {values["tokens"]}-in-config\n'
     )
     files["tokens"].write_text(f"agent {values['tokens']}\n")
     args = ["--config", str(config), "--masked-path", str(files["flagged"])]
     with router_subprocess(args) as (_, port):
-        paths = [*files.values(), folder / "key", in_work, config, audit]
+        paths = [*files.values(), folder / "key", in_work, config, audit, audit_key]
         for name, profile in PROFILES.items():
             text = _run(port, values["tokens"], _reads(paths, visible), work, profile)
             _assert_hidden(text, list(values.values()))

@@ -192,7 +192,8 @@ def read_last_checkpoint(path: str) -> dict[str, Any] | None:
 
 
 def parse_checkpoint_line(line: str) -> dict[str, Any] | None:
-    """A checkpoint from a line: the JSON object from its first `{` (a log line's tail too)."""
+    """A checkpoint from a line: the JSON object from its first `{` (the tail of a text log
+    line too), or the `message` of a JSON log line that holds one."""
     start = line.find("{")
     if start < 0:
         return None
@@ -200,6 +201,9 @@ def parse_checkpoint_line(line: str) -> dict[str, Any] | None:
         value = json.loads(line[start:])
     except ValueError:
         return None
-    if not isinstance(value, dict) or value.get("type") != "checkpoint":
+    if not isinstance(value, dict):
         return None
-    return value
+    if value.get("type") == "checkpoint":
+        return value
+    message = value.get("message")
+    return parse_checkpoint_line(message) if isinstance(message, str) and message != line else None
