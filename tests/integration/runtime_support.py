@@ -73,7 +73,12 @@ def call_item(name: str, args: dict[str, Any] | str, call_id: str = "call-1") ->
 
 @dataclass
 class Harness:
-    """One thread, the local environment, a rules folder, and a runner."""
+    """One thread, the local environment, a rules folder, and a runner.
+
+    `spawner` replaces the local environment (real bash) with another one under the same id,
+    e.g. a `tests.scripted_spawner.ScriptedSpawner`: then no process is started and the
+    harness is a unit-tier tool.
+    """
 
     tmp: Path
     approval: str = "never"
@@ -82,6 +87,7 @@ class Harness:
     rules: str = ""
     extra_envs: list[Any] = field(default_factory=list)
     turn_envs: list[TurnEnvironment] | None = None
+    spawner: Any = None
 
     async def __aenter__(self) -> Harness:
         rules_dir = self.tmp / "rules"
@@ -94,7 +100,9 @@ class Harness:
             session_factory=lambda _t: SessionManager(deterministic_ids=True)
         )
         self.thread: ThreadState = await self.threads.get_or_create("t-1")
-        self.local = LocalEnvironment(cwd=str(self.tmp))
+        # The registry only keys environments by id and closes them: a scripted spawner
+        # stands in for the local one.
+        self.local = self.spawner or LocalEnvironment(cwd=str(self.tmp))
         self.registry = EnvironmentRegistry(self.local, self.extra_envs)
         self.ctx = RuntimeContext(self.thread, self.registry, self.store, instance_id="test")
         return self
@@ -123,8 +131,9 @@ class Harness:
             ),
         )
 
-    async def run(self, name: str, args: dict[str, Any] | str, call_id: str = "call-1"
-                  ) -> list[ExecuteEvent]:
+    async def run(
+        self, name: str, args: dict[str, Any] | str, call_id: str = "call-1"
+    ) -> list[ExecuteEvent]:
         """Project and execute one call; all events.
 
         Shell calls default to `login: false`: a login shell on this host sources

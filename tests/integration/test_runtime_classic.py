@@ -1,4 +1,6 @@
-"""Classic shell_command through the orchestrator, with real processes (spec 05 §1)."""
+"""Classic shell_command through the orchestrator, with real processes (spec 05 §1): output,
+the timeout's group kill, a missing cwd. The runtime's texts and decisions with scripted
+processes: tests/unit/test_runtime_classic_scripted.py."""
 
 from __future__ import annotations
 
@@ -6,7 +8,6 @@ import asyncio
 import json
 from pathlib import Path
 
-from shellgate.router.output.truncation import TruncationPolicy
 from shellgate.router.runtime.call.events import (
     OutputEvent,
     ProjectionEvent,
@@ -43,21 +44,6 @@ def test_success_text_item_and_events(tmp_path: Path) -> None:
     _run(main())
 
 
-def test_nonzero_exit_and_call_id_env(tmp_path: Path) -> None:
-    async def main() -> None:
-        async with Harness(tmp_path) as h:
-            events = await h.run(
-                "shell_command", {"command": 'echo "$CODEX_TOOL_CALL_ID"; exit 3'}, "c-77"
-            )
-            done = completed(events)
-            assert normalise(done.output_text) == (
-                "Exit code: 3\nWall time: W seconds\nOutput:\nc-77\n"
-            )
-            assert not done.success and done.exit_code == 3
-
-    _run(main())
-
-
 def test_timeout_kills_group_exit_124(tmp_path: Path) -> None:
     async def main() -> None:
         async with Harness(tmp_path) as h:
@@ -78,48 +64,12 @@ def test_timeout_kills_group_exit_124(tmp_path: Path) -> None:
     _run(main())
 
 
-def test_truncation_uses_turn_policy(tmp_path: Path) -> None:
-    async def main() -> None:
-        async with Harness(tmp_path, truncation=TruncationPolicy.tokens(5)) as h:
-            done = completed(await h.run("shell_command", {"command": "seq 1 10"}))
-            # spec 05 §2 (B = 5 tokens, 20 bytes): 10-byte halves; a cut that keeps the
-            # line count adds no `Total output lines`.
-            assert normalise(done.output_text) == (
-                "Exit code: 0\nWall time: W seconds\nOutput:\n"
-                "1\n2\n3\n4\n5\n…1 tokens truncated…\n7\n8\n9\n10\n"
-            )
-            assert done.truncated and done.original_token_count == 6
-            done = completed(await h.run("shell_command", {"command": "seq 1 100"}))
-            assert normalise(done.output_text) == (
-                "Exit code: 0\nWall time: W seconds\nTotal output lines: 100\nOutput:\n"
-                "1\n2\n3\n4\n5\n…68 tokens truncated…98\n99\n100\n"
-            )
-
-    _run(main())
-
-
-def test_batch_stops_at_first_failure(tmp_path: Path) -> None:
-    async def main() -> None:
-        async with Harness(tmp_path) as h:
-            cmds = ["echo one", "echo two; exit 2", "echo three", "echo \"fo\u00fcr\""]
-            done = completed(await h.run("shell_command", {"command": cmds}))
-            assert normalise(done.output_text) == (
-                "Exit code: 0\nWall time: W seconds\nOutput:\none\n\n"
-                "Exit code: 2\nWall time: W seconds\nOutput:\ntwo\n\n"
-                'Commands not run: ["echo three", "echo \\"fo\u00fcr\\""]'
-            )
-            assert not done.success and done.exit_code == 2
-            assert not (tmp_path / "three").exists()
-
-    _run(main())
-
-
 def test_spawn_failure_missing_cwd(tmp_path: Path) -> None:
     async def main() -> None:
         async with Harness(tmp_path) as h:
             done = completed(await h.run("shell_command", {"command": "true", "workdir": "nope"}))
             assert done.output_text == (
-                'execution error: Io(Os { code: 2, kind: NotFound, message: '
+                "execution error: Io(Os { code: 2, kind: NotFound, message: "
                 '"No such file or directory" })'
             )
             assert done.termination is Termination.SPAWN_FAILED and not done.success
