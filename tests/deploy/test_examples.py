@@ -31,7 +31,7 @@ def test_router_example_loads() -> None:
     assert loaded.rules_dirs[0] == "/var/lib/shellgate/rules"
     for env in loaded.environments:
         # Remote environments default to plaintext; the example must opt into TLS.
-        assert not env.insecure and env.tls_ca_file, env.environment_id
+        assert not env.dial.insecure and env.dial.tls_ca_file, env.environment_id
 
 
 def test_every_example_is_covered() -> None:

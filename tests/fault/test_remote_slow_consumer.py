@@ -15,6 +15,7 @@ import grpc
 import pytest
 from shellgate.common.process.base import SpawnRequest
 from shellgate.common.sandbox import SandboxSpec
+from shellgate.router.runtime.environments.remote.config import DialSettings
 from shellgate.router.runtime.environments.remote.environment import (
     RemoteConfig,
     RemoteEnvironment,
@@ -51,7 +52,8 @@ def daemon() -> Iterator[Daemon]:
 
 
 def _remote_config(daemon: Daemon) -> RemoteConfig:
-    return RemoteConfig("box", daemon.target, connect_timeout_ms=5_000, call_timeout_ms=10_000)
+    dial = DialSettings(connect_timeout_ms=5_000, call_timeout_ms=10_000)
+    return RemoteConfig("box", daemon.target, dial=dial)
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from shellgate.router.runtime.environments.remote.config import DialSettings
 from shellgate.router.runtime.environments.remote.environment import RemoteConfig
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
@@ -67,8 +68,8 @@ def _remote_request(command: str, call_id: str) -> router_pb2.ExecuteRequest:
 def test_daemon_kill_9_mid_stream_then_reconnect(orphan_sweep: str) -> None:
     port = _free_port()
     listen = ["--listen", f"127.0.0.1:{port}", "--log-level", "WARNING"]
-    remote = RemoteConfig("box", f"127.0.0.1:{port}", connect_timeout_ms=2_000,
-                          call_timeout_ms=5_000)  # fmt: skip
+    remote = RemoteConfig("box", f"127.0.0.1:{port}",
+                          dial=DialSettings(connect_timeout_ms=2_000, call_timeout_ms=5_000))  # fmt: skip
     config = router_config(environments=(remote,))
     with running_router(config) as router, daemon_subprocess(listen) as daemon:
         stream = router.stub.Execute(_remote_request("echo before; sleep 30", "k1"), timeout=60)
@@ -101,8 +102,8 @@ def test_daemon_kill_9_mid_stream_then_reconnect(orphan_sweep: str) -> None:
 def test_router_reconnects_to_a_restarted_daemon_without_restart(orphan_sweep: str) -> None:
     port = _free_port()
     listen = ["--listen", f"127.0.0.1:{port}", "--log-level", "WARNING"]
-    remote = RemoteConfig("box", f"127.0.0.1:{port}", connect_timeout_ms=2_000,
-                          call_timeout_ms=5_000)  # fmt: skip
+    remote = RemoteConfig("box", f"127.0.0.1:{port}",
+                          dial=DialSettings(connect_timeout_ms=2_000, call_timeout_ms=5_000))  # fmt: skip
     with running_router(router_config(environments=(remote,))) as router:
         with daemon_subprocess(listen) as daemon:
             first = completed(execute(router.stub, _remote_request("echo one", "r1")))

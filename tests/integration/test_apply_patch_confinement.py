@@ -157,6 +157,6 @@ def test_a_daemon_confines_an_auto_approved_patch(layout: tuple[Path, Path]) -> 
 
 
 def _remote(target: str) -> object:
-    from shellgate.router.runtime.environments.remote.config import RemoteConfig
+    from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 
-    return RemoteConfig("box", target, insecure=True)
+    return RemoteConfig("box", target, dial=DialSettings(insecure=True))

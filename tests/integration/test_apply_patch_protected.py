@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from shellgate.common.sandbox import sandbox_unavailable_reason
-from shellgate.router.runtime.environments.remote.config import RemoteConfig
+from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 from shellgate.router.runtime.runtimes.apply_patch import PATCH_OUTSIDE_PROJECT
 from shellgate.v1 import common_pb2, router_pb2
 
@@ -74,7 +74,7 @@ def repo(tmp_path: Path) -> Path:
 def _router(ws: Path) -> Iterator[Router]:
     """A router with its embedded environment and a daemon `box`, both on this host."""
     with daemon_subprocess(["--root", str(ws)]) as daemon:
-        box = RemoteConfig("box", daemon.target, insecure=True)
+        box = RemoteConfig("box", daemon.target, dial=DialSettings(insecure=True))
         with running_router(router_config(local_cwd=str(ws), environments=(box,))) as router:
             yield router
 

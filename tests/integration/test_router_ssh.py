@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from shellgate.execserver.server import RunningServer, start_server
+from shellgate.router.runtime.environments.remote.config import DialSettings
 from shellgate.router.runtime.environments.remote.environment import RemoteConfig
 from shellgate.v1 import router_pb2
 
@@ -35,7 +36,8 @@ def ssh_router(sshd_server: Sshd) -> Iterator[Router]:  # noqa: F811
         daemon: RunningServer = probe.call(
             start_server(replace(daemon_config(), backend="ssh", ssh=sshd_server.config()))
         )
-        remote = RemoteConfig("sshbox", f"127.0.0.1:{daemon.port}", connect_timeout_ms=5_000)
+        dial = DialSettings(connect_timeout_ms=5_000)
+        remote = RemoteConfig("sshbox", f"127.0.0.1:{daemon.port}", dial=dial)
         try:
             with running_router(router_config(environments=(remote,))) as router:
                 yield router

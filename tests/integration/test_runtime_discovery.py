@@ -13,6 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shellgate.common.errors import EnvironmentNotFoundError
 from shellgate.router.runtime.environments.registry import EnvironmentRegistry, LocalEnvironment
+from shellgate.router.runtime.environments.remote.config import DialSettings
 from shellgate.router.runtime.environments.remote.discovery import (
     DnsDiscovery,
     DnsDiscoveryConfig,
@@ -46,8 +47,9 @@ def test_localhost_discovery_with_real_daemons(tmp_path: Path) -> None:
             assert "127.0.0.1" in addresses
             registry = EnvironmentRegistry(LocalEnvironment(cwd=str(tmp_path)))
             config = DnsDiscoveryConfig(
-                dns_name="localhost", port=daemon.port, id_prefix="box", connect_timeout_ms=1_000
-            )
+                dns_name="localhost", port=daemon.port, id_prefix="box",
+                dial=DialSettings(connect_timeout_ms=1_000),
+            )  # fmt: skip
             discovery = DnsDiscovery(config, registry)
             ids = await discovery.refresh_once()
             assert "box-127.0.0.1" in ids
@@ -148,7 +150,7 @@ def test_vanished_addresses_are_pruned_after_grace_and_use() -> None:
         registry = EnvironmentRegistry(None)
         config = DnsDiscoveryConfig(
             dns_name="execd.svc", port=1, id_prefix="x", prune_after_ms=1_000,
-            connect_timeout_ms=200,
+            dial=DialSettings(connect_timeout_ms=200),
         )  # fmt: skip
         discovery = DnsDiscovery(
             config, registry, resolver=resolver, in_use=lambda: set(in_use), clock=lambda: now[0]

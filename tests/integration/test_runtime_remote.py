@@ -18,6 +18,7 @@ from shellgate.common.sandbox import SandboxSpec
 from shellgate.router.apply_patch.fs import PatchIoError
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
 from shellgate.router.runtime.call.events import Termination
+from shellgate.router.runtime.environments.remote.config import DialSettings
 from shellgate.router.runtime.environments.remote.environment import RemoteConfig, RemoteEnvironment
 
 from tests.integration.runtime_support import Harness, completed, normalise
@@ -30,6 +31,7 @@ except ImportError:  # pragma: no cover - the daemon lands separately
     HAVE_DAEMON = False
 
 pytestmark = pytest.mark.skipif(not HAVE_DAEMON, reason="exec-server daemon not available")
+FAST_DIAL = DialSettings(connect_timeout_ms=2_000, call_timeout_ms=5_000)
 
 
 @pytest.fixture
@@ -58,8 +60,7 @@ def daemon(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
 
 def _remote_harness(tmp_path: Path, port: int, env_id: str = "box") -> Harness:
     remote = RemoteEnvironment(
-        RemoteConfig(env_id, f"127.0.0.1:{port}", connect_timeout_ms=2_000,
-                     call_timeout_ms=5_000),
+        RemoteConfig(env_id, f"127.0.0.1:{port}", dial=FAST_DIAL),
         client_env=dict(os.environ),
     )  # fmt: skip
     turn_env = TurnEnvironment(
@@ -153,8 +154,7 @@ def test_remote_errors_keep_their_class_and_errno(
     # The daemon's reason (and errno) pick the error, not words in its message.
     async def main() -> None:
         env = RemoteEnvironment(
-            RemoteConfig("box", f"127.0.0.1:{daemon[1]}", connect_timeout_ms=2_000,
-                         call_timeout_ms=5_000),
+            RemoteConfig("box", f"127.0.0.1:{daemon[1]}", dial=FAST_DIAL),
             client_env=dict(os.environ),
         )  # fmt: skip
         try:

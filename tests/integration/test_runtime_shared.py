@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 import pytest
 import redis
-from shellgate.router.runtime.environments.remote.config import RemoteConfig
+from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 from shellgate.router.runtime.threads.registry import owned_thread_key
 from shellgate.router.service.config import Limits, RouterConfig
 from shellgate.v1 import router_pb2
@@ -65,9 +65,9 @@ def routers(
             RemoteConfig(
                 "box",
                 d.target,
-                token_file=str(tokens),
-                connect_timeout_ms=3_000,
-                call_timeout_ms=5_000,
+                dial=DialSettings(
+                    token_file=str(tokens), connect_timeout_ms=3_000, call_timeout_ms=5_000
+                ),
             ),
         ),
         rules_dirs=(str(rules),),

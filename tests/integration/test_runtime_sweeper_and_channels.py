@@ -13,7 +13,11 @@ import pytest
 from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.common.errors import UnknownApprovalError
 from shellgate.router.handler.environments import ReportedShell, TurnEnvironment
-from shellgate.router.runtime.environments.remote.config import RemoteConfig, is_loopback_target
+from shellgate.router.runtime.environments.remote.config import (
+    DialSettings,
+    RemoteConfig,
+    is_loopback_target,
+)
 from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.threads.registry import InMemoryThreadStore
 from shellgate.router.runtime.threads.sweeper import run_thread_sweeper
@@ -66,14 +70,14 @@ def test_remote_spawn_carries_the_turn_env_policy(tmp_path: Path) -> None:
         (RemoteConfig("a", "build-1.internal:50052"), False),
         (RemoteConfig("a", "10.0.0.5:50052"), False),
         (RemoteConfig("a", "dns:///build-1:50052"), False),
-        (RemoteConfig("a", "127.0.0.1:1", tls_ca_file="/x/ca.pem"), False),
-        (RemoteConfig("a", "10.0.0.5:50052", insecure=True), True),
+        (RemoteConfig("a", "127.0.0.1:1", dial=DialSettings(tls_ca_file="/x/ca.pem")), False),
+        (RemoteConfig("a", "10.0.0.5:50052", dial=DialSettings(insecure=True)), True),
     ],
 )
 def test_remote_channels_are_tls_unless_loopback_or_insecure(
     config: RemoteConfig, plaintext: bool
 ) -> None:
-    assert not RemoteConfig("a", "x:1").insecure
+    assert not RemoteConfig("a", "x:1").dial.insecure
     assert config.plaintext is plaintext
 
 

@@ -31,7 +31,7 @@ import grpc
 import pytest
 from shellgate.common.local_token import runtime_dir, token_path
 from shellgate.common.sandbox import sandbox_unavailable_reason
-from shellgate.router.runtime.environments.remote.config import RemoteConfig
+from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
 from tests.execserver_harness import daemon_subprocess
@@ -274,7 +274,7 @@ def _socket_answer(text: str) -> str:
 def _router_with_daemon(work: Path) -> Iterator[Router]:
     """A router whose `local` environment and `box` daemon both run commands here."""
     with daemon_subprocess(["--root", str(work)]) as daemon:
-        box = RemoteConfig("box", daemon.target, insecure=True)
+        box = RemoteConfig("box", daemon.target, dial=DialSettings(insecure=True))
         with running_router(router_config(local_cwd=str(work), environments=(box,))) as router:
             yield router
 
@@ -323,7 +323,8 @@ def test_network_on_still_masks_the_generated_tokens(
         assert "entries=0" in text, text
         assert router_token not in text and daemon_token not in text, text
         # On the daemon (its own sandbox, its own masks), through a router holding its token.
-        box = RemoteConfig("box", daemon.target, insecure=True, token_file=str(daemon_file))
+        dial = DialSettings(insecure=True, token_file=str(daemon_file))
+        box = RemoteConfig("box", daemon.target, dial=dial)
         with running_router(router_config(local_cwd=str(work), environments=(box,))) as router:
             text = _execute(router, command, row, work, "box")
         assert "reached both" in text and "visible-file-reads-fine" in text, text

@@ -27,7 +27,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2_grpc
 from shellgate.common.sandbox import sandbox_unavailable_reason
-from shellgate.router.runtime.environments.remote.config import RemoteConfig
+from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 from shellgate.v1 import common_pb2, router_pb2
 
 from tests.execserver_harness import daemon_subprocess
@@ -199,7 +199,7 @@ def _probe(text: str) -> dict[str, str]:
 def _router_with_daemon(work: Path) -> Iterator[Router]:
     """A router whose `local` environment and `box` daemon both run commands here."""
     with daemon_subprocess(["--root", str(work)]) as daemon:
-        box = RemoteConfig("box", daemon.target, insecure=True)
+        box = RemoteConfig("box", daemon.target, dial=DialSettings(insecure=True))
         with running_router(router_config(local_cwd=str(work), environments=(box,))) as router:
             yield router
 

@@ -59,7 +59,7 @@ def test_every_section_parses() -> None:
     assert config.defaults.env_set == (("CI", "1"),)
     assert config.limits.max_concurrent_executes == 8
     assert config.environments[0].environment_id == "build1"
-    assert config.environments[0].insecure is False
+    assert config.environments[0].dial.insecure is False
     assert config.discovery[0].dns_name == "execserver.shellgate.svc"
     assert config.redis_url.startswith("redis://")
     # A non-loopback health port needs neither TLS nor insecure: it serves only health.

@@ -4,7 +4,9 @@ Config files and command-line flags are validated here and only here: every tabl
 model with unknown keys refused, types are strict (no str→int coercion, a boolean is not an
 integer), enums and listen addresses are checked at load. The rest of the code keeps using
 the frozen domain dataclasses: `model_of` derives a model from a dataclass (so a new field
-is validated without another edit) and `StrictModel.domain()` converts back.
+is validated without another edit) and `StrictModel.domain()` converts back. A dataclass a
+table embeds may keep its keys at the table's own level (`flatten`): the domain groups
+settings several tables share, the file stays flat.
 
 Every mistake becomes one `ConfigError` line:
 `config error: <key.path>: <what is wrong> (got <value>; allowed: …)`; the daemons print it
@@ -118,6 +120,9 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
     # The frozen dataclass this table converts to (None: the model converts itself).
     domain_class: ClassVar[type[Any] | None] = None
+    # Embedded dataclass fields whose keys sit at this table's level: field name →
+    # (its dataclass, the keys it takes).
+    flattened: ClassVar[Mapping[str, tuple[type[Any], tuple[str, ...]]]] = {}
 
     @model_validator(mode="before")
     @classmethod
@@ -141,6 +146,8 @@ class StrictModel(BaseModel):
         if self.domain_class is None:
             raise TypeError(f"{type(self).__name__} has no domain class")
         values = {name: to_domain_value(getattr(self, name)) for name in type(self).model_fields}
+        for name, (embedded, keys) in self.flattened.items():
+            values[name] = embedded(**{key: values.pop(key) for key in keys})
         return self.domain_class(**values)
 
 
@@ -161,34 +168,82 @@ def model_of(
     types: Mapping[str, Any] | None = None,
     skip: Sequence[str] = (),
     aliases: Mapping[str, str] | None = None,
+    flatten: Sequence[str] = (),
 ) -> type[StrictModel]:
     """A strict model of a frozen dataclass: same keys and defaults, boundary types.
 
     `int` becomes a non-negative integer and `tuple[X, ...]` an array; nested dataclasses
-    become nested models. `types` overrides a field's type (enums, ranges, addresses).
+    become nested models, except those named in `flatten`: their fields become keys of this
+    table, in their place, with the defaults of this field's default value. `types` overrides
+    a key's type (enums, ranges, addresses) and `aliases` its name, flattened keys included.
     """
     hints = get_type_hints(cls)
     fields: dict[str, Any] = {}
+    flattened: dict[str, tuple[type[Any], tuple[str, ...]]] = {}
     for spec in dataclasses.fields(cls):
         if spec.name in skip:
             continue
-        kind = (types or {}).get(spec.name, _MISSING)
-        kind = boundary_type(hints[spec.name]) if kind is _MISSING else kind
-        alias = (aliases or {}).get(spec.name)
-        if spec.default is not dataclasses.MISSING:
-            fields[spec.name] = (kind, Field(spec.default, alias=alias))
-        elif spec.default_factory is not dataclasses.MISSING:
-            factory = (
-                kind
-                if isinstance(kind, type) and issubclass(kind, StrictModel)
-                else (spec.default_factory)
-            )
-            fields[spec.name] = (kind, Field(default_factory=factory, alias=alias))
-        else:
-            fields[spec.name] = (kind, Field(alias=alias))
+        if spec.name not in flatten:
+            if spec.name in fields:
+                raise TypeError(f"{cls.__name__}.{spec.name}: a flattened field has that key")
+            fields[spec.name] = _model_field(spec, hints[spec.name], types, aliases)
+            continue
+        embedded = hints[spec.name]
+        keys = _flattened_fields(spec, embedded, fields, types, aliases)
+        flattened[spec.name] = (embedded, keys)
     model = create_model(f"{cls.__name__}Table", __base__=StrictModel, **fields)
     model.domain_class = cls
+    model.flattened = flattened
     return model
+
+
+def _model_field(
+    spec: dataclasses.Field[Any],
+    hint: Any,
+    types: Mapping[str, Any] | None,
+    aliases: Mapping[str, str] | None,
+    default: Any = _MISSING,
+) -> tuple[Any, Any]:
+    """(type, Field) of one key; `default`, when given, replaces the dataclass's own."""
+    kind = (types or {}).get(spec.name, _MISSING)
+    kind = boundary_type(hint) if kind is _MISSING else kind
+    alias = (aliases or {}).get(spec.name)
+    if default is not _MISSING:
+        return kind, Field(default, alias=alias)
+    if spec.default is not dataclasses.MISSING:
+        return kind, Field(spec.default, alias=alias)
+    if spec.default_factory is not dataclasses.MISSING:
+        factory = (
+            kind
+            if isinstance(kind, type) and issubclass(kind, StrictModel)
+            else (spec.default_factory)
+        )
+        return kind, Field(default_factory=factory, alias=alias)
+    return kind, Field(alias=alias)
+
+
+def _flattened_fields(
+    spec: dataclasses.Field[Any],
+    embedded: Any,
+    fields: dict[str, Any],
+    types: Mapping[str, Any] | None,
+    aliases: Mapping[str, str] | None,
+) -> tuple[str, ...]:
+    """Add an embedded dataclass's fields to `fields` as keys; their names."""
+    if not (dataclasses.is_dataclass(embedded) and isinstance(embedded, type)):
+        raise TypeError(f"cannot flatten {spec.name}: {embedded!r} is not a dataclass")
+    outer = spec.default
+    if outer is dataclasses.MISSING and spec.default_factory is not dataclasses.MISSING:
+        outer = spec.default_factory()
+    hints = get_type_hints(embedded)
+    keys = []
+    for inner in dataclasses.fields(embedded):
+        if inner.name in fields:
+            raise TypeError(f"cannot flatten {spec.name}: key {inner.name} is taken")
+        default = _MISSING if outer is dataclasses.MISSING else getattr(outer, inner.name)
+        fields[inner.name] = _model_field(inner, hints[inner.name], types, aliases, default)
+        keys.append(inner.name)
+    return tuple(keys)
 
 
 def boundary_type(hint: Any) -> Any:

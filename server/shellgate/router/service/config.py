@@ -218,8 +218,8 @@ class RouterConfig(AuditSettings):
                  self.shared_state_key_file, self.metrics_token_file, self.metrics_tls_key_file,
                  self.console_tls_key_file, self.approvals.webhook.secret_file,
                  *self.redact_values_files, *self.masked_paths,
-                 *(f for r in self.environments for f in (r.token_file, r.tls_key_file)),
-                 *(f for d in self.discovery for f in (d.token_file, d.tls_key_file))]  # fmt: skip
+                 *(f for r in self.environments for f in (r.dial.token_file, r.dial.tls_key_file)),
+                 *(f for d in self.discovery for f in (d.dial.token_file, d.dial.tls_key_file))]  # fmt: skip
         files += self.audit_files()
         return tuple(dict.fromkeys(f for f in files if f))
 
@@ -381,10 +381,13 @@ ROUTER_TABLE = model_of(
                 RemoteConfig,
                 aliases={"environment_id": "id"},
                 types={"approval_route": Literal["caller", "operator"]},
+                flatten=("dial",),
             )
         ],
         "approvals": APPROVALS_TABLE,
-        "discovery": list[model_of(DnsDiscoveryConfig, types={"port": Port})],  # type: ignore[misc]
+        "discovery": list[  # type: ignore[misc]
+            model_of(DnsDiscoveryConfig, types={"port": Port}, flatten=("dial",))
+        ],
         "defaults": DefaultsTable,
         "limits": model_of(
             Limits,

@@ -1,4 +1,5 @@
-"""`[[environments]]` entries and how a channel to a daemon is made (TLS by default)."""
+"""`[[environments]]` entries, the dial settings every daemon has, and how a channel to a
+daemon is made (TLS by default)."""
 
 from __future__ import annotations
 
@@ -11,21 +12,24 @@ import grpc.aio
 from shellgate.common.local_token import read_local_token
 
 __all__ = [
-    "RemoteConfig", "is_loopback_target", "local_daemon_token", "make_channel", "read_token",
+    "DialSettings", "RemoteConfig", "is_loopback_target", "local_daemon_token", "make_channel",
+    "read_token",
 ]  # fmt: skip
 
 
 @dataclass(frozen=True)
-class RemoteConfig:
-    """One `[[environments]]` entry: target, credentials, timeouts (ms).
+class DialSettings:
+    """How the router dials a daemon: plaintext or TLS, its bearer token, timeouts (ms).
 
-    Secure by default: plaintext only with `insecure = true`, or for a loopback target
-    when no TLS file is configured; otherwise TLS, with the system roots when no CA file.
+    The same for a configured daemon (`[[environments]]`) and a discovered one
+    (`[[discovery]]`); both tables keep these keys at their own level (ROUTER_TABLE
+    flattens them).
     """
 
-    environment_id: str
-    target: str
     insecure: bool = False
+    # The CA that signed the daemon's certificate (empty: the system roots), this router's
+    # client certificate and key (mTLS), and the name checked against the daemon's
+    # certificate (empty: the target's host).
     tls_ca_file: str = ""
     tls_cert_file: str = ""
     tls_key_file: str = ""
@@ -33,6 +37,24 @@ class RemoteConfig:
     token_file: str = ""
     connect_timeout_ms: int = 10_000
     call_timeout_ms: int = 30_000
+
+    @property
+    def has_tls_files(self) -> bool:
+        """Whether any TLS file is configured."""
+        return bool(self.tls_ca_file or self.tls_cert_file or self.tls_key_file)
+
+
+@dataclass(frozen=True)
+class RemoteConfig:
+    """One `[[environments]]` entry: target, how it is dialled, buffers and reconnects.
+
+    Secure by default: plaintext only with `insecure = true`, or for a loopback target
+    when no TLS file is configured; otherwise TLS, with the system roots when no CA file.
+    """
+
+    environment_id: str
+    target: str
+    dial: DialSettings = DialSettings()
     # Output of one process received from the daemon but not yet taken by its consumer;
     # past it the router stops reading that stream, so gRPC flow control and the daemon's
     # retention/pacing hold the process back (as much as a local process buffers).
@@ -46,16 +68,11 @@ class RemoteConfig:
     approval_route: str = ""
 
     @property
-    def has_tls_files(self) -> bool:
-        """Whether any TLS file is configured."""
-        return bool(self.tls_ca_file or self.tls_cert_file or self.tls_key_file)
-
-    @property
     def plaintext(self) -> bool:
         """Whether the channel is plaintext (see the class docstring)."""
-        if self.insecure:
+        if self.dial.insecure:
             return True
-        return not self.has_tls_files and is_loopback_target(self.target)
+        return not self.dial.has_tls_files and is_loopback_target(self.target)
 
 
 def _target_host(target: str) -> str:
@@ -101,7 +118,7 @@ def read_token(path: str) -> str:
 def local_daemon_token(config: RemoteConfig) -> str | None:
     """The token a daemon of this user on a loopback target generated (read per call: the
     daemon may start, or restart with a new token, after the router)."""
-    if config.token_file or not is_loopback_target(config.target):
+    if config.dial.token_file or not is_loopback_target(config.target):
         return None
     port = config.target.rpartition(":")[2]
     return read_local_token("execserver", int(port)) if port.isdigit() else None
@@ -111,12 +128,13 @@ def make_channel(config: RemoteConfig) -> grpc.aio.Channel:
     """A channel to the daemon: plaintext only when `config.plaintext`, else TLS."""
     if config.plaintext:
         return grpc.aio.insecure_channel(config.target)
-    root = Path(config.tls_ca_file).read_bytes() if config.tls_ca_file else None
-    key = Path(config.tls_key_file).read_bytes() if config.tls_key_file else None
-    cert = Path(config.tls_cert_file).read_bytes() if config.tls_cert_file else None
+    dial = config.dial
+    root = Path(dial.tls_ca_file).read_bytes() if dial.tls_ca_file else None
+    key = Path(dial.tls_key_file).read_bytes() if dial.tls_key_file else None
+    cert = Path(dial.tls_cert_file).read_bytes() if dial.tls_cert_file else None
     # root=None: gRPC uses the system roots.
     creds = grpc.ssl_channel_credentials(root, key, cert)
     options = []
-    if config.tls_server_name:
-        options.append(("grpc.ssl_target_name_override", config.tls_server_name))
+    if dial.tls_server_name:
+        options.append(("grpc.ssl_target_name_override", dial.tls_server_name))
     return grpc.aio.secure_channel(config.target, creds, options=options)

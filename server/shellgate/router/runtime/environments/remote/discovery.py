@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import ipaddress
 import logging
 import socket
@@ -20,33 +21,28 @@ from dataclasses import dataclass
 
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.runtime.environments.registry import EnvironmentRegistry
-from shellgate.router.runtime.environments.remote.config import RemoteConfig
+from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
 
 __all__ = ["DiscoveredEnvironment", "DnsDiscovery", "DnsDiscoveryConfig", "environment_id_for"]
 
 _log = logging.getLogger(__name__)
 Resolver = Callable[[str, int], Awaitable[list[str]]]
+# Discovered daemons are dialled as configured ones are, but connects give up after 5 s.
+_DISCOVERED_DIAL = DialSettings(connect_timeout_ms=5_000)
 
 
 @dataclass(frozen=True)
 class DnsDiscoveryConfig:
-    """One `[[discovery]]` entry: the DNS name, port, id prefix, credentials, cadence (ms)."""
+    """One `[[discovery]]` entry: DNS name, port, id prefix, how its daemons are dialled (ms)."""
 
     dns_name: str
     port: int
     id_prefix: str
     refresh_interval_ms: int = 10_000
-    insecure: bool = False
-    tls_ca_file: str = ""
-    tls_cert_file: str = ""
-    tls_key_file: str = ""
-    # Name checked against the daemons' certificates (they are dialled by IP); defaults
-    # to `dns_name`.
-    tls_server_name: str = ""
-    token_file: str = ""
-    connect_timeout_ms: int = 5_000
-    call_timeout_ms: int = 30_000
+    # Every discovered daemon's; `tls_server_name` defaults to `dns_name` when TLS files are
+    # set (the daemons are dialled by IP).
+    dial: DialSettings = _DISCOVERED_DIAL
     # An unknown environment id triggers a lookup, at most once per this interval.
     miss_refresh_min_interval_ms: int = 1_000
     # How long an address gone from DNS stays listed (unreachable) before it is removed;
@@ -58,18 +54,13 @@ class DnsDiscoveryConfig:
     def remote_config(self, address: str) -> RemoteConfig:
         """The RemoteConfig of the daemon at one resolved address."""
         host = f"[{address}]" if ":" in address else address
-        tls_files = self.tls_ca_file or self.tls_cert_file or self.tls_key_file
+        dial = self.dial
+        if dial.has_tls_files and not dial.tls_server_name:
+            dial = dataclasses.replace(dial, tls_server_name=self.dns_name)
         return RemoteConfig(
             environment_id=environment_id_for(self.id_prefix, address),
             target=f"{host}:{self.port}",
-            insecure=self.insecure,
-            tls_ca_file=self.tls_ca_file,
-            tls_cert_file=self.tls_cert_file,
-            tls_key_file=self.tls_key_file,
-            tls_server_name=self.tls_server_name or (self.dns_name if tls_files else ""),
-            token_file=self.token_file,
-            connect_timeout_ms=self.connect_timeout_ms,
-            call_timeout_ms=self.call_timeout_ms,
+            dial=dial,
             reconnect_initial_backoff_ms=self.reconnect_initial_backoff_ms,
             reconnect_max_backoff_ms=self.reconnect_max_backoff_ms,
         )

@@ -86,7 +86,7 @@ class RemoteEnvironment:
         self.last_error: str | None = None
         # Set by discovery while the daemon's address is no longer in DNS: not probed.
         self.withdrawn = False
-        self._token = read_token(config.token_file) if config.token_file else ""
+        self._token = read_token(config.dial.token_file) if config.dial.token_file else ""
         self._local_token_value: str | None = None
         self._local_token_at = -LOCAL_TOKEN_REFRESH_S
         self.breaker = CircuitBreaker(
@@ -165,17 +165,17 @@ class RemoteEnvironment:
         stub = exec_pb2_grpc.ExecServiceStub(self._channel)
         try:
             await asyncio.wait_for(
-                self._channel.channel_ready(), self.config.connect_timeout_ms / 1000
+                self._channel.channel_ready(), self.config.dial.connect_timeout_ms / 1000
             )
             info = await stub.GetInfo(
                 exec_pb2.GetInfoRequest(),
-                timeout=self.config.call_timeout_ms / 1000,
+                timeout=self.config.dial.call_timeout_ms / 1000,
                 metadata=self.metadata(),
             )
         except TimeoutError:
             return (
                 f"connect to {self.config.target} timed out after "
-                f"{self.config.connect_timeout_ms} ms"
+                f"{self.config.dial.connect_timeout_ms} ms"
             )
         except grpc.aio.AioRpcError as exc:
             return f"{exc.code().name}: {exc.details()}"
@@ -215,7 +215,7 @@ class RemoteEnvironment:
         """One unary ExecService RPC, connecting first, with the call timeout and token."""
         stub = await self.stub()
         return await getattr(stub, method)(
-            request, timeout=self.config.call_timeout_ms / 1000, metadata=self.metadata()
+            request, timeout=self.config.dial.call_timeout_ms / 1000, metadata=self.metadata()
         )
 
     async def check_health(self) -> bool:
@@ -229,7 +229,7 @@ class RemoteEnvironment:
         try:
             reply = await health.Check(
                 health_pb2.HealthCheckRequest(service=""),
-                timeout=self.config.call_timeout_ms / 1000,
+                timeout=self.config.dial.call_timeout_ms / 1000,
                 metadata=self.metadata(),
             )
         except grpc.aio.AioRpcError as exc:
@@ -262,7 +262,7 @@ class RemoteEnvironment:
         try:
             reply = await stub.GetInfo(
                 exec_pb2.GetInfoRequest(),
-                timeout=self.config.call_timeout_ms / 1000,
+                timeout=self.config.dial.call_timeout_ms / 1000,
                 metadata=self.metadata(),
             )
             self.info = info_from_pb(reply)
@@ -315,7 +315,7 @@ class RemoteEnvironment:
             )
         call = stub.Start(start, metadata=self.metadata())
         try:
-            first = await asyncio.wait_for(call.read(), self.config.call_timeout_ms / 1000)
+            first = await asyncio.wait_for(call.read(), self.config.dial.call_timeout_ms / 1000)
         except TimeoutError:
             call.cancel()
             self.mark_unreachable("Start timed out")

@@ -205,6 +205,6 @@ class RemoteProcess:
                     "Terminate", exec_pb2.TerminateRequest(process_id=self.process_id)
                 )
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wait(), self._env.config.call_timeout_ms / 1000)
+                await asyncio.wait_for(self.wait(), self._env.config.dial.call_timeout_ms / 1000)
         self._call.cancel()
         await cancel_and_wait(self._reader, log=_log)
