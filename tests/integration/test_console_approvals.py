@@ -39,7 +39,7 @@ from tests.integration.console_support import (
     retry_stale,
     wait_for,
 )
-from tests.integration.replicas import fleet
+from tests.integration.replicas import fleet, start_router_process
 from tests.integration.shared_support import REDIS_SERVER
 
 DENIED_TEXT = 'exec_command failed: CreateProcess { message: "Rejected(\\"rejected by user\\")" }'
@@ -208,8 +208,13 @@ def test_parked_on_one_replica_decided_in_the_console_of_another(
         f'token_file = "{tmp_path / "tokens"}"\naudit_log = "{tmp_path / "audit.log"}"\n'
         'console_listen = "127.0.0.1:0"\n' + approvals_table()
     )
-    with fleet(tmp_path, routers=2, daemons=0, extra_config=extra, rules=RULES) as the_fleet:
-        replica_a, replica_b = the_fleet.routers
+    with fleet(tmp_path, routers=1, daemons=0, extra_config=extra, rules=RULES) as the_fleet:
+        # One audit file has one writer (a second router on it is refused): B has its own.
+        config_b = tmp_path / "router-b.toml"
+        config_b.write_text(the_fleet.config_path.read_text().replace("audit.log", "audit-b.log"))
+        replica_b = start_router_process(config_b, tmp_path, "r1")
+        the_fleet.routers.append(replica_b)  # stopped with the fleet
+        replica_a = the_fleet.routers[0]
         agent = Agent(
             replica_a.stub, _printf("agent-fleet", "call-fleet", "decided-elsewhere"), CALLER_TOKEN
         )
@@ -221,5 +226,5 @@ def test_parked_on_one_replica_decided_in_the_console_of_another(
         events = agent.result()
         assert b"decided-elsewhere" in output_of(events)
         assert events[-1].completed.exit_code == 0
-        records = (tmp_path / "audit.log").read_text()
+        records = (tmp_path / "audit.log").read_text() + (tmp_path / "audit-b.log").read_text()
         assert '"who":"alice"' in records and "call-fleet" in records

@@ -364,12 +364,7 @@ def open_audit_log(settings: AuditSettings, redact: Callable[[str], str] | None)
     if not settings.audit_log:
         return None
     signer = load_signing_key(settings.audit_key_file) if settings.audit_key_file else None
-    if signer is None:
-        log.warning(
-            "audit log %s is not signed (no audit_key_file): its chain shows damage, but "
-            "anyone who can write the file can rewrite it unnoticed", settings.audit_log,
-        )  # fmt: skip
-    return AuditLog(
+    audit = AuditLog(
         settings.audit_log, fsync=cast(FsyncPolicy, settings.audit_fsync),
         max_bytes=settings.audit_max_bytes, keep=settings.audit_keep,
         command_text=settings.audit_command_text, redact=redact, signer=signer,
@@ -377,3 +372,10 @@ def open_audit_log(settings: AuditSettings, redact: Callable[[str], str] | None)
         checkpoint_records=settings.audit_checkpoint_records,
         checkpoint_interval_ms=settings.audit_checkpoint_interval_ms,
     )  # fmt: skip
+    if signer is None:
+        # After the lock: a router refused the file says only that, in one line.
+        log.warning(
+            "audit log %s is not signed (no audit_key_file): its chain shows damage, but "
+            "anyone who can write the file can rewrite it unnoticed", settings.audit_log,
+        )  # fmt: skip
+    return audit
