@@ -1,11 +1,10 @@
-"""Projection C: V1 canonicalization and approval keys with a stable digest (spec 03 §C)."""
+"""Projection C: V1 canonicalization and approval keys with a stable digest (spec 03 §C; the
+same digest in other processes: tests/integration/test_approval_digest_processes.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -127,35 +126,6 @@ def test_keys_differ_by_every_field() -> None:
     for change in variants:
         digests.add(exec_command_approval_key(**{**base, **change}).digest())  # type: ignore[arg-type]
     assert len(digests) == len(variants) + 1
-
-
-def test_digest_is_stable_across_processes() -> None:
-    code = (
-        "from shellgate.router.approval_identity import shell_command_approval_key as k;"
-        "from shellgate.router.decode.sandbox_permissions import SandboxPermissions as S;"
-        "print(k(environment_id='local', argv=['/bin/bash','-lc','cargo test'],"
-        " cwd='/work/ünï', sandbox_permissions=S.USE_DEFAULT,"
-        " additional_permissions=None).digest())"
-    )
-    digests = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
-        ).stdout.strip()
-        for seed in ("1", "2")
-    }
-    key = shell_command_approval_key(
-        environment_id="local",
-        argv=["/bin/bash", "-lc", "cargo test"],
-        cwd="/work/ünï",
-        sandbox_permissions=USE_DEFAULT,
-        additional_permissions=None,
-    )
-    assert digests == {key.digest()}
 
 
 # --- ApprovalKey.canonical: the direct form is byte-equal to canonical_json ---------------
