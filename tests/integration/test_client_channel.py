@@ -66,7 +66,9 @@ def test_wait_until_ready_waits_instead_of_failing_fast() -> None:
         began = time.monotonic()
         with pytest.raises(DeadlineExceededError):
             client.wait_until_ready(timeout_s=1.0)
-        assert time.monotonic() - began >= 0.9  # it waited (a plain call fails UNAVAILABLE)
+        # It waited (a plain call fails UNAVAILABLE in ~10 ms): half the 1 s timeout proves it
+        # without relying on how precisely the deadline fires.
+        assert time.monotonic() - began >= 0.5
 
 
 def test_async_wait_until_ready() -> None:

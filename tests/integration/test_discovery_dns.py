@@ -228,8 +228,10 @@ def test_discovery_through_real_dns(tmp_path: Path, zone: tuple[Zone, list[str]]
                 elapsed = time.monotonic() - started
                 assert failed.termination == router_pb2.TERMINATION_REASON_ENVIRONMENT_LOST
                 assert "circuit open" in failed.output_text, failed.output_text
-                # Far below the 3 s connect timeout: nobody waited for the dead daemon.
-                assert elapsed < 1.5, elapsed
+                # Below the 3 s connect timeout: nobody waited for the dead daemon. A fails-fast
+                # bound, not a speed target: an open circuit answers in ~10 ms, and 2.5 s
+                # leaves a loaded 2-core box room while still telling the two apart.
+                assert elapsed < 2.5, elapsed
             assert "circuit open" in _envs(slow)[env_a].last_error
             # The other daemon is unaffected.
             assert _run(fast, env_b, {"cmd": "echo still"}, "b3").exit_code == 0

@@ -22,6 +22,7 @@ from tests.execserver_harness import (
     output_of,
     start_request,
 )
+from tests.waiting import eventually_async
 
 Body = Callable[[Any], Awaitable[None]]
 
@@ -225,14 +226,11 @@ def test_file_operations_are_atomic_and_report_os_errors(tmp_path: Any) -> None:
 def test_list_reports_awaiting_input() -> None:
     async def body(stub: Any) -> None:
         pid = await start_detached(stub, ["sh", "-c", "read x"], stdin_open=True)
-        state = pb.PROCESS_STATE_UNSPECIFIED
-        for _ in range(50):
+        async def awaiting_input() -> bool:
             listed = await stub.List(pb.ListRequest())
-            state = listed.processes[0].state
-            if state == pb.PROCESS_STATE_AWAITING_INPUT:
-                break
-            await asyncio.sleep(0.1)
-        assert state == pb.PROCESS_STATE_AWAITING_INPUT
+            return listed.processes[0].state == pb.PROCESS_STATE_AWAITING_INPUT
+
+        await eventually_async(awaiting_input, "the process listed as awaiting input", 5, 0.1)
         await stub.Terminate(pb.TerminateRequest(process_id=pid))
 
     run(body)
@@ -253,11 +251,9 @@ def test_idle_probe_backs_off_and_input_resets_it(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(follow, "IDLE_PROBE_MAX_MS", 800)
 
     async def wait_probes(count: int) -> None:
-        for _ in range(500):
-            if len(probes) >= count:
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"only {len(probes)} probes")
+        await eventually_async(
+            lambda: len(probes) >= count, f"{count} idle probes", 5, 0.01
+        )
 
     async def body(stub: Any) -> None:
         call = stub.Start(start_request(["sleep", "30"], stdin_open=True))
@@ -268,7 +264,8 @@ def test_idle_probe_backs_off_and_input_resets_it(monkeypatch: pytest.MonkeyPatc
         assert gaps[3] >= 0.7, gaps  # doubled three times (0.1 → 0.8), not a steady 0.05
         await stub.Write(pb.WriteRequest(process_id=first.event.started.process_id, data=b"x"))
         written_at = time.monotonic()
-        # Without the reset the next probe would come 0.8 s after the last one.
+        # Without the reset the next probe would come 0.8 s after the last one; with it,
+        # ~0.05 s after the write: 0.4 s is 8x that and still half the un-reset gap.
         await wait_probes(6)
         assert probes[5] - written_at < 0.4, probes[5] - written_at
         call.cancel()
