@@ -20,6 +20,7 @@ from tests.execserver_harness import (
     in_process_daemon,
     start_request,
 )
+from tests.waiting import eventually, eventually_async
 
 
 def _rss_kib(pid: int) -> int:
@@ -27,15 +28,6 @@ def _rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError("no VmRSS")
-
-
-def _wait_gone(marker: str, timeout_s: float) -> list[int]:
-    deadline = time.monotonic() + timeout_s
-    left = marked_pids(marker)
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = marked_pids(marker)
-    return left
 
 
 @pytest.mark.allow_orphans
@@ -56,7 +48,7 @@ def test_kill_9_of_the_daemon_leaves_no_orphaned_child(orphan_sweep: str) -> Non
         assert len(children) >= 4
         os.kill(d.proc.pid, signal.SIGKILL)
         d.proc.wait()
-        assert _wait_gone(orphan_sweep, 5.0) == []
+        eventually(lambda: not marked_pids(orphan_sweep), "every marked process gone", 5.0)
 
 
 @pytest.mark.allow_orphans
@@ -72,7 +64,7 @@ def test_sigterm_kills_every_group_and_exits_zero(orphan_sweep: str) -> None:
         asyncio.run(main())
         d.proc.send_signal(signal.SIGTERM)
         assert d.proc.wait(timeout=15) == 0
-        assert _wait_gone(orphan_sweep, 2.0) == []
+        eventually(lambda: not marked_pids(orphan_sweep), "every marked process gone", 2.0)
 
 
 def test_slow_consumer_keeps_daemon_memory_bounded() -> None:
@@ -109,12 +101,13 @@ def test_dropping_a_classic_start_stream_kills_its_group() -> None:
                 call = stub.Start(start_request(["sh", "-c", "sleep 60 & sleep 60"]))
                 pid = (await call.read()).event.started.process_id
                 call.cancel()
-                for _ in range(100):
+
+                async def closed() -> bool:
                     listed = await stub.List(pb.ListRequest())
                     states = [p.state for p in listed.processes if p.process_id == pid]
-                    if states and states[0] == pb.PROCESS_STATE_CLOSED:
-                        break
-                    await asyncio.sleep(0.1)
+                    return bool(states) and states[0] == pb.PROCESS_STATE_CLOSED
+
+                await eventually_async(closed, "the dropped process closed", 10, 0.1)
                 events = await collect(stub.Attach(pb.AttachRequest(process_id=pid)))
                 assert events[-1].WhichOneof("event") == "closed"
 
@@ -142,7 +135,7 @@ def test_kill_9_takes_down_a_grandchild_whose_group_leader_already_exited(
         assert len(children) == 1
         os.kill(d.proc.pid, signal.SIGKILL)
         d.proc.wait()
-        assert _wait_gone(orphan_sweep, 5.0) == []
+        eventually(lambda: not marked_pids(orphan_sweep), "every marked process gone", 5.0)
 
 
 def test_the_group_guardian_ends_with_an_in_process_daemon() -> None:
@@ -190,17 +183,18 @@ def test_a_killed_guardian_is_replaced_and_still_covers_running_groups(
         first = _guardian_pid(d.proc.pid)
         assert first is not None
         os.kill(first, signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        second = _guardian_pid(d.proc.pid)
-        while (second is None or second == first) and time.monotonic() < deadline:
-            time.sleep(0.05)
-            second = _guardian_pid(d.proc.pid)
+
+        def replaced() -> int | None:
+            pid = _guardian_pid(d.proc.pid)
+            return pid if pid is not None and pid != first else None
+
+        second = eventually(replaced, "a replacement group guardian", 5)
         assert second is not None and second != first
         time.sleep(0.2)  # the replacement reads its registrations in batches
         assert len([p for p in marked_pids(orphan_sweep) if p != d.proc.pid]) == 2
         os.kill(d.proc.pid, signal.SIGKILL)
         d.proc.wait()
-        assert _wait_gone(orphan_sweep, 5.0) == []
+        eventually(lambda: not marked_pids(orphan_sweep), "every marked process gone", 5.0)
 
 
 @pytest.mark.allow_orphans
@@ -227,6 +221,6 @@ def test_a_crashed_daemon_s_groups_get_sigterm_first_then_sigkill(
         time.sleep(0.3)
         os.kill(d.proc.pid, signal.SIGKILL)
         d.proc.wait()
-        assert _wait_gone(orphan_sweep, 5.0) == []
+        eventually(lambda: not marked_pids(orphan_sweep), "every marked process gone", 5.0)
     assert polite.exists()
     assert stubborn.exists()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from typing import Any
 
 import grpc
@@ -17,17 +16,9 @@ from tests.conftest import marked_pids
 from tests.execserver_harness import daemon_subprocess, start_request
 from tests.load.loadgen import project_request
 from tests.router_harness import function_item, router_subprocess, turn
+from tests.waiting import eventually
 
 CLEAR_CODES = {"UNAVAILABLE", "CANCELLED"}
-
-
-def _wait_gone(marker: str, timeout_s: float) -> list[int]:
-    deadline = time.monotonic() + timeout_s
-    left = marked_pids(marker)
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = marked_pids(marker)
-    return left
 
 
 def _router_execute(command: str, i: int) -> router_pb2.ExecuteRequest:
@@ -88,7 +79,7 @@ def test_router_sigterm_during_load(orphan_sweep: str) -> None:
     code, last = long
     assert code in CLEAR_CODES or last.WhichOneof("event") == "completed", (code, last)
     assert set(project_codes) <= {"OK"} | CLEAR_CODES, project_codes
-    assert _wait_gone(orphan_sweep, 5.0) == []
+    eventually(lambda: not marked_pids(orphan_sweep), "every marked process gone", 5.0)
 
 
 @pytest.mark.slow
@@ -117,4 +108,4 @@ def test_execserver_sigterm_during_load(orphan_sweep: str) -> None:
         assert code in CLEAR_CODES or last.event.WhichOneof("event") == "closed", (code, last)
     code, last = long
     assert code in CLEAR_CODES or last.event.WhichOneof("event") == "closed", (code, last)
-    assert _wait_gone(orphan_sweep, 5.0) == []
+    eventually(lambda: not marked_pids(orphan_sweep), "every marked process gone", 5.0)
