@@ -23,6 +23,7 @@ from shellgate.v1 import common_pb2, router_pb2
 
 from tests.integration.shared_support import REDIS_SERVER, redis_server, shared_router
 from tests.router_harness import Router, function_item, router_config, running_router, turn
+from tests.waiting import eventually
 
 TURN = turn()
 
@@ -43,13 +44,6 @@ def _request(thread: str, item: common_pb2.ToolCallItem) -> router_pb2.ExecuteRe
     return router_pb2.ExecuteRequest(thread_id=thread, turn=TURN, item=item)
 
 
-def _wait_for(path: Path, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.01)
-
-
 def _completed(events: list[router_pb2.ExecuteResponse]) -> router_pb2.ExecutionCompleted:
     kinds = [e.WhichOneof("event") for e in events]
     assert kinds[0] == "projection" and kinds[-1] == "completed" and kinds.count("completed") == 1
@@ -62,7 +56,7 @@ def test_retry_while_running_attaches_and_runs_once(router: Router, tmp_path: Pa
     first: list[router_pb2.ExecuteResponse] = []
     worker = threading.Thread(target=lambda: first.extend(router.stub.Execute(_request("t-attach", item), timeout=30)))
     worker.start()
-    _wait_for(log)
+    eventually(log.exists, "the command's log file", 10, 0.01)
     # The retry arrives while the first run waits for the gate: it must attach, not spawn.
     retry = router.stub.Execute(_request("t-attach", item), timeout=30)
     head = next(retry)
@@ -106,14 +100,15 @@ def test_a_cancelled_call_answers_its_retry_with_the_abort_output(
     item = _item(log, "r4", then="sleep 30")
     call = router.stub.Execute(_request("t-cancel", item), timeout=30)
     assert next(call).WhichOneof("event") == "projection"
-    _wait_for(log)
+    eventually(log.exists, "the command's log file", 10, 0.01)
     call.cancel()
-    deadline = time.monotonic() + 10
-    while True:  # the router notices the cancellation and records the abort output
+
+    def cancelled_retry() -> router_pb2.ExecutionCompleted | None:
         retry = _completed(list(router.stub.Execute(_request("t-cancel", item), timeout=30)))
-        if retry.termination == router_pb2.TERMINATION_REASON_CANCELLED:
-            break
-        assert time.monotonic() < deadline, retry
+        return retry if retry.termination == router_pb2.TERMINATION_REASON_CANCELLED else None
+
+    # The router notices the cancellation and records the abort output.
+    retry = eventually(cancelled_retry, "the retry answered with the abort output", 10, 0)
     assert "aborted" in retry.output_text.lower()
     assert json.loads(retry.output_item_json)["call_id"] == "r4"
     assert log.read_text() == "run\n"
@@ -162,7 +157,7 @@ def test_retries_across_replicas(tmp_path: Path) -> None:
         first: list[object] = []
         worker = threading.Thread(target=lambda: first.append(on_a.run(slow, TURN)))
         worker.start()
-        _wait_for(log)
+        eventually(log.exists, "the command's log file", 10, 0.01)
         with pytest.raises(UnavailableError) as raised:
             on_b.run(slow, TURN)
         assert raised.value.reason == "call_running_elsewhere"

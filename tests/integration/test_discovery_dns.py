@@ -11,7 +11,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from shellgate.v1 import router_pb2, router_pb2_grpc
 
 from tests.execserver_harness import daemon_subprocess
 from tests.router_harness import completed, function_item, router_subprocess, turn
+from tests.waiting import eventually
 
 dnslib = pytest.importorskip("dnslib")
 from dnslib.server import BaseResolver, DNSLogger, DNSServer  # noqa: E402
@@ -32,6 +33,8 @@ NAME = "execd.shellgate.test"
 DAEMON_A, DAEMON_B = "127.0.0.2", "127.0.0.3"
 SERVICE = "shellgate.v1.ToolRouterService"
 SERVING = health_pb2.HealthCheckResponse.SERVING
+# Discovery refreshes and probes run on their own intervals: each wait allows 15 s.
+UNTIL_S = 15.0
 
 
 class Zone(BaseResolver):  # type: ignore[misc]
@@ -127,14 +130,6 @@ def _config(tmp_path: Path, name: str, port: int, refresh_ms: int) -> Path:
     return path
 
 
-def _until(check: Callable[[], bool], what: str, limit_s: float = 15.0) -> None:
-    deadline = time.monotonic() + limit_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def _health(channel: grpc.Channel) -> tuple[int, int]:
     stub = health_pb2_grpc.HealthStub(channel)
     overall = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=5).status
@@ -176,9 +171,9 @@ def test_discovery_through_real_dns(tmp_path: Path, zone: tuple[Zone, list[str]]
         assert _envs(fast) == {}
         # The first lookup that finds a daemon makes it serve.
         records.set(DAEMON_A)
-        _until(lambda: _health(fast_channel) == (SERVING, SERVING), "SERVING")
-        _until(lambda: _envs(fast).get(env_a, router_pb2.EnvironmentStatus()).reachable,
-               "daemon A reachable")  # fmt: skip
+        eventually(lambda: _health(fast_channel) == (SERVING, SERVING), "SERVING", UNTIL_S)
+        eventually(lambda: _envs(fast).get(env_a, router_pb2.EnvironmentStatus()).reachable,
+                   "daemon A reachable", UNTIL_S)  # fmt: skip
         assert list(_envs(fast)) == [env_a]
 
         # A replica that refreshes rarely: B appears in DNS after its first lookup, and
@@ -190,7 +185,11 @@ def test_discovery_through_real_dns(tmp_path: Path, zone: tuple[Zone, list[str]]
             grpc.insecure_channel(f"127.0.0.1:{slow_port}") as slow_channel,
         ):
             slow = router_pb2_grpc.ToolRouterServiceStub(slow_channel)
-            _until(lambda: _health(slow_channel) == (SERVING, SERVING), "second router SERVING")
+            eventually(
+                lambda: _health(slow_channel) == (SERVING, SERVING),
+                "second router SERVING",
+                UNTIL_S,
+            )
             records.set(DAEMON_A, DAEMON_B)
             assert env_b not in _envs(slow)
             # Past miss_refresh_min_interval_ms since its first lookup (else rate-limited).
@@ -200,11 +199,11 @@ def test_discovery_through_real_dns(tmp_path: Path, zone: tuple[Zone, list[str]]
             assert env_b in _envs(slow)
 
             # Pruning: a session on B keeps it listed after B leaves DNS, until it ends.
-            _until(lambda: env_b in _envs(fast), "fast router finds B")
+            eventually(lambda: env_b in _envs(fast), "fast router finds B", UNTIL_S)
             session = _run(fast, env_b, {"cmd": "sleep 30", "yield_time_ms": 300}, "b2")
             assert session.HasField("session_id"), session.output_text
             records.set(DAEMON_A)
-            _until(lambda: not _envs(fast)[env_b].reachable, "B unreachable once gone")
+            eventually(lambda: not _envs(fast)[env_b].reachable, "B unreachable once gone", UNTIL_S)
             assert "no longer resolved" in _envs(fast)[env_b].last_error
             time.sleep(1.0)  # past prune_after_ms and several refreshes
             assert env_b in _envs(fast), "pruned while a session still runs on it"
@@ -212,16 +211,18 @@ def test_discovery_through_real_dns(tmp_path: Path, zone: tuple[Zone, list[str]]
                 router_pb2.TerminateSessionRequest(thread_id="dns", session_id=session.session_id),
                 timeout=10,
             )
-            _until(lambda: env_b not in _envs(fast), "B pruned after its session ended")
+            eventually(
+                lambda: env_b not in _envs(fast), "B pruned after its session ended", UNTIL_S
+            )
             # Back in DNS: found again under the same id.
             records.set(DAEMON_A, DAEMON_B)
-            _until(lambda: env_b in _envs(fast), "B found again")
+            eventually(lambda: env_b in _envs(fast), "B found again", UNTIL_S)
 
             # A dies: both replicas say so within a probe interval, and calls fail fast.
             daemon_a.proc.send_signal(signal.SIGKILL)
             daemon_a.proc.wait(10)
             for stub in (fast, slow):
-                _until(lambda s=stub: not _envs(s)[env_a].reachable, "A unreachable")  # type: ignore[misc]
+                eventually(lambda s=stub: not _envs(s)[env_a].reachable, "A unreachable", UNTIL_S)  # type: ignore[misc]
             for i in range(3):
                 started = time.monotonic()
                 failed = _run(fast, env_a, {"cmd": "true"}, f"a{i}")

@@ -12,9 +12,8 @@ the replicas that knew it, so its process stays owned (pollable and terminable).
 from __future__ import annotations
 
 import re
-import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from shellgate.v1 import router_pb2
 from tests.integration.replicas import Replica, fleet
 from tests.integration.shared_support import REDIS_SERVER
 from tests.router_harness import completed, function_item, turn
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -56,16 +56,6 @@ def health(replica: Replica, service: str) -> int:
     """The replica's health status for `service`."""
     stub = health_pb2_grpc.HealthStub(replica.channel)
     return int(stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status)
-
-
-def wait_for(check: Callable[[], bool], what: str, timeout_s: float = 10) -> float:
-    """Poll `check` until true (bounded); the seconds it took."""
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout_s:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        time.sleep(0.1)
-    return time.monotonic() - start
 
 
 def metrics(replica: Replica) -> str:
@@ -107,15 +97,15 @@ def test_redis_stop_and_restarts(tmp_path: Path) -> None:
 
         # --- Redis stopped -------------------------------------------------------------
         f.redis.stop(kill=True)
-        took = wait_for(lambda: health(r1, SHARED) == NOT_SERVING, "r1 SharedState down")
-        assert took < 5
+        # Noticed within 5 s (the store probe's interval is well below it).
+        eventually(lambda: health(r1, SHARED) == NOT_SERVING, "r1 SharedState down", 5, 0.1)
         # Degraded, not down: the load balancer keeps the replicas (docs/scaling.md).
         assert health(r1, "") == SERVING
         local = run(r0, "shell_command", {"command": "echo local-ok"}, "l1", env="local")
         assert body(local) == "local-ok\n"
         needs_store = completed(run(r0, "exec_command", {"cmd": "touch nope.txt"}, "l2"))
         assert "shared thread state unavailable" in needs_store.output_text
-        wait_for(lambda: health(r0, SHARED) == NOT_SERVING, "r0 SharedState down")
+        eventually(lambda: health(r0, SHARED) == NOT_SERVING, "r0 SharedState down", 10, 0.1)
         text = metrics(r0)
         assert "shellgate_shared_state_up 0" in text
         assert re.search(r'shellgate_shared_state_errors_total\{op="[a-z_]+"\} [1-9]', text)
@@ -123,8 +113,8 @@ def test_redis_stop_and_restarts(tmp_path: Path) -> None:
 
         # --- restarted with AOF: same routers, nothing lost ----------------------------
         f.redis.start(aof=True)
-        wait_for(lambda: health(r0, SHARED) == SERVING and health(r1, SHARED) == SERVING,
-                 "SharedState back", timeout_s=15)  # fmt: skip
+        eventually(lambda: health(r0, SHARED) == SERVING and health(r1, SHARED) == SERVING,
+                   "SharedState back", 15, 0.1)  # fmt: skip
         assert "shellgate_shared_state_up 1" in metrics(r0)
         assert "shared state reachable again" in r0.log()
         assert write(r0, sid, "two\n", "c3") == "two\r\ntwo\r\n"
@@ -134,11 +124,11 @@ def test_redis_stop_and_restarts(tmp_path: Path) -> None:
 
         # --- restarted without AOF: Redis comes back empty -----------------------------
         f.redis.stop(kill=True)
-        wait_for(lambda: health(r0, SHARED) == NOT_SERVING, "r0 SharedState down again")
+        eventually(lambda: health(r0, SHARED) == NOT_SERVING, "r0 SharedState down again", 10, 0.1)
         f.redis.start(aof=False)
-        wait_for(lambda: "shellgate_shared_state_resets_total 1" in metrics(r0)
-                 and "shellgate_shared_state_resets_total 1" in metrics(r1),
-                 "both replicas saw the data loss", timeout_s=15)  # fmt: skip
+        eventually(lambda: "shellgate_shared_state_resets_total 1" in metrics(r0)
+                   and "shellgate_shared_state_resets_total 1" in metrics(r1),
+                   "both replicas saw the data loss", 15, 0.1)  # fmt: skip
         assert "shared state lost its data" in r1.log()
         # Documented loss: the "approved for session" decision is gone, it is asked again.
         asked = run(r1, "exec_command", {"cmd": "touch approved.txt"}, "a3")

@@ -27,6 +27,7 @@ from tests.integration.replicas import TOKEN, Fleet, Replica, fleet
 from tests.integration.shared_support import REDIS_SERVER
 from tests.proc_scan import pids_with
 from tests.router_harness import completed, function_item, turn
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -87,16 +88,6 @@ def live_on_daemon(the_fleet: Fleet, index: int, argv_marker: str) -> list[exec_
     running = (exec_pb2.PROCESS_STATE_RUNNING, exec_pb2.PROCESS_STATE_AWAITING_INPUT)
     return [p for p in listed.processes
             if argv_marker in " ".join(p.argv) and p.state in running]  # fmt: skip
-
-
-def wait_until(check: object, timeout_s: float) -> bool:
-    """Poll `check()` every 0.2 s until true or the timeout."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return True
-        time.sleep(0.2)
-    return bool(check())  # type: ignore[operator]
 
 
 def numbers(text: str) -> list[int]:
@@ -206,7 +197,7 @@ def test_exit_is_reported_by_every_replica(the_fleet: Fleet) -> None:
         return all([(s.session_id, s.running, s.exit_code) for s in sessions(r, thread)]
                    == [(sid, False, 3)] for r in (r0, r1, r2))  # fmt: skip
 
-    assert wait_until(all_exited, 10)
+    eventually(all_exited, "the exit seen on every replica", 10, 0.2)
     polled = run(r2, thread, "write_stdin", {"session_id": sid, "yield_time_ms": 5_000}, "x2")
     assert polled.exit_code == 3 and not polled.HasField("session_id")
     assert "Process exited with code 3" in polled.output_text
@@ -237,7 +228,7 @@ def test_replica_killed_mid_first_yield_leaves_a_pollable_session(the_fleet: Fle
         router_pb2.TerminateSessionRequest(thread_id=thread, session_id=sid), timeout=10
     )
     assert reply.was_running
-    assert wait_until(lambda: not live_on_daemon(the_fleet, 1, "sleep 32.5"), 10)
+    eventually(lambda: not live_on_daemon(the_fleet, 1, "sleep 32.5"), "the session gone", 10, 0.2)
     assert sessions(r1, thread) == []
 
 
@@ -249,8 +240,8 @@ def test_end_thread_on_one_replica_kills_sessions_started_on_another(the_fleet: 
     ended = r2.stub.EndThread(router_pb2.EndThreadRequest(thread_id=thread), timeout=10)
     assert ended.terminated_sessions == 1
     # The orphan detectors: the daemon runs nothing of it, and no such OS process is left.
-    assert wait_until(lambda: not live_on_daemon(the_fleet, 1, "sleep 33.5"), 10)
-    assert wait_until(lambda: pids_with("sleep\x0033.5") == [], 10)
+    eventually(lambda: not live_on_daemon(the_fleet, 1, "sleep 33.5"), "no daemon process", 10, 0.2)
+    eventually(lambda: pids_with("sleep\x0033.5") == [], "no OS process", 10, 0.2)
 
 
 def test_owner_ttl_is_renewed_while_the_thread_lives_and_expiry_kills(the_fleet: Fleet) -> None:
@@ -269,6 +260,6 @@ def test_owner_ttl_is_renewed_while_the_thread_lives_and_expiry_kills(the_fleet:
         time.sleep(0.5)
     assert len(live_on_daemon(the_fleet, 0, "sleep 34.5")) == 1
     # Left idle, the thread expires and its process dies with it.
-    assert wait_until(lambda: not live_on_daemon(the_fleet, 0, "sleep 34.5"),
-                      (IDLE_TTL_MS + 4 * SWEEP_MS) / 1000 + 5)  # fmt: skip
-    assert wait_until(lambda: pids_with("sleep\x0034.5") == [], 5)
+    eventually(lambda: not live_on_daemon(the_fleet, 0, "sleep 34.5"), "the expired session gone",
+               (IDLE_TTL_MS + 4 * SWEEP_MS) / 1000 + 5, 0.2)  # fmt: skip
+    eventually(lambda: pids_with("sleep\x0034.5") == [], "no OS process", 5, 0.2)

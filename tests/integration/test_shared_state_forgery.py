@@ -10,7 +10,6 @@ socket would be (`redis-cli HSET …`).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, router_pb2, router_p
 from tests.integration.replicas import Fleet, Replica, fleet
 from tests.integration.shared_support import REDIS_SERVER
 from tests.router_harness import completed, function_item, turn
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -89,14 +89,6 @@ def _refusals(f: Fleet, record: str) -> list[dict[str, object]]:
     ]
 
 
-def _eventually(check: object, what: str, timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        time.sleep(0.05)
-
-
 def _listed(replica: Replica) -> list[str]:
     desk = approvals_pb2_grpc.ApprovalServiceStub(replica.channel)
     reply = desk.ListPendingApprovals(
@@ -126,12 +118,12 @@ def test_a_decision_written_into_redis_is_refused_and_a_real_one_still_wins(
     _redis(operator_fleet).hset(
         key, mapping={"status": "decided", "decision": "approved", "operator": "alice"}
     )
-    _eventually(lambda: _refusals(operator_fleet, "operator decision"), "the refusal audited")
+    eventually(lambda: _refusals(operator_fleet, "operator decision"), "the refusal audited")
     refusal = _refusals(operator_fleet, "operator decision")[0]
     assert refusal["approval_id"] == approval_id and refusal["claimed_operator"] == "alice"
     assert "refused a forged operator decision" in router.log()
     # Undone: the entry waits for a real operator again, and nothing ran.
-    _eventually(lambda: _listed(router) == [approval_id], "listed as pending again")
+    eventually(lambda: _listed(router) == [approval_id], "listed as pending again")
     assert not marker.exists()
     approvals_pb2_grpc.ApprovalServiceStub(router.channel).DecideApproval(
         approvals_pb2.DecideApprovalRequest(
@@ -157,7 +149,7 @@ def test_a_forged_view_is_no_approval(operator_fleet: Fleet) -> None:
                               "deadline": str(2**42)})  # fmt: skip
     client.zadd(f"{PREFIX}{{approvals}}:index", {"forged-view": 2**42})
     assert "forged-view" not in _listed(router)
-    _eventually(lambda: _refusals(operator_fleet, "operator approval view"), "audited")
+    eventually(lambda: _refusals(operator_fleet, "operator approval view"), "audited")
 
 
 def test_a_session_approval_written_into_redis_is_refused(caller_fleet: Fleet) -> None:
@@ -184,7 +176,7 @@ def test_a_session_approval_written_into_redis_is_refused(caller_fleet: Fleet) -
     client.sadd(meta_b.decode().replace(":meta", ":approved"), member, digest)
     asked = _run(router, "forge-b", "touch approved.txt", "s4")
     assert asked[-1].WhichOneof("event") == "approval_required"
-    _eventually(lambda: _refusals(caller_fleet, "session approval"), "the refusal audited")
+    eventually(lambda: _refusals(caller_fleet, "session approval"), "the refusal audited")
 
 
 def test_an_amendment_pushed_into_redis_is_refused(caller_fleet: Fleet) -> None:
@@ -193,7 +185,7 @@ def test_an_amendment_pushed_into_redis_is_refused(caller_fleet: Fleet) -> None:
     client.rpush(f"{PREFIX}amendments", json.dumps(["git", "push"]))
     # The replica bus notice every replica re-reads the list on.
     client.publish(f"{PREFIX}bus", json.dumps({"op": "amendments"}))
-    _eventually(lambda: _refusals(caller_fleet, "shared amendment"), "the refusal audited")
+    eventually(lambda: _refusals(caller_fleet, "shared amendment"), "the refusal audited")
     asked = _run(router, "forge-amend", "git push", "a1")
     assert asked[-1].WhichOneof("event") == "approval_required"
 
@@ -220,7 +212,7 @@ def test_a_parked_call_rewritten_in_redis_is_not_resumed(caller_fleet: Fleet) ->
         list(stub.Execute(resumed, metadata=_md(AGENT), timeout=60))
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
     assert not marker.exists()
-    _eventually(lambda: _refusals(caller_fleet, "parked call"), "the refusal audited")
+    eventually(lambda: _refusals(caller_fleet, "parked call"), "the refusal audited")
 
 
 def test_a_unix_socket_redis_url_serves_shared_state(tmp_path: Path) -> None:
@@ -239,7 +231,7 @@ def test_a_unix_socket_redis_url_serves_shared_state(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        _eventually(sock.exists, "redis listening on its socket")
+        eventually(sock.exists, "redis listening on its socket")
         (tmp_path / "rules").mkdir()
         (tmp_path / "rules" / "base.rules").write_text(RULES)
         config = tmp_path / "router.toml"
