@@ -43,6 +43,13 @@ class PendingView:
     available_decisions: tuple[ApprovalDecision, ...]  # in display order (offer.py)
     created_at_ms: int  # wall clock, ms since epoch
     deadline_ms: int  # wall clock, ms since epoch
+    # Invisible or reordering characters found (escaped as `\u202e` in every text above),
+    # each as `U+202E RIGHT-TO-LEFT OVERRIDE`: the fronts show a warning when any.
+    hidden_characters: tuple[str, ...] = ()
+    # apply_patch: one line per file (`add P`, `update P`, `delete P`, `move P -> T`).
+    patch_files: tuple[str, ...] = ()
+    # apply_patch: the unified diff of its effect (bounded, a cut marked `… [N more …]`).
+    patch_diff: str = ""
 
 
 class OperatorDesk(Protocol):

@@ -7,17 +7,30 @@ one place — every text the parked call contributes: command, summary, reason, 
 matched rules, proposed amendment, cwd — so no front can show a secret another hides.
 The identifiers (approval, thread, call, subject, environment, tool) are not redacted:
 they name things, and a webhook receiver matches its two events on them.
+
+After redaction every such text is made visible (`view_text.visible`): invisible and
+bidirectional control characters are escaped (`\\u202e`) and listed in
+`hidden_characters`, so no front renders a command other than the one that runs. An
+apply_patch lists its files with their change kind and its diff (bounded, the cut marked).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from collections.abc import Callable, Iterable
 
+from shellgate.router.apply_patch.verify import ApplyPatchAction
 from shellgate.router.policy.model import PrefixRuleMatch, RuleMatch
 from shellgate.router.projection import CommandElement, PatchElement
 from shellgate.router.runtime.approvals.desk import PendingView
+from shellgate.router.runtime.approvals.view_text import (
+    hidden_names,
+    patch_diff,
+    patch_files,
+    visible,
+)
 from shellgate.router.runtime.call.state import AwaitingApproval
 
 __all__ = ["Redact", "build_view", "command_text", "rule_text"]
@@ -81,8 +94,15 @@ def build_view(
         summary = text("; ".join(_display(p) for p in element.display))
     elif isinstance(element, PatchElement):
         summary = "apply_patch"
+    files: tuple[str, ...] = ()
+    diff = ""
+    action = _patch_action(subject)
+    if action is not None:
+        files = tuple(text(f) for f in patch_files(action))
+        diff = text(patch_diff(action))
+        summary = text(f"apply_patch: {len(files)} file(s): " + ", ".join(files))
     name = call.projected.tool_name
-    return PendingView(
+    raw = PendingView(
         approval_id=approval_id,
         thread_id=call.turn.thread_id,
         call_id=call.projected.call_id,
@@ -100,7 +120,32 @@ def build_view(
         available_decisions=parked.offered,
         created_at_ms=created_at_ms,
         deadline_ms=deadline_ms,
+        patch_files=files,
+        patch_diff=diff,
     )
+    return _made_visible(raw)
+
+
+def _patch_action(subject: object) -> ApplyPatchAction | None:
+    element = getattr(subject, "element", None)
+    if isinstance(element, PatchElement) and isinstance(element.result, ApplyPatchAction):
+        return element.result
+    patch = getattr(subject, "patch", None)
+    return patch if isinstance(patch, ApplyPatchAction) else None
+
+
+def _made_visible(view: PendingView) -> PendingView:
+    """`view` with every displayed text escaped (`visible`) and what was hidden listed."""
+    singles = ("cwd", "command", "summary", "reason", "patch_diff")
+    lists = ("segments", "matched_rules", "proposed_amendment", "patch_files")
+    texts = [getattr(view, f) for f in singles]
+    texts += [item for f in lists for item in getattr(view, f)]
+    found = hidden_names(texts)
+    if not found:
+        return view
+    changes: dict[str, object] = {f: visible(getattr(view, f)) for f in singles}
+    changes.update({f: tuple(visible(i) for i in getattr(view, f)) for f in lists})
+    return dataclasses.replace(view, hidden_characters=found, **changes)  # type: ignore[arg-type]
 
 
 def _same(text: str) -> str:

@@ -40,6 +40,9 @@ __all__ = [
 MAX_FIELD_CHARS = 400
 MAX_COMMAND_CHARS = 2_000
 MAX_LIST_ITEMS = 20
+# What "show all" shows of a clipped command or segment list (one click away).
+MAX_FULL_CHARS = 200_000
+MAX_FULL_ITEMS = 2_000
 # Rows per table: a console is for a person, not a bulk export.
 MAX_ROWS = 200
 AUDIT_RECORDS = 50
@@ -186,7 +189,8 @@ def find_session(app: RouterApp, thread_key: str, session_id: int) -> UnifiedPro
 
 @dataclass(frozen=True)
 class PendingRow:
-    """One pending approval, display-ready."""
+    """One pending approval, display-ready: a clip is marked (`… [N more characters]`) and
+    what it cut is one click away (`command_full`, `segments_all`: empty when nothing was cut)."""
 
     view: PendingView
     command: str
@@ -197,25 +201,52 @@ class PendingRow:
     matched_rules: tuple[str, ...]
     amendment: str
     seconds_left: int
+    command_full: str = ""
+    segments_all: tuple[str, ...] = ()
+    hidden_characters: tuple[str, ...] = ()
+    patch_files: tuple[str, ...] = ()
+    patch_diff: str = ""
+
+
+def marked(text: str, limit: int) -> str:
+    """`text` cut at `limit` characters, the cut saying how much it hid."""
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
+
+
+def _segments(items: tuple[str, ...]) -> tuple[str, ...]:
+    shown = tuple(marked(i, MAX_FIELD_CHARS) for i in items[:MAX_LIST_ITEMS])
+    more = len(items) - len(shown)
+    return (*shown, f"… [{more} more segments]") if more > 0 else shown
+
+
+def _pending_row(v: PendingView, now: int) -> PendingRow:
+    long_segments = len(v.segments) > MAX_LIST_ITEMS or any(
+        len(s) > MAX_FIELD_CHARS for s in v.segments
+    )
+    return PendingRow(
+        v,
+        marked(v.command, MAX_COMMAND_CHARS),
+        marked(v.summary, MAX_FIELD_CHARS),
+        marked(v.reason, MAX_FIELD_CHARS),
+        marked(v.cwd, MAX_FIELD_CHARS),
+        _segments(v.segments),
+        _clip_all(v.matched_rules),
+        clip(shlex.join(v.proposed_amendment)) if v.proposed_amendment else "",
+        max(0, (v.deadline_ms - now) // 1000),
+        marked(v.command, MAX_FULL_CHARS) if len(v.command) > MAX_COMMAND_CHARS else "",
+        tuple(marked(s, MAX_FULL_CHARS) for s in v.segments[:MAX_FULL_ITEMS])
+        if long_segments
+        else (),
+        tuple(clip(h) for h in v.hidden_characters[:MAX_LIST_ITEMS]),
+        tuple(marked(f, MAX_FIELD_CHARS) for f in v.patch_files[:MAX_ROWS]),
+        marked(v.patch_diff, MAX_FULL_CHARS),
+    )
 
 
 def pending_rows(views: list[PendingView], now_ms: int | None = None) -> list[PendingRow]:
-    """The desk's pending approvals, oldest first, clipped."""
+    """The desk's pending approvals, oldest first, clips marked."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    return [
-        PendingRow(
-            v,
-            clip(v.command, MAX_COMMAND_CHARS),
-            clip(v.summary),
-            clip(v.reason),
-            clip(v.cwd),
-            _clip_all(v.segments),
-            _clip_all(v.matched_rules),
-            clip(shlex.join(v.proposed_amendment)) if v.proposed_amendment else "",
-            max(0, (v.deadline_ms - now) // 1000),
-        )
-        for v in views[:MAX_ROWS]
-    ]
+    return [_pending_row(v, now) for v in views[:MAX_ROWS]]
 
 
 @dataclass(frozen=True)

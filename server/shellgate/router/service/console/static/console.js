@@ -141,6 +141,14 @@ function keepLiveOutput(fresh) {
   }
 }
 
+// A refreshed section keeps each "show all" the operator opened or closed as it was.
+function keepOpenDetails(section, fresh) {
+  for (const old of section.querySelectorAll("details[data-keep]")) {
+    const twin = fresh.querySelector(`details[data-keep="${CSS.escape(old.dataset.keep)}"]`);
+    if (twin) twin.open = old.open;
+  }
+}
+
 async function refresh(id) {
   const section = document.getElementById(id);
   if (!section) return;
@@ -156,6 +164,7 @@ async function refresh(id) {
   // Never replace a form the operator is using.
   if (section.contains(document.activeElement) && document.activeElement.tagName === "BUTTON") return;
   if (section.id === "threads") keepLiveOutput(fresh.content);
+  keepOpenDetails(section, fresh.content);
   section.replaceChildren(fresh.content);
   attachStreams(section);
   tick();

@@ -1,0 +1,209 @@
+"""What the approver sees is what runs: a real router with its console, headless Chromium.
+
+* A command disguised with a right-to-left override (`printf ok '<U+202E>' ; touch bidi-X ;#`
+  renders as an innocent printf) shows escaped (`\\u202e`), with a hidden-character warning,
+  in the console and in ListPendingApprovals (its `hidden_characters` field).
+* A command longer than the console's clip, with more segments than it lists, shows the
+  clips marked (`… [N more characters]`, `… [N more segments]`) and the whole text one
+  click away (the opened "show all" survives the section's refresh); ListPendingApprovals
+  carries it whole.
+* An apply_patch approval lists every path with its change kind and shows the diff.
+
+Screenshots of the disguised command and of the patch approval go to the folder printed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_pb2
+
+from tests.integration.console_support import (
+    CALLER_TOKEN,
+    OPERATOR_TOKEN,
+    Agent,
+    ConsoleRouter,
+    artifacts_dir,
+    bearer,
+    by,
+    console_router,
+    exec_request,
+    login_browser,
+    open_console,
+    operator_config,
+    retry_stale,
+)
+from tests.waiting import eventually
+
+RLO = "\u202e"
+UNTRUSTED = common_pb2.APPROVAL_POLICY_KIND_UNTRUSTED
+PATCH = (
+    "apply_patch <<'EOF'\n*** Begin Patch\n"
+    "*** Add File: new.txt\n+hello\n"
+    "*** Update File: old.txt\n*** Move to: moved.txt\n@@\n-one\n+uno\n"
+    "*** Delete File: gone.txt\n"
+    "*** End Patch\nEOF\n"
+)
+
+
+@pytest.fixture(scope="module")
+def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleRouter]:
+    folder = tmp_path_factory.mktemp("console-what-runs")
+    with console_router(folder, operator_config(folder)) as running:
+        yield running
+
+
+def _desk(router: ConsoleRouter) -> approvals_pb2_grpc.ApprovalServiceStub:
+    return approvals_pb2_grpc.ApprovalServiceStub(router.replica.channel)
+
+
+def _listed(router: ConsoleRouter, approval_id: str) -> approvals_pb2.PendingApproval:
+    listed = (
+        _desk(router)
+        .ListPendingApprovals(
+            approvals_pb2.ListPendingApprovalsRequest(), metadata=bearer(OPERATOR_TOKEN), timeout=10
+        )
+        .approvals
+    )
+    found = [a for a in listed if a.approval_id == approval_id]
+    assert found, [a.approval_id for a in listed]
+    return found[0]
+
+
+def _deny(router: ConsoleRouter, approval_id: str) -> None:
+    _desk(router).DecideApproval(
+        approvals_pb2.DecideApprovalRequest(
+            approval_id=approval_id, decision=router_pb2.APPROVAL_DECISION_DENIED
+        ),
+        metadata=bearer(OPERATOR_TOKEN),
+        timeout=10,
+    )
+
+
+def _park(
+    router: ConsoleRouter, thread: str, cmd: str, workdir: Path, **turn: Any
+) -> tuple[Agent, str]:
+    agent = Agent(
+        router.stub(),
+        exec_request(
+            thread, {"cmd": cmd, "login": False, "workdir": str(workdir)}, f"{thread}-c", **turn
+        ),
+        CALLER_TOKEN,
+    )
+    return agent, agent.pending_id()
+
+
+def _row_text(driver: Any, approval_id: str, css: str = "") -> str:
+    """The rendered (visible) text of a pending row, or of an element in it."""
+    selector = f'tr.pending-row[data-approval-id="{approval_id}"] {css}'.strip()
+
+    def read() -> str:
+        found = driver.find_elements(by().CSS_SELECTOR, selector)
+        return str(found[0].text) if found else ""
+
+    return str(retry_stale(read))
+
+
+def _console(driver: Any, router: ConsoleRouter, approval_id: str) -> str:
+    if not open_console(driver, router.url):
+        login_browser(driver, router.url, OPERATOR_TOKEN)
+    return str(eventually(lambda: _row_text(driver, approval_id), "the pending row", timeout_s=15))
+
+
+def _screenshot(driver: Any, name: str) -> Path:
+    shot = artifacts_dir() / name
+    assert driver.save_screenshot(str(shot))
+    print(f"screenshot: {shot} (folder {artifacts_dir()})")
+    return shot
+
+
+def test_a_bidi_disguised_command_shows_escaped_with_a_warning(
+    router: ConsoleRouter, browser: Any, tmp_path: Path
+) -> None:
+    cmd = f"printf ok '{RLO}' ; touch bidi-X ;#"
+    agent, approval_id = _park(router, "bidi", cmd, tmp_path)
+    # The wire: the escaped text, and what was hidden.
+    listed = _listed(router, approval_id)
+    assert RLO not in str(listed)
+    assert listed.command == "printf ok '\\u202e' ; touch bidi-X ;#"
+    assert list(listed.hidden_characters) == ["U+202E RIGHT-TO-LEFT OVERRIDE"]
+    assert any("touch bidi-X" in s for s in listed.segments)
+    # The console: the rendered command reads as what runs; the warning is shown.
+    text = _console(browser, router, approval_id)
+    command = _row_text(browser, approval_id, "code.command")
+    assert command == "printf ok '\\u202e' ; touch bidi-X ;#", command
+    assert RLO not in text
+    warning = _row_text(browser, approval_id, ".hidden-warning")
+    assert "Hidden characters" in warning and "U+202E RIGHT-TO-LEFT OVERRIDE" in warning
+    _screenshot(browser, "console-bidi-disguised-command.png")
+    _deny(router, approval_id)
+    assert "rejected by user" in agent.result()[-1].completed.output_text
+    assert not (tmp_path / "bidi-X").exists()
+
+
+def test_a_clipped_command_marks_its_clips_and_shows_all_on_a_click(
+    router: ConsoleRouter, browser: Any, tmp_path: Path
+) -> None:
+    By = by()
+    cmd = "printf " + "a" * 2100 + " ; " + "true ; " * 25 + "touch segs-X"
+    agent, approval_id = _park(router, "clip", cmd, tmp_path)
+    # The wire carries it whole.
+    listed = _listed(router, approval_id)
+    assert listed.command == cmd
+    assert len(listed.segments) == 27 and listed.segments[-1] == "touch segs-X"
+    text = _console(browser, router, approval_id)
+    # Clipped, and the clips say so; the tail is not on screen yet.
+    command = _row_text(browser, approval_id, "code.command")
+    assert command.endswith(f"… [{len(cmd) - 2000} more characters]"), command[-80:]
+    assert "… [7 more segments]" in text
+    assert "touch segs-X" not in command
+    assert "touch segs-X" not in _row_text(browser, approval_id, "div.segments")
+    # One click shows the whole command; another all the segments.
+    for css in ("details.full-command summary", "details.all-segments summary"):
+        retry_stale(
+            lambda css=css: browser.find_element(
+                By.CSS_SELECTOR, f'tr.pending-row[data-approval-id="{approval_id}"] {css}'
+            ).click()
+        )
+    full = _row_text(browser, approval_id, "details.full-command pre.full")
+    assert full == cmd
+    segments = _row_text(browser, approval_id, "details.all-segments")
+    assert "touch segs-X" in segments
+    # The pending section refreshes every second: what was opened stays open.
+    time.sleep(2.5)
+    assert _row_text(browser, approval_id, "details.full-command pre.full") == cmd
+    assert "touch segs-X" in _row_text(browser, approval_id, "details.all-segments")
+    _deny(router, approval_id)
+    assert "rejected by user" in agent.result()[-1].completed.output_text
+    assert not (tmp_path / "segs-X").exists()
+
+
+def test_a_patch_approval_shows_each_path_and_the_diff(
+    router: ConsoleRouter, browser: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "old.txt").write_text("one\n")
+    (tmp_path / "gone.txt").write_text("bye\n")
+    agent, approval_id = _park(router, "patch", PATCH, tmp_path, approval=UNTRUSTED)
+    files = [
+        f"add {tmp_path / 'new.txt'}",
+        f"move {tmp_path / 'old.txt'} -> {tmp_path / 'moved.txt'}",
+        f"delete {tmp_path / 'gone.txt'}",
+    ]
+    listed = _listed(router, approval_id)
+    assert list(listed.patch_files) == files
+    for line in ("+hello", "-one", "+uno", "-bye", f"+++ {tmp_path / 'moved.txt'}"):
+        assert line in listed.patch_diff, (line, listed.patch_diff)
+    assert "3 file(s)" in listed.summary
+    _console(browser, router, approval_id)
+    shown = _row_text(browser, approval_id, ".patch-files")
+    assert all(f in shown for f in files), shown
+    diff = _row_text(browser, approval_id, "pre.patch-diff")
+    assert all(line in diff for line in ("+hello", "-one", "+uno", "-bye")), diff
+    _screenshot(browser, "console-patch-approval.png")
+    _deny(router, approval_id)
+    assert "rejected by user" in agent.result()[-1].completed.output_text
+    assert (tmp_path / "old.txt").read_text() == "one\n" and not (tmp_path / "new.txt").exists()
