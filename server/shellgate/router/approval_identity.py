@@ -178,6 +178,78 @@ def exec_command_approval_key(
     )
 
 
+# --- the session cache key: shellgate's difference from Codex (docs/approvals.md) -------------
+
+# Variables whose value changes which program a command runs, or what runs before or inside
+# it (the shell's start-up files and hooks, the dynamic loader, interpreter start-up, git's
+# helpers and config). Names compare in upper case (Windows names are case-insensitive).
+RESOLUTION_ENV_NAMES = frozenset({
+    "PATH", "CDPATH", "HOME", "BASH_ENV", "ENV", "ZDOTDIR", "PROMPT_COMMAND", "SHELLOPTS",
+    "BASHOPTS", "IFS", "GLOBIGNORE", "PS4", "NODE_OPTIONS", "NODE_PATH", "PERL5LIB",
+    "PERL5OPT", "PERLLIB", "RUBYOPT", "RUBYLIB", "GCONV_PATH", "LOCPATH",
+    "JAVA_TOOL_OPTIONS", "GIT_EXEC_PATH", "GIT_DIR", "GIT_WORK_TREE", "GIT_SSH",
+    "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF",
+    "GIT_PROXY_COMMAND", "GIT_TEMPLATE_DIR", "GIT_SEQUENCE_EDITOR",
+})  # fmt: skip
+RESOLUTION_ENV_PREFIXES = ("LD_", "DYLD_", "PYTHON", "BASH_FUNC_", "GIT_CONFIG")
+
+# (name, value) of a resolution variable; value None: the parent's variable was removed.
+ResolutionEnv = tuple[tuple[str, str | None], ...]
+
+
+def is_resolution_env_name(name: str) -> bool:
+    """Whether a variable changes what a command resolves to or runs before it."""
+    upper = name.upper()
+    return upper in RESOLUTION_ENV_NAMES or upper.startswith(RESOLUTION_ENV_PREFIXES)
+
+
+def resolution_env_overrides(
+    env: Sequence[tuple[str, str]], parent: Sequence[tuple[str, str]]
+) -> ResolutionEnv:
+    """The resolution variables of a resolved env (the envelope's) that differ from `parent`.
+
+    `parent` is what the router itself would give the command without a policy: its own
+    environment for the local environment, nothing for a daemon (whose policy alone is
+    known here). Set or changed values appear with their value, removed ones with None;
+    sorted by name. Empty when the policy changed none of them.
+    """
+    resolved = {k: v for k, v in env if is_resolution_env_name(k)}
+    base = {k: v for k, v in parent if is_resolution_env_name(k)}
+    out: list[tuple[str, str | None]] = [(k, v) for k, v in resolved.items() if base.get(k) != v]
+    out += [(k, None) for k in base if k not in resolved]
+    return tuple(sorted(out))
+
+
+def session_cache_digest(key_digest: str, overrides: ResolutionEnv) -> str:
+    """What "approved for session" remembers: Codex's key digest, bound to the overrides.
+
+    Without overrides this is Codex's digest unchanged; with them, the SHA-256 of the
+    canonical JSON `{"approval_key": <digest>, "resolution_env": [[name, value|null], …]}`,
+    so an approval under one PATH never covers the same command under another.
+    """
+    if not overrides:
+        return key_digest
+    record = {"approval_key": key_digest, "resolution_env": [[k, v] for k, v in overrides]}
+    return hashlib.sha256(canonical_json(record)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionApprovalKey:
+    """An element's approval key as the session cache holds it (Codex's key + overrides)."""
+
+    key: ApprovalKey
+    resolution_env: ResolutionEnv = ()
+
+    @property
+    def namespace(self) -> str:
+        """The approval-cache namespace of Codex's key."""
+        return self.key.namespace
+
+    def digest(self) -> str:
+        """`session_cache_digest(key.digest(), resolution_env)`."""
+        return session_cache_digest(self.key.digest(), self.resolution_env)
+
+
 @dataclass(frozen=True, slots=True)
 class ApplyPatchApprovalKey:
     """What "approved for session" remembers for an apply_patch call (namespace apply_patch)."""

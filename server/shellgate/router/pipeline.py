@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from shellgate.common.env_policy import ShellEnvironmentPolicy
+from shellgate.common.env_policy import UNIFIED_EXEC_ENV, ShellEnvironmentPolicy
 from shellgate.router.apply_patch import (
     ApplyPatchAction,
     CorrectnessError,
@@ -21,7 +21,9 @@ from shellgate.router.apply_patch import (
 )
 from shellgate.router.apply_patch.verify import verify_patch_text
 from shellgate.router.approval_identity import (
+    ResolutionEnv,
     exec_command_approval_key,
+    resolution_env_overrides,
     shell_command_approval_key,
 )
 from shellgate.router.decode.tool_call import (
@@ -278,7 +280,22 @@ def _element(
         display=tuple(parse_command(cmd.argv)),
         approval=approval,
         prefix_rule=prefix_rule,
+        resolution_env=_resolution_env(cmd, envelope, host),
     )
+
+
+def _resolution_env(
+    cmd: HandlerCommand, envelope: ExecutionEnvelope, host: HostContext
+) -> ResolutionEnv:
+    """The envelope's resolution variables that differ from what the router gives by itself.
+
+    The baseline is the parent environment (none for a daemon's, as in the envelope) with
+    the fixed unified-exec values for exec_command, so only the turn's policy counts.
+    """
+    baseline: tuple[tuple[str, str], ...] = () if cmd.remote else host.parent_env_items
+    if cmd.tool == "exec_command":
+        baseline = (*baseline, *UNIFIED_EXEC_ENV)
+    return resolution_env_overrides(envelope.env, baseline)
 
 
 def _envelope(

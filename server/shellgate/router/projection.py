@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import TypeVar, cast
 
 from shellgate.router.apply_patch import ApplyPatchAction, CorrectnessError
-from shellgate.router.approval_identity import ApprovalKey
+from shellgate.router.approval_identity import ApprovalKey, ResolutionEnv, SessionApprovalKey
 from shellgate.router.bash.segments import ScriptCommand
 from shellgate.router.decode.params import WriteStdinParams
 from shellgate.router.decode.tool_call import PayloadKind, ToolName
@@ -48,6 +48,15 @@ class CommandElement:
     display: tuple[ParsedCommand, ...]
     approval: ApprovalOutcome
     prefix_rule: tuple[str, ...] | None
+    # The envelope's resolution variables (PATH, LD_*, …) the turn's policy changed from
+    # the router's own: part of what "approved for session" remembers (shellgate's
+    # difference from Codex; `approval_identity.session_cache_digest`).
+    resolution_env: ResolutionEnv = ()
+
+    @property
+    def session_key(self) -> SessionApprovalKey:
+        """Codex's approval key bound to the resolution overrides (the session cache key)."""
+        return SessionApprovalKey(self.approval_key, self.resolution_env)
 
 
 @dataclass(frozen=True)

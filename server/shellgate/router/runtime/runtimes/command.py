@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shellgate.router.approval_identity import ApprovalKey
+from shellgate.router.approval_identity import SessionApprovalKey
 from shellgate.router.policy import Forbidden, NeedsApproval, Skip
 from shellgate.router.projection import CommandElement
 from shellgate.router.runtime.call.context import RuntimeRequest, rejected_text
@@ -47,9 +47,13 @@ class CommandRuntime:
             case Skip(bypass_sandbox=bypass):
                 return Proceed(bypass)
 
-    def approval_key(self) -> ApprovalKey:
-        """Projection C's key of the command (spec 03 §C.2)."""
-        return self.element.approval_key
+    def approval_key(self) -> SessionApprovalKey:
+        """Projection C's key of the command (spec 03 §C.2), bound to the resolution env.
+
+        Its digest is Codex's when the turn changed no PATH/LD_*/… variable, and differs
+        otherwise: approved-for-session never carries over to another PATH (docs/approvals.md).
+        """
+        return self.element.session_key
 
     def approval_subject(self) -> ApprovalSubject:
         """The raw handler argv, its cwd and environment."""

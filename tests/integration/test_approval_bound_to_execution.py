@@ -1,0 +1,138 @@
+"""What the approver sees is what runs: the approval is bound to what executes.
+
+A real `shellgate serve` child, real files, real bash:
+
+* the turn's `shell_environment_policy.set` PATH is part of what "approved for session"
+  remembers: an approval under PATH A does not cover the same command under PATH B, where
+  the workspace's fake `touch` would run (it never runs without an approval);
+* the cwd is pinned when the approval is asked for: a directory swapped for a symlink to
+  another one before the answer fails the element, and nothing happens in the other one.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc, shell_pb2
+
+from tests.router_harness import completed, execute, function_item, router_subprocess
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[router_pb2_grpc.ToolRouterServiceStub]:
+    with router_subprocess() as (_proc, port):
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        try:
+            yield router_pb2_grpc.ToolRouterServiceStub(channel)
+        finally:
+            channel.close()
+
+
+def _turn(cwd: Path, env_set: dict[str, str] | None = None) -> common_pb2.TurnContext:
+    """Untrusted approvals (touch/rm ask), full access, the given PATH-style overrides."""
+    policy = shell_pb2.ShellEnvironmentPolicy(
+        inherit=shell_pb2.SHELL_ENVIRONMENT_INHERIT_ALL, set=env_set or {}
+    )
+    return common_pb2.TurnContext(
+        environments=[common_pb2.TurnEnvironment(environment_id="local", cwd=str(cwd))],
+        approval_policy=common_pb2.ApprovalPolicy(kind=common_pb2.APPROVAL_POLICY_KIND_UNTRUSTED),
+        permission_profile=common_pb2.PermissionProfile(
+            kind=common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS
+        ),
+        shell_environment_policy=policy,
+    )
+
+
+def _item(cmd: str, call_id: str) -> common_pb2.ToolCallItem:
+    return function_item("exec_command", {"cmd": cmd, "login": False}, call_id)
+
+
+def _run(
+    stub: router_pb2_grpc.ToolRouterServiceStub,
+    thread: str,
+    turn: common_pb2.TurnContext,
+    cmd: str,
+    call_id: str,
+) -> list[router_pb2.ExecuteResponse]:
+    request = router_pb2.ExecuteRequest(thread_id=thread, turn=turn, item=_item(cmd, call_id))
+    return execute(stub, request)
+
+
+def _asked(events: list[router_pb2.ExecuteResponse]) -> router_pb2.ApprovalRequired:
+    last = events[-1]
+    assert last.WhichOneof("event") == "approval_required", [e.WhichOneof("event") for e in events]
+    return last.approval_required
+
+
+def _resume(
+    stub: router_pb2_grpc.ToolRouterServiceStub,
+    thread: str,
+    turn: common_pb2.TurnContext,
+    approval_id: str,
+    decision: int,
+) -> router_pb2.ExecutionCompleted:
+    request = router_pb2.ExecuteRequest(
+        thread_id=thread,
+        turn=turn,
+        resume=router_pb2.ResumeCall(approval_id=approval_id, decision=decision),
+    )
+    return completed(execute(stub, request))
+
+
+def _fake_touch(bin_dir: Path, marker: Path) -> None:
+    bin_dir.mkdir()
+    fake = bin_dir / "touch"
+    fake.write_text(f"#!/bin/sh\necho fake >> '{marker}'\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+
+
+def test_a_path_override_change_asks_again(
+    stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    a_bin, b_bin, marker = tmp_path / "a-bin", tmp_path / "b-bin", tmp_path / "fake-ran"
+    a_bin.mkdir()
+    _fake_touch(b_bin, marker)
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    turn_a = _turn(ws, {"PATH": f"{a_bin}:{path}"})
+    turn_b = _turn(ws, {"PATH": f"{b_bin}:{path}"})
+
+    # PATH A: asked, approved for the session; the real touch runs.
+    ask = _asked(_run(stub, "path-t", turn_a, "touch notes.txt", "c1"))
+    done = _resume(
+        stub, "path-t", turn_a, ask.approval_id, router_pb2.APPROVAL_DECISION_APPROVED_FOR_SESSION
+    )
+    assert done.exit_code == 0 and (ws / "notes.txt").exists()
+    # The same command under PATH A again: the session approval holds.
+    again = _run(stub, "path-t", turn_a, "touch notes.txt", "c2")
+    assert completed(again).exit_code == 0
+
+    # PATH B resolves `touch` to the workspace's fake: asked again, with another digest.
+    ask_b = _asked(_run(stub, "path-t", turn_b, "touch notes.txt", "c3"))
+    assert ask_b.approval_key_digest != ask.approval_key_digest
+    assert not marker.exists()
+    denied = _resume(stub, "path-t", turn_b, ask_b.approval_id, router_pb2.APPROVAL_DECISION_DENIED)
+    assert "rejected by user" in denied.output_text
+    assert not marker.exists()
+
+
+def test_no_override_keeps_codex_digest(
+    stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path
+) -> None:
+    # Without resolution overrides the digest shown is projection C's (Codex's key).
+    ask = _asked(_run(stub, "plain-t", _turn(tmp_path), "touch plain.txt", "c1"))
+    projected = stub.Project(
+        router_pb2.ProjectRequest(
+            thread_id="plain-t", turn=_turn(tmp_path), item=_item("touch plain.txt", "c1")
+        ),
+        timeout=30,
+    )
+    assert ask.approval_key_digest in str(projected)
