@@ -14,6 +14,7 @@ Screenshots of the disguised command and of the patch approval go to the folder 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,7 @@ from tests.integration.console_support import (
     operator_config,
     retry_stale,
 )
+from tests.router_harness import turn
 from tests.waiting import eventually
 
 RLO = "\u202e"
@@ -182,12 +184,31 @@ def test_a_clipped_command_marks_its_clips_and_shows_all_on_a_click(
     assert not (tmp_path / "segs-X").exists()
 
 
+def _freeform_patch(router: ConsoleRouter, thread: str, workdir: Path) -> tuple[Agent, str]:
+    """The freeform `apply_patch` tool (a custom tool call: no shell command at all)."""
+    body = PATCH.split("\n", 1)[1].rsplit("EOF\n", 1)[0]
+    raw = json.dumps(
+        {"type": "custom_tool_call", "name": "apply_patch", "call_id": f"{thread}-c", "input": body}
+    )
+    request = router_pb2.ExecuteRequest(
+        thread_id=thread,
+        turn=turn(approval=UNTRUSTED, cwd=str(workdir)),
+        item=common_pb2.ToolCallItem(raw_json=raw),
+    )
+    agent = Agent(router.stub(), request, CALLER_TOKEN)
+    return agent, agent.pending_id()
+
+
+@pytest.mark.parametrize("tool", ["exec_command", "freeform"])
 def test_a_patch_approval_shows_each_path_and_the_diff(
-    router: ConsoleRouter, browser: Any, tmp_path: Path
+    router: ConsoleRouter, browser: Any, tmp_path: Path, tool: str
 ) -> None:
     (tmp_path / "old.txt").write_text("one\n")
     (tmp_path / "gone.txt").write_text("bye\n")
-    agent, approval_id = _park(router, "patch", PATCH, tmp_path, approval=UNTRUSTED)
+    if tool == "freeform":
+        agent, approval_id = _freeform_patch(router, "patch-free", tmp_path)
+    else:
+        agent, approval_id = _park(router, "patch", PATCH, tmp_path, approval=UNTRUSTED)
     files = [
         f"add {tmp_path / 'new.txt'}",
         f"move {tmp_path / 'old.txt'} -> {tmp_path / 'moved.txt'}",
@@ -203,7 +224,7 @@ def test_a_patch_approval_shows_each_path_and_the_diff(
     assert all(f in shown for f in files), shown
     diff = _row_text(browser, approval_id, "pre.patch-diff")
     assert all(line in diff for line in ("+hello", "-one", "+uno", "-bye")), diff
-    _screenshot(browser, "console-patch-approval.png")
+    _screenshot(browser, f"console-patch-approval-{tool}.png")
     _deny(router, approval_id)
-    assert "rejected by user" in agent.result()[-1].completed.output_text
+    assert "rejected" in agent.result()[-1].completed.output_text
     assert (tmp_path / "old.txt").read_text() == "one\n" and not (tmp_path / "new.txt").exists()

@@ -31,7 +31,7 @@ from shellgate.router.runtime.approvals.view_text import (
     patch_files,
     visible,
 )
-from shellgate.router.runtime.call.state import AwaitingApproval
+from shellgate.router.runtime.call.state import ApprovalSubject, AwaitingApproval
 
 __all__ = ["Redact", "build_view", "command_text", "rule_text"]
 
@@ -100,7 +100,7 @@ def build_view(
     if action is not None:
         files = tuple(text(f) for f in patch_files(action))
         diff = text(patch_diff(action))
-        summary = text(f"apply_patch: {len(files)} file(s): " + ", ".join(files))
+        summary = f"apply_patch: {len(files)} file(s)"
     name = call.projected.tool_name
     raw = PendingView(
         approval_id=approval_id,
@@ -126,12 +126,13 @@ def build_view(
     return _made_visible(raw)
 
 
-def _patch_action(subject: object) -> ApplyPatchAction | None:
-    element = getattr(subject, "element", None)
+def _patch_action(subject: ApprovalSubject) -> ApplyPatchAction | None:
+    if subject.patch is not None:
+        return subject.patch
+    element = subject.element
     if isinstance(element, PatchElement) and isinstance(element.result, ApplyPatchAction):
         return element.result
-    patch = getattr(subject, "patch", None)
-    return patch if isinstance(patch, ApplyPatchAction) else None
+    return None
 
 
 def _made_visible(view: PendingView) -> PendingView:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from shellgate.router.apply_patch.verify import ApplyPatchAction
 from shellgate.router.output.texts import format_batch_output
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import ProjectedCall, ShellCall, ShellElement
@@ -93,6 +94,9 @@ class ApprovalSubject:
     cwd: str
     environment_id: str
     element: ShellElement | None
+    # The verified patch an apply_patch asks about (also the freeform tool's, which has no
+    # element): the operator's view lists its files and diff from it.
+    patch: ApplyPatchAction | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,9 @@ class Approved:
     remember: str | None = None
     # The prefix rule to append to the rules (approved_with_amendment).
     amendment: tuple[str, ...] | None = None
+    # (st_dev, st_ino) of the cwd when the approval was asked for: the run starts there or
+    # not at all (common/process/cwd_pin). None when none was taken (daemons, apply_patch).
+    cwd_identity: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,8 @@ class Parked:
     subject: ApprovalSubject
     # The sandboxed run's result, returned as is when its retry is denied.
     retry_result: Finished | None = None
+    # The cwd's (st_dev, st_ino) when the approval was asked for (local commands only).
+    cwd_identity: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         retry = self.kind is ApprovalKind.SANDBOX_RETRY
@@ -155,11 +164,12 @@ class Parked:
                 return self.retry_result if self.retry_result is not None else Denied()
             case ApprovalDecision.APPROVED_FOR_SESSION:
                 # A retry is approved once: the key stays the command's, not the bypass.
-                return Approved(retry, remember=None if retry else self.key)
+                remember = None if retry else self.key
+                return Approved(retry, remember=remember, cwd_identity=self.cwd_identity)
             case ApprovalDecision.APPROVED_WITH_AMENDMENT:
-                return Approved(retry, amendment=self.amendment)
+                return Approved(retry, amendment=self.amendment, cwd_identity=self.cwd_identity)
             case _:
-                return Approved(retry)
+                return Approved(retry, cwd_identity=self.cwd_identity)
 
 
 ElementOutcome = Finished | Parked | Aborted

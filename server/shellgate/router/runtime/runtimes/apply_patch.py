@@ -208,7 +208,9 @@ class ApplyPatchRuntime:
     def approval_subject(self) -> ApprovalSubject:
         """The handler argv (if any), the patch's cwd and environment."""
         patch = self.patch
-        return ApprovalSubject(patch.argv, patch.action.cwd, patch.environment_id, patch.element)
+        return ApprovalSubject(
+            patch.argv, patch.action.cwd, patch.environment_id, patch.element, patch.action
+        )
 
     def rejected_by_user(self) -> Finished:
         """`patch rejected by user`."""
