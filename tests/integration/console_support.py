@@ -31,6 +31,7 @@ from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 from tests.integration.replicas import Replica, start_router_process
 from tests.paths import REPO_ROOT
 from tests.router_harness import function_item, turn
+from tests.waiting import eventually
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -116,13 +117,13 @@ def chromium() -> Iterator[Any]:
 
 def console_url(replica: Replica, timeout_s: float = 10) -> str:
     """The console's base URL, from the router's log."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = _CONSOLE_LINE.search(replica.log())
-        if found:
-            return found.group(1)
-        time.sleep(0.05)
-    raise AssertionError(f"no console line in the log:\n{replica.log()[-2000:]}")
+    try:
+        found = eventually(
+            lambda: _CONSOLE_LINE.search(replica.log()), "the console line", timeout_s
+        )
+    except AssertionError:
+        raise AssertionError(f"no console line in the log:\n{replica.log()[-2000:]}") from None
+    return found.group(1)
 
 
 def write_config(folder: Path, extra: str = "", *, tokens: str = TOKENS) -> Path:
@@ -297,7 +298,7 @@ class Agent:
             ]
             return found[0] if found else ""
 
-        return str(wait_for(parked, timeout_s, "the call to park"))
+        return str(eventually(parked, "the call to park", timeout_s))
 
     def result(self, timeout_s: float = 30) -> list[router_pb2.ExecuteResponse]:
         """Every event once the stream ended (it must end with `completed`)."""
@@ -317,14 +318,9 @@ def output_of(events: Sequence[router_pb2.ExecuteResponse]) -> bytes:
 
 
 def wait_for(predicate: Any, timeout_s: float = 10, what: str = "condition") -> Any:
-    """Poll `predicate` until it returns a truthy value (bounded)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    """`tests.waiting.eventually` in this module's older argument order (kept for the
+    browser tests that call it; new code calls `eventually` itself)."""
+    return eventually(predicate, what, timeout_s)
 
 
 def retry_stale(action: Any, attempts: int = 5) -> Any:
@@ -359,10 +355,10 @@ def open_console(driver: Any, base: str, timeout_s: float = 10) -> bool:
     from selenium.webdriver.common.by import By
 
     driver.get(base + "/")
-    wait_for(
+    eventually(
         lambda: driver.find_elements(By.ID, "operator") or driver.find_elements(By.ID, "token"),
-        timeout_s,
         "the dashboard or the login form",
+        timeout_s,
     )
     return bool(driver.find_elements(By.ID, "operator"))
 

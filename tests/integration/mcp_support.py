@@ -9,7 +9,6 @@ import select
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from shellgate.client.local_token import local_token_path
 from tests.child import stop_child
 from tests.integration.test_client_support import router_env
 from tests.proc_scan import pids_with
+from tests.waiting import eventually
 
 MCP = [sys.executable, "-m", "shellgate.router.cli.main", "mcp"]
 # `echo ask-me …` needs the user's approval; `echo forbidden-thing …` never runs.
@@ -67,11 +67,11 @@ def sleeper(name: str, seconds: int = 60) -> str:
 
 
 def wait_gone(name: str, within_s: float = 10.0) -> list[int]:
-    """Poll until no process named `name` lives (at most within_s); the survivors."""
-    deadline = time.monotonic() + within_s
-    while (alive := pids_with(name)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
+    """Wait (at most within_s, through `eventually`) until no process named `name` lives;
+    the survivors (0 s: the ones alive now)."""
+    with contextlib.suppress(AssertionError):
+        eventually(lambda: not pids_with(name), f"no process named {name}", within_s)
+    return pids_with(name)
 
 
 class Elicitations:

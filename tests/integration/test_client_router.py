@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from shellgate.client import (
 )
 
 from tests.integration.test_client_support import RouterProcess, router_process
+from tests.waiting import eventually, eventually_async
 
 # Sandboxed default profile: what a harness gets without asking for more.
 UNTRUSTED = turn_context(approval_policy="untrusted")
@@ -59,17 +59,12 @@ def _stdout(events: list[object]) -> bytes:
     return b"".join(e.data for e in events if isinstance(e, Output))
 
 
-def _pid_gone(pid: int, within_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)
-    return False
+def _pid_dead(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
 
 
 def test_tools_environments_and_server_info(client: Client) -> None:
@@ -163,9 +158,8 @@ def test_interrupt_kills_a_classic_command(router: RouterProcess) -> None:
                     events.append(event)
 
             task = asyncio.create_task(consume())
-            deadline = time.monotonic() + 20
-            while not _stdout(events) and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
+            with contextlib.suppress(AssertionError):  # interrupted either way
+                await eventually_async(lambda: _stdout(events), "the command's output", 20)
             await aclient.interrupt("i1")
             await asyncio.wait_for(task, 15)
             await aclient.end_thread()
@@ -178,7 +172,7 @@ def test_interrupt_kills_a_classic_command(router: RouterProcess) -> None:
     assert done.output_text.startswith("Wall time: ") and done.output_text.endswith(
         " seconds\naborted by user"
     )
-    assert _pid_gone(pid)
+    eventually(lambda: _pid_dead(pid), "the command's process gone")
 
 
 def test_cancelling_the_stream_kills_the_command(client: Client) -> None:
@@ -192,16 +186,18 @@ def test_cancelling_the_stream_kills_the_command(client: Client) -> None:
         if isinstance(event, Output):
             break
     stream.close()  # type: ignore[attr-defined]
-    assert pid is not None and _pid_gone(pid)
+    assert pid is not None
+    eventually(lambda: _pid_dead(pid), "the command's process gone")
     # The router forgets the call once its handler has unwound, which may trail the kill.
-    deadline = time.monotonic() + 5
-    while True:
+
+    def forgotten() -> bool:
         try:
             client.interrupt("k1")
         except NotFoundError:
-            break
-        assert time.monotonic() < deadline, "the cancelled call stayed registered"
-        time.sleep(0.05)
+            return True
+        return False
+
+    eventually(forgotten, "the cancelled call no longer registered", 5)
 
 
 def test_unified_exec_sessions(client: Client) -> None:

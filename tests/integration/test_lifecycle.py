@@ -5,6 +5,7 @@ signalled."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -12,7 +13,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import marked_pids
 from tests.router_harness import router_subprocess
+from tests.waiting import eventually
 
 SHELLGATE = [sys.executable, "-m", "shellgate.router.cli.main"]
 # No bubblewrap needed: these tests are about the process, not the sandbox.
@@ -57,15 +58,6 @@ def gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
-def wait_gone(pid: int, timeout_s: float = 30) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not gone(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 @dataclass
 class Detached:
     """A router `serve --detach` started, and what its last banner line said."""
@@ -94,7 +86,8 @@ def detached(runtime: Path) -> Iterator[Detached]:
         if not gone(router.pid):
             os.kill(router.pid, signal.SIGCONT)
             os.kill(router.pid, signal.SIGKILL)
-            wait_gone(router.pid)
+            with contextlib.suppress(AssertionError):
+                eventually(lambda: gone(router.pid), "the killed router gone", 30)
 
 
 def test_detached_router_status_and_stop(
@@ -158,7 +151,7 @@ def test_a_killed_routers_pid_file_is_stale(runtime: Path, detached: Detached) -
     target = f"127.0.0.1:{detached.port}"
     pid_file = runtime / f"router-{detached.port}.pid"
     os.kill(detached.pid, signal.SIGKILL)
-    assert wait_gone(detached.pid)
+    eventually(lambda: gone(detached.pid), "the killed router gone", 30)
     assert pid_file.exists()
     status = shellgate("status", "--target", target)
     assert status.returncode == 3
