@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from shellgate.execserver.config import ProcessLimits, SshConfig
+
+from tests.waiting import eventually
 
 SSHD = "/usr/sbin/sshd"
 # The dedicated login scripts/setup-test.sh creates (root only): an unprivileged user whose
@@ -99,12 +101,14 @@ def sshd_server() -> Iterator[Sshd]:
     env = {k: v for k, v in os.environ.items() if k != "SHELLGATE_TEST_MARK"}
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(cfg)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.05)
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    # As before: after 10 s the tests go on and meet whatever sshd does.
+    with contextlib.suppress(AssertionError):
+        eventually(listening, "sshd listening", 10)
     try:
         yield Sshd(port, user, str(root / "user_key"), str(root / "known_hosts"), proc.pid)
     finally:

@@ -11,10 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +22,12 @@ from shellgate.v1 import router_pb2, router_pb2_grpc
 
 from tests.child import stop_child
 from tests.execserver_harness import Daemon, daemon_subprocess
-from tests.integration.shared_support import REDIS_SERVER, free_port, seal_key_file
+from tests.integration.shared_support import (
+    REDIS_SERVER,
+    free_port,
+    seal_key_file,
+    wait_listening,
+)
 
 __all__ = ["Fleet", "RedisProcess", "Replica", "fleet", "start_router_process"]
 
@@ -56,16 +59,7 @@ class RedisProcess:
                 "--dir", str(self.folder), "--protected-mode", "yes",
                 "--appendonly", "yes" if self.aof else "no", "--appendfsync", "always"]  # fmt: skip
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), 0.2),
-            ):
-                return
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise RuntimeError("redis-server did not start")
-            time.sleep(0.05)
+        wait_listening(self.proc, self.port, "redis-server")
 
     def stop(self, *, kill: bool = False) -> None:
         """Stop it (SIGKILL with `kill`: nothing is flushed beyond what AOF already wrote)."""

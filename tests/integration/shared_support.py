@@ -10,7 +10,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from shellgate.router.runtime.store.record_seal import RecordSeal
 from shellgate.router.service.config import RouterConfig
 
 from tests.router_harness import Router, running_router
+from tests.waiting import eventually
 
 REDIS_SERVER = shutil.which("redis-server") or (
     "/usr/bin/redis-server" if shutil.which("/usr/bin/redis-server") else None
@@ -34,13 +34,17 @@ def free_port() -> int:
 
 def wait_listening(proc: subprocess.Popen[bytes], port: int, name: str) -> None:
     """Wait (≤ 10 s) until `proc` accepts TCP on loopback `port`; RuntimeError if it died."""
-    deadline = time.monotonic() + 10
-    while True:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        if time.monotonic() > deadline or proc.poll() is not None:
-            raise RuntimeError(f"{name} did not start")
-        time.sleep(0.05)
+
+    def accepts() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} did not start (exited {proc.returncode})")
+        with socket.create_connection(("127.0.0.1", port), 0.2):
+            return True
+
+    try:
+        eventually(accepts, f"{name} listening on {port}", 10, ignoring=(OSError,))
+    except AssertionError as exc:
+        raise RuntimeError(f"{name} did not start: {exc}") from None
 
 
 @contextlib.contextmanager

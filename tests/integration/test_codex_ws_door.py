@@ -13,7 +13,7 @@ import getpass
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,6 +35,7 @@ from tests.integration.codex_ws_support import (
     start_params,
 )
 from tests.integration.ws_raw import handshake, raw_request, text_frame
+from tests.waiting import eventually_async
 
 
 @pytest.fixture(autouse=True)
@@ -55,16 +56,6 @@ def _frames(marker: Path) -> bytes:
          "params": start_params("x", ["/bin/sh", "-c", f"touch {marker}"], marker.parent)},
     ]  # fmt: skip
     return b"".join(text_frame(json.dumps(m).encode()) for m in messages)
-
-
-async def _until(condition: Callable[[], bool], what: str) -> None:
-    """Wait until `condition()` holds (bounded only against a hang: nothing is timed)."""
-    try:
-        async with asyncio.timeout(REPLY_TIMEOUT_S):
-            while not condition():
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"never happened: {what}") from None
 
 
 async def _run_id(port: int, tmp_path: Path, token: str | None = None, **headers: str) -> str:
@@ -245,11 +236,21 @@ def test_idle_unauthenticated_connections_are_capped(tmp_path: Path) -> None:
         async with codex_daemon(config) as (_running, codex):
             door: Door = codex.door
             idle = [await asyncio.open_connection("127.0.0.1", codex.port) for _ in range(total)]
-            await _until(lambda: door.counts.open + door.counts.refused == total, "accepts")
+            await eventually_async(
+                lambda: door.counts.open + door.counts.refused == total,
+                "accepts",
+                REPLY_TIMEOUT_S,
+                0.01,
+            )
             assert (door.counts.open, door.counts.unauthenticated) == (cap, cap)
             assert door.counts.refused == total - cap
             reads = [asyncio.ensure_future(reader.read()) for reader, _ in idle]
-            await _until(lambda: sum(r.done() for r in reads) >= total - cap, "refusals")
+            await eventually_async(
+                lambda: sum(r.done() for r in reads) >= total - cap,
+                "refusals",
+                REPLY_TIMEOUT_S,
+                0.01,
+            )
             answers = [r.result() for r in reads if r.done()]
             assert len(answers) == total - cap
             assert all(a.startswith(b"HTTP/1.1 503 ") and b"too many" in a for a in answers)
@@ -261,7 +262,9 @@ def test_idle_unauthenticated_connections_are_capped(tmp_path: Path) -> None:
                 read.cancel()
             for _reader, writer in idle:
                 writer.close()
-            await _until(lambda: door.counts.open == 0, "the idle ones to go")
+            await eventually_async(
+                lambda: door.counts.open == 0, "the idle ones to go", REPLY_TIMEOUT_S, 0.01
+            )
             assert await _run_id(codex.port, tmp_path) == getpass.getuser()
 
     asyncio.run(main())
@@ -277,7 +280,9 @@ def test_open_connections_are_capped(tmp_path: Path) -> None:
                 await connect_codex(codex.port)
             assert busy.value.response.status_code == 503
             await sessions.pop().ws.close()
-            await _until(lambda: codex.door.counts.open == 2, "a session to leave")
+            await eventually_async(
+                lambda: codex.door.counts.open == 2, "a session to leave", REPLY_TIMEOUT_S, 0.01
+            )
             assert await _run_id(codex.port, tmp_path) == getpass.getuser()
             for client in sessions:
                 await client.ws.close()
@@ -296,7 +301,9 @@ def test_a_silent_or_half_sent_handshake_is_closed() -> None:
             async with asyncio.timeout(REPLY_TIMEOUT_S):
                 assert await silent[0].read() == b""
                 assert await half[0].read() == b""
-            await _until(lambda: codex.door.counts.open == 0, "both to be closed")
+            await eventually_async(
+                lambda: codex.door.counts.open == 0, "both to be closed", REPLY_TIMEOUT_S, 0.01
+            )
             for _reader, writer in (silent, half):
                 writer.close()
 

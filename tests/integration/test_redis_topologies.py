@@ -12,7 +12,6 @@ import contextlib
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,22 +21,13 @@ from shellgate.router.runtime.store.redis_bus import RedisBus
 from shellgate.router.runtime.store.redis_state import RedisSharedState
 from shellgate.router.runtime.store.shared_state import PendingRecord, SessionRecord
 
-from tests.integration.shared_support import REDIS_SERVER, TEST_SEAL, free_port
+from tests.integration.shared_support import REDIS_SERVER, TEST_SEAL, free_port, wait_listening
+from tests.waiting import eventually
 
 REDIS_CLI = shutil.which("redis-cli")
 pytestmark = pytest.mark.skipif(
     REDIS_SERVER is None or REDIS_CLI is None, reason="redis-server / redis-cli not installed"
 )
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 10
-    while True:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        if time.monotonic() > deadline or proc.poll() is not None:
-            raise RuntimeError(f"redis on {port} did not start")
-        time.sleep(0.05)
 
 
 def _low_port() -> int:
@@ -66,7 +56,7 @@ def servers(folder: Path, extra: list[list[str]]) -> Iterator[list[int]]:
                     "--save", "", "--appendonly", "no", "--dir", str(work)]  # fmt: skip
             proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             procs.append(proc)
-            _wait_port(port, proc)
+            wait_listening(proc, port, f"redis on {port}")
             ports.append(port)
         yield ports
     finally:
@@ -123,15 +113,15 @@ def test_cluster(tmp_path: Path) -> None:
              "--cluster-replicas", "0", "--cluster-yes"],
             check=True, capture_output=True, timeout=30,
         )  # fmt: skip
-        deadline = time.monotonic() + 15
-        while (
-            b"cluster_state:ok"
-            not in subprocess.run(
-                [REDIS_CLI, "-p", str(ports[0]), "cluster", "info"], capture_output=True, timeout=5
-            ).stdout
-        ):
-            assert time.monotonic() < deadline, "cluster did not become ok"
-            time.sleep(0.2)
+        info = [REDIS_CLI, "-p", str(ports[0]), "cluster", "info"]
+        eventually(
+            lambda: (
+                b"cluster_state:ok" in subprocess.run(info, capture_output=True, timeout=5).stdout
+            ),
+            "the cluster ok",
+            15,
+            0.2,
+        )
 
         async def main() -> None:
             url = f"redis+cluster://127.0.0.1:{ports[1]}"
