@@ -2,7 +2,7 @@
 
 `eventually(check, what)` calls `check()` every `interval_s` until it returns a truthy value
 and returns that value; after `timeout_s` it raises AssertionError naming `what` and the
-last result. `eventually_async` is the same for checks that are coroutine functions (or
+last result (`what` may be a callable, evaluated only then: "no X among <what was seen>"). `eventually_async` is the same for checks that are coroutine functions (or
 plain callables) inside a running event loop. Exceptions listed in `ignoring` count as "not
 yet" (e.g. OSError while a port is not listening); any other exception from the check
 propagates at once (e.g. "the process died while we waited").
@@ -27,14 +27,17 @@ DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_INTERVAL_S = 0.05
 
 
-def _timed_out(what: str, timeout_s: float, last: object, error: BaseException | None) -> str:
+What = str | Callable[[], str]
+
+
+def _timed_out(what: What, timeout_s: float, last: object, error: BaseException | None) -> str:
     detail = f"last error: {error!r}" if error is not None else f"last result: {last!r}"
-    return f"not within {timeout_s:g} s: {what} ({detail})"
+    return f"not within {timeout_s:g} s: {what() if callable(what) else what} ({detail})"
 
 
 def eventually(
     check: Callable[[], T],
-    what: str,
+    what: What,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     interval_s: float = DEFAULT_INTERVAL_S,
     *,
@@ -61,7 +64,7 @@ def eventually(
 
 async def eventually_async(
     check: Callable[[], T | Awaitable[T]],
-    what: str,
+    what: What,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     interval_s: float = DEFAULT_INTERVAL_S,
     *,

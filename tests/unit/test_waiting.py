@@ -21,6 +21,12 @@ def test_a_timeout_names_what_and_the_last_result() -> None:
         eventually(lambda: 0, "the moon", timeout_s=0.01, interval_s=0.001)
 
 
+def test_what_may_be_computed_when_it_timed_out() -> None:
+    seen: list[int] = []
+    with pytest.raises(AssertionError, match=r"no 3 among \[1(, 1)*\]"):
+        eventually(lambda: seen.append(1), lambda: f"no 3 among {seen}", 0.01, 0.02)
+
+
 def test_ignored_errors_mean_not_yet_and_others_propagate() -> None:
     calls = itertools.count()
 
