@@ -21,6 +21,7 @@ from shellgate.router.service.approvals_config import ApprovalsConfig, WebhookCo
 from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, router_pb2
 
 from tests.router_harness import completed, function_item, router_config, running_router, turn
+from tests.waiting import eventually
 
 SECRET = b"hook-secret"
 
@@ -122,17 +123,26 @@ def test_signed_post_verifies(tmp_path: Path, hook: _Hook) -> None:
     assert 'shellgate_approval_webhook_deliveries_total{outcome="delivered"}' in text
 
 
+def _metrics_with(router: Any, needle: str) -> str | None:
+    """The router's metrics text once it contains `needle` (None before)."""
+    text = router.running.app.metrics.render().decode()
+    return text if needle in text else None
+
+
 def _settled(hook: _Hook) -> dict[str, Any]:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    def settled() -> dict[str, Any] | None:
         for headers, body in list(hook.received):
             if headers["X-Shellgate-Event"] == "approval_settled":
                 timestamp = headers["X-Shellgate-Timestamp"]
                 mac = hmac.new(SECRET, timestamp.encode() + b"." + body, hashlib.sha256)
                 assert headers["X-Shellgate-Signature"] == f"sha256={mac.hexdigest()}"
                 return json.loads(body)  # type: ignore[no-any-return]
-        time.sleep(0.02)
-    raise AssertionError(f"no approval_settled among {[h['X-Shellgate-Event'] for h, _ in hook.received]}")
+        return None
+
+    def among() -> str:
+        return f"approval_settled among {[h['X-Shellgate-Event'] for h, _ in hook.received]}"
+
+    return eventually(settled, among, 10, 0.02)
 
 
 def test_settled_event_names_the_decision_and_the_operator(tmp_path: Path, hook: _Hook) -> None:
@@ -183,11 +193,9 @@ def test_redirects_are_not_followed(tmp_path: Path, hook: _Hook) -> None:
     try:
         with _router(tmp_path, f"http://127.0.0.1:{server.server_address[1]}/hook") as router:
             _park_and_approve(router)
-            text = ""
-            deadline = time.monotonic() + 10
-            while 'outcome="failed"' not in text and time.monotonic() < deadline:
-                time.sleep(0.05)
-                text = router.running.app.metrics.render().decode()
+            text = eventually(
+                lambda: _metrics_with(router, 'outcome="failed"'), "a failed delivery counted", 10
+            )
         assert 'shellgate_approval_webhook_deliveries_total{outcome="failed"}' in text
         assert target.received == []
     finally:
@@ -208,13 +216,12 @@ def test_failing_webhook_does_not_delay_the_call(tmp_path: Path, failing: str) -
     try:
         with _router(tmp_path, url) as router:
             _, pending_after = _park_and_approve(router)
+            # A bound, not a speed target: the pending event comes in ~0.1 s, and a call
+            # held for the webhook (500 ms timeout, one retry) would take about 1 s more.
             assert pending_after < 2
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                text = router.running.app.metrics.render().decode()
-                if 'outcome="failed"} 2.0' in text:
-                    break
-                time.sleep(0.05)
+            text = eventually(
+                lambda: _metrics_with(router, 'outcome="failed"} 2.0'), "both failures counted", 5
+            )
             # Two events (approval_pending, approval_settled), each tried twice.
             assert 'shellgate_approval_webhook_deliveries_total{outcome="failed"} 2.0' in text
             assert 'shellgate_approval_webhook_deliveries_total{outcome="retried"} 2.0' in text

@@ -9,6 +9,7 @@ a per-call `CreateProcess` text; with the flag that line names, it must work.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.paths import REPO_ROOT
+from tests.waiting import eventually
 
 # Hidden from the PATH the command sees: the sandbox, whatever could install it, and the
 # installed entry points (shims that run this checkout take their place).
@@ -87,11 +89,17 @@ def detached() -> Iterator[list[int]]:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             continue
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-            if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[-1].startswith("Z"):
-                break  # exited; its parent (init or a subreaper) reaps it
-            time.sleep(0.05)
+        with contextlib.suppress(AssertionError):  # as before: 20 s, then move on
+            eventually(lambda: _exited(pid), f"router {pid} stopped", 20)  # noqa: B023
+
+
+def _exited(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    # A zombie has exited; its parent (init or a subreaper) reaps it.
+    return stat.split(") ", 1)[-1].startswith("Z")
 
 
 def _run(command: str, tmp_path: Path, *, with_bwrap: bool) -> subprocess.CompletedProcess[str]:

@@ -3,6 +3,7 @@ gRPC, real processes; the caller's Execute stream stays open while an operator d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_p
 
 from tests.router_harness import Router, completed, function_item, router_config, running_router
 from tests.router_harness import turn as base_turn
+from tests.waiting import eventually
 
 DENIED_TEXT = 'exec_command failed: CreateProcess { message: "Rejected(\\"rejected by user\\")" }'
 TOKENS = {"agent": "tok-agent", "alice": "tok-alice", "bob": "tok-bob", "carol": "tok-carol"}
@@ -145,11 +147,14 @@ def test_approve_continues_the_same_stream(router: Router) -> None:
 
 def router_audit(router: Router) -> Path:
     path = Path(router.running.app.config.audit_log)
-    # Written off the event loop: wait (bounded) for the decision to land.
-    for _ in range(50):
-        if '"source":"operator"' in path.read_text().replace(" ", ""):
-            break
-        time.sleep(0.05)
+    # Written off the event loop: wait (bounded) for the decision to land; the callers'
+    # assertions say what is missing if it did not.
+    with contextlib.suppress(AssertionError):
+        eventually(
+            lambda: '"source":"operator"' in path.read_text().replace(" ", ""),
+            "the operator's decision in the audit log",
+            2.5,
+        )
     return path
 
 
@@ -239,11 +244,7 @@ def test_caller_disconnect_withdraws_the_approval(router: Router, tmp_path: Path
     stream = _open(router, "op6", "x1", args=args)
     _, pending = _until_pending(stream)
     stream.cancel()
-    for _ in range(100):
-        if not _pending(router):
-            break
-        time.sleep(0.05)
-    assert _pending(router) == []
+    eventually(lambda: _pending(router) == [], "the approval withdrawn", 5)
     with pytest.raises(grpc.RpcError) as err:
         _decide(router, pending.approval_id, router_pb2.APPROVAL_DECISION_APPROVED)
     assert err.value.code() == grpc.StatusCode.NOT_FOUND

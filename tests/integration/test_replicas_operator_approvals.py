@@ -16,6 +16,7 @@ from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, router_pb2
 from tests.integration.replicas import Fleet, fleet
 from tests.integration.shared_support import REDIS_SERVER
 from tests.router_harness import completed, function_item, turn
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -104,10 +105,7 @@ def test_caller_gone_on_a_withdraws_on_b(two: Fleet) -> None:
     stream = _open(a.channel, "rep2", "c2", marker)
     approval_id = _pending_id(stream)
     stream.cancel()  # type: ignore[attr-defined]
-    deadline = time.monotonic() + 5
-    while _listed(b.channel) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _listed(b.channel) == []
+    eventually(lambda: _listed(b.channel) == [], "the approval withdrawn on b", 5)
     with pytest.raises(grpc.RpcError) as err:
         _decide(b.channel, approval_id, router_pb2.APPROVAL_DECISION_APPROVED)
     assert err.value.code() == grpc.StatusCode.NOT_FOUND

@@ -20,6 +20,7 @@ from shellgate.v1 import common_pb2, router_pb2
 from tests.integration.replicas import Fleet, Replica, fleet
 from tests.integration.shared_support import REDIS_SERVER
 from tests.router_harness import completed, function_item, turn
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -169,12 +170,11 @@ def test_an_amendment_approved_on_one_replica_applies_on_all(the_fleet: Fleet) -
     assert completed(resume(r0, "t-amend", ask.approval_id, decision)).exit_code == 0
     for index, replica in enumerate((r1, r2)):
         # The notice travels over pub/sub: allow it a moment, bounded.
-        deadline = time.monotonic() + 5
-        while True:
-            events = run(replica, f"t-amend-{index}", command, "a2", approval=untrusted)
-            if events[-1].WhichOneof("event") == "completed" or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        def allowed() -> list[router_pb2.ExecuteResponse] | None:
+            events = run(replica, f"t-amend-{index}", command, "a2", approval=untrusted)  # noqa: B023
+            return events if events[-1].WhichOneof("event") == "completed" else None
+
+        events = eventually(allowed, f"{replica.name} allowing the amended command", 5, 0.2)
         assert completed(events).exit_code == 0, replica.name
     # A replica started later (with its own, empty amendments file, as in a pod) loads the
     # shared amendments from Redis before it serves.

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from tests.router_harness import (
     running_router,
     turn,
 )
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -117,10 +117,7 @@ def test_escaped_descendants_die_with_the_sandboxed_command(tmp_path: Path, prof
     with running_router(router_config(local_cwd=str(tmp_path))) as router:
         done = _run(router, escapes, tmp_path, profile)
         assert "running=3" in done.output_text, done.output_text  # every escape started
-        deadline = time.monotonic() + 5
-        while pids_with(token) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert pids_with(token) == []
+        eventually(lambda: pids_with(token) == [], "every escape gone", 5)
 
 
 def test_service_credentials_read_empty_inside_the_sandbox(tmp_path: Path) -> None:
