@@ -141,6 +141,9 @@ def test_a_bidi_disguised_command_shows_escaped_with_a_warning(
     assert RLO not in text
     warning = _row_text(browser, approval_id, ".hidden-warning")
     assert "Hidden characters" in warning and "U+202E RIGHT-TO-LEFT OVERRIDE" in warning
+    # Judged at a glance: a risk marker, and why it asks in plain words.
+    assert "hidden characters" in _row_text(browser, approval_id, ".risks")
+    assert "A rule of this router asks a person" in _row_text(browser, approval_id, ".why")
     _screenshot(browser, "console-bidi-disguised-command.png")
     _deny(router, approval_id)
     assert "rejected by user" in agent.result()[-1].completed.output_text
@@ -224,7 +227,65 @@ def test_a_patch_approval_shows_each_path_and_the_diff(
     assert all(f in shown for f in files), shown
     diff = _row_text(browser, approval_id, "pre.patch-diff")
     assert all(line in diff for line in ("+hello", "-one", "+uno", "-bye")), diff
+    risks = _row_text(browser, approval_id, ".risks")
+    assert "writes files" in risks and "deletes files" in risks, risks
     _screenshot(browser, f"console-patch-approval-{tool}.png")
     _deny(router, approval_id)
     assert "rejected" in agent.result()[-1].completed.output_text
     assert (tmp_path / "old.txt").read_text() == "one\n" and not (tmp_path / "new.txt").exists()
+
+
+def test_approve_with_amendment_is_confirmed_first(
+    router: ConsoleRouter, browser: Any, tmp_path: Path
+) -> None:
+    By = by()
+    agent, approval_id = _park(
+        router, "amend", f"mkdir -p {tmp_path / 'made'}", tmp_path, approval=UNTRUSTED
+    )
+    assert list(_listed(router, approval_id).proposed_amendment)[:2] == ["mkdir", "-p"]
+    _console(browser, router, approval_id)
+    selector = f'tr.pending-row[data-approval-id="{approval_id}"] button.approve-amendment'
+    retry_stale(lambda: browser.find_element(By.CSS_SELECTOR, selector).click())
+    alert = eventually(lambda: _alert(browser), "the confirmation")
+    assert "runs without asking anyone" in alert.text and "mkdir -p" in alert.text
+    alert.dismiss()
+    # Dismissed: nothing was decided, the call still waits.
+    time.sleep(1)
+    assert _listed(router, approval_id).approval_id == approval_id
+    _deny(router, approval_id)
+    assert "rejected by user" in agent.result()[-1].completed.output_text
+    assert not (tmp_path / "made").exists()
+
+
+def _alert(driver: Any) -> Any:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    try:
+        alert = driver.switch_to.alert
+        _ = alert.text
+        return alert
+    except NoAlertPresentException:
+        return None
+
+
+def test_the_start_banner_names_the_console_url(router: ConsoleRouter) -> None:
+    assert f"  console: {router.url}/ (log in with an operator token)" in router.replica.log()
+
+
+def test_an_approval_past_its_deadline_says_expired_denied(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    folder = tmp_path_factory.mktemp("console-expiry")
+    with console_router(folder, operator_config(folder, deadline_ms=4_000), "expiry") as short:
+        agent, approval_id = _park(short, "expire", "printf late", tmp_path)
+        browser.delete_all_cookies()
+        _console(browser, short, approval_id)
+        notice = eventually(
+            lambda: "\n".join(
+                e.text for e in browser.find_elements(by().CSS_SELECTOR, ".expired-notice")
+            ),
+            "the expiry notice",
+            timeout_s=15,
+        )
+        assert "expired → denied" in notice and "printf late" in notice, notice
+        assert "rejected by user" in agent.result()[-1].completed.output_text

@@ -41,8 +41,9 @@ def sandbox_refusal(config: RouterConfig) -> str | None:
 
 
 def banner_lines(config: RouterConfig, port: int, rules_files: Sequence[Path] | None,
-                 token_path: Path | None) -> list[str]:  # fmt: skip
-    """The start-up banner: where it listens, what it runs on, under what, and how to call it."""
+                 token_path: Path | None, console_port: int | None = None) -> list[str]:  # fmt: skip
+    """The start-up banner: where it listens, what it runs on, under what, how to call it,
+    and the operator console's URL when it serves one."""
     host = config.listen.rsplit(":", 1)[0]
     address = f"{host}:{port}"
     envs = (
@@ -71,8 +72,19 @@ def banner_lines(config: RouterConfig, port: int, rules_files: Sequence[Path] | 
         f"  rules: {rules}",
     ]
     lines += auth_lines(config, token_path)
+    if console_port is not None and config.console_listen:
+        lines.append(
+            f"  console: {console_url(config, console_port)} (log in with an operator token)"
+        )
     lines += try_lines(config, address)
     return lines
+
+
+def console_url(config: RouterConfig, port: int) -> str:
+    """The console's URL a browser on this host opens (a wildcard host as loopback)."""
+    host = config.console_listen.rsplit(":", 1)[0]
+    host = _WILDCARDS.get(host, host)
+    return f"{'https' if config.console_tls else 'http'}://{host}:{port}/"
 
 
 def auth_lines(config: RouterConfig, token_path: Path | None) -> list[str]:

@@ -128,7 +128,10 @@ async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     loop.add_signal_handler(signal.SIGHUP, lambda: _reload(router.app, reloads))
     token_path = router.local_token.path if router.local_token is not None else None
     store = router.app.policy_store
-    banner = banner_lines(config, router.port, store.files if store else None, token_path)
+    console_port = router.console.port if router.console is not None else None
+    banner = banner_lines(
+        config, router.port, store.files if store else None, token_path, console_port
+    )
     # On stderr, where the logs go too (journald, kubectl logs), before the port: whoever
     # waits for the port (`--detach`) then has the whole banner.
     print("\n".join(banner), file=sys.stderr, flush=True)

@@ -19,6 +19,7 @@ from shellgate.router.runtime.environments.registry import LocalEnvironment
 from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.threads.registry import ThreadState, owned_thread_key
 from shellgate.router.runtime.threads.unified_process import UnifiedProcess
+from shellgate.router.service.console.judging import plain_reason, risk_markers
 
 if TYPE_CHECKING:
     from shellgate.router.service.app import RouterApp
@@ -206,6 +207,8 @@ class PendingRow:
     hidden_characters: tuple[str, ...] = ()
     patch_files: tuple[str, ...] = ()
     patch_diff: str = ""
+    why: str = ""  # the plain-language reason (judging.plain_reason)
+    risks: tuple[str, ...] = ()  # risk markers (judging.risk_markers)
 
 
 def marked(text: str, limit: int) -> str:
@@ -240,6 +243,8 @@ def _pending_row(v: PendingView, now: int) -> PendingRow:
         tuple(clip(h) for h in v.hidden_characters[:MAX_LIST_ITEMS]),
         tuple(marked(f, MAX_FIELD_CHARS) for f in v.patch_files[:MAX_ROWS]),
         marked(v.patch_diff, MAX_FULL_CHARS),
+        plain_reason(v),
+        risk_markers(v),
     )
 
 

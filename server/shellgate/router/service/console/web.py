@@ -252,6 +252,10 @@ class Console:
             "threads": thread_rows(self.app),
             "pending": pending,
             "desk": desk is not None,
+            # What a passed deadline decides, shown on the row (`deadline_fallback`).
+            "expired_as": "aborted"
+            if self.app.config.approvals.deadline_fallback == "abort"
+            else "denied",
             "audit_on": bool(self.app.config.audit_log),
             "audit": await asyncio.to_thread(audit_tail, self.app.config.audit_log),
         }

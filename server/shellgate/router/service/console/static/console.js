@@ -149,6 +149,31 @@ function keepOpenDetails(section, fresh) {
   }
 }
 
+// A pending row that left because its deadline passed leaves a notice saying what the
+// deadline decided (the row itself is gone with the next refresh).
+function noteExpired(section, fresh) {
+  const now = Date.now();
+  for (const row of section.querySelectorAll("tr.pending-row")) {
+    const id = row.dataset.approvalId;
+    if (fresh.querySelector(`tr.pending-row[data-approval-id="${CSS.escape(id)}"]`)) continue;
+    const countdown = row.querySelector("[data-deadline-ms]");
+    if (!countdown || Number(countdown.dataset.deadlineMs) > now) continue;
+    let box = document.getElementById("expired-notices");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "expired-notices";
+      section.before(box);
+    }
+    const notice = document.createElement("p");
+    notice.className = "notice expired-notice";
+    const command = row.querySelector("code.command")?.textContent || id;
+    notice.textContent = `${countdown.dataset.expired || "expired"}: ${command.slice(0, 300)} ` +
+      "(its deadline passed before an operator decided)";
+    box.append(notice);
+    while (box.children.length > 20) box.firstElementChild.remove();
+  }
+}
+
 async function refresh(id) {
   const section = document.getElementById(id);
   if (!section) return;
@@ -165,6 +190,7 @@ async function refresh(id) {
   if (section.contains(document.activeElement) && document.activeElement.tagName === "BUTTON") return;
   if (section.id === "threads") keepLiveOutput(fresh.content);
   keepOpenDetails(section, fresh.content);
+  if (section.id === "pending") noteExpired(section, fresh.content);
   section.replaceChildren(fresh.content);
   attachStreams(section);
   tick();
@@ -174,7 +200,17 @@ function tick() {
   const now = Date.now();
   for (const el of document.querySelectorAll("[data-deadline-ms]")) {
     const left = Math.max(0, Math.floor((Number(el.dataset.deadlineMs) - now) / 1000));
-    el.textContent = left + "s";
+    if (left > 0 || !el.dataset.expired) {
+      el.textContent = left + "s";
+      continue;
+    }
+    // The deadline passed: the fallback decided; no button can decide it any more.
+    el.textContent = el.dataset.expired;
+    const row = el.closest("tr");
+    if (row) {
+      row.classList.add("expired");
+      for (const button of row.querySelectorAll("button")) button.disabled = true;
+    }
   }
 }
 
@@ -214,6 +250,8 @@ async function submit(root, event) {
   event.preventDefault();
   const body = new URLSearchParams(new FormData(form));
   const button = event.submitter;
+  // A decision that widens what runs unasked (the amendment) is confirmed first.
+  if (button && button.dataset.confirm && !window.confirm(button.dataset.confirm)) return;
   if (button && button.name) body.set(button.name, button.value);
   const response = await keyed(form.action, { method: "POST", body, redirect: "manual" });
   if (!response) return;
