@@ -13,11 +13,19 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from shellgate.common.process.cwd_pin import identify_cwd
+from shellgate.common.sandbox import (
+    SandboxMode,
+    SandboxSpec,
+    sandbox_unavailable_reason,
+    wrap_argv,
+)
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc, shell_pb2
 
 from tests.router_harness import completed, execute, function_item, router_subprocess
@@ -136,3 +144,94 @@ def test_no_override_keeps_codex_digest(
         timeout=30,
     )
     assert ask.approval_key_digest in str(projected)
+
+
+def _bwrap_runs() -> bool:
+    return not sandbox_unavailable_reason()
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [
+        common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS,
+        pytest.param(
+            common_pb2.PERMISSION_PROFILE_KIND_WORKSPACE_WRITE,
+            marks=pytest.mark.skipif(not _bwrap_runs(), reason="bubblewrap cannot run here"),
+        ),
+    ],
+    ids=["unsandboxed", "bubblewrap"],
+)
+def test_a_cwd_swapped_after_the_ask_runs_nothing_elsewhere(
+    stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path, profile: int
+) -> None:
+    proj, other = tmp_path / "proj", tmp_path / "other"
+    for d in (proj, other):
+        d.mkdir()
+        (d / "keep.txt").write_text(d.name)
+    turn = _turn(proj)
+    turn.permission_profile.kind = profile
+    thread = f"swap-{profile}"
+    ask = _asked(_run(stub, thread, turn, "rm -f keep.txt", "c1"))
+    assert ask.cwd == str(proj)
+
+    # Between the ask and the answer the approved directory becomes a symlink elsewhere.
+    proj.rename(tmp_path / "proj.orig")
+    proj.symlink_to(other, target_is_directory=True)
+
+    done = _resume(stub, thread, turn, ask.approval_id, router_pb2.APPROVAL_DECISION_APPROVED)
+    assert (other / "keep.txt").read_text() == "other"
+    assert (tmp_path / "proj.orig" / "keep.txt").exists()
+    assert "no longer the directory that was approved" in done.output_text, done.output_text
+    assert not done.success
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [
+        common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS,
+        pytest.param(
+            common_pb2.PERMISSION_PROFILE_KIND_WORKSPACE_WRITE,
+            marks=pytest.mark.skipif(not _bwrap_runs(), reason="bubblewrap cannot run here"),
+        ),
+    ],
+    ids=["unsandboxed", "bubblewrap"],
+)
+def test_an_unchanged_cwd_runs_the_approved_command(
+    stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path, profile: int
+) -> None:
+    (tmp_path / "keep.txt").write_text("x")
+    turn = _turn(tmp_path)
+    turn.permission_profile.kind = profile
+    thread = f"same-{profile}"
+    ask = _asked(_run(stub, thread, turn, "rm -f keep.txt && pwd", "c1"))
+    done = _resume(stub, thread, turn, ask.approval_id, router_pb2.APPROVAL_DECISION_APPROVED)
+    assert done.exit_code == 0 and not (tmp_path / "keep.txt").exists()
+    assert str(tmp_path) in done.output_text
+
+
+@pytest.mark.skipif(not _bwrap_runs(), reason="bubblewrap cannot run here")
+def test_the_sandboxed_side_checks_the_cwd_again(tmp_path: Path) -> None:
+    # bubblewrap's --chdir takes a path: a swap between the spawn's check and bubblewrap's
+    # chdir is caught on the sandboxed side, before the command is exec'd there.
+    proj, other = tmp_path / "proj", tmp_path / "other"
+    for d in (proj, other):
+        d.mkdir()
+        (d / "keep.txt").write_text(d.name)
+    identity = identify_cwd(str(proj))
+    proj.rename(tmp_path / "proj.orig")
+    proj.symlink_to(other, target_is_directory=True)
+    spec = SandboxSpec(SandboxMode.WORKSPACE_WRITE, (str(tmp_path),), network_access=False)
+    command = ("/bin/sh", "-c", "rm -f keep.txt")
+
+    argv, extra = wrap_argv(command, str(proj), spec, cwd_identity=identity)
+    env = {**os.environ, **extra}
+    ran = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=30)
+    assert ran.returncode == 126, ran
+    assert b"no longer the directory that was approved" in ran.stderr
+    assert (other / "keep.txt").exists()
+
+    # The same launch without the approved identity deletes the other directory's file.
+    argv, extra = wrap_argv(command, str(proj), spec)
+    ran = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=30)
+    assert ran.returncode == 0, ran
+    assert not (other / "keep.txt").exists()

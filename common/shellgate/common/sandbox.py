@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from shellgate.common.errors import SandboxUnavailableError
+from shellgate.common.process.cwd_pin import CwdIdentity, sandbox_cwd_check_argv
 from shellgate.common.protected_names import POINTER_MAX_CHARS, gitdir_target
 from shellgate.common.protected_names import PROTECTED_NAMES as PROTECTED_NAMES  # re-exported
 from shellgate.common.sandbox_masks import User, mask_args, service_dirs
@@ -158,8 +159,13 @@ def bwrap_argv(
     new_session: bool = True,
     mount_proc: bool = True,
     user: User | None = None,
+    cwd_identity: CwdIdentity | None = None,
 ) -> tuple[tuple[str, ...], dict[str, str]]:
     """The bubblewrap launch argv (for whichever host runs it) and the env additions.
+
+    With `cwd_identity` (an approved directory) the command runs behind
+    `cwd_pin.sandbox_cwd_check_argv`: `--chdir` takes a path, so the sandboxed side checks
+    that `.` is still the approved directory before it execs the command.
 
     `masked_paths` (the service's own credentials: token files, TLS keys, its config, their
     folders) read as empty inside the sandbox (`sandbox_masks`; `user` runs bubblewrap, when
@@ -192,6 +198,8 @@ def bwrap_argv(
         # bwrap reads the filter from an fd; a POSIX sh opens it (fd 3) and execs bwrap.
         prefix = (*SECCOMP_TRAMPOLINE, seccomp_path)
         args += ["--seccomp", "3"]
+    if cwd_identity is not None:
+        argv = sandbox_cwd_check_argv(cwd_identity, argv)
     args += ["--chdir", cwd, "--", *argv]
     return (*prefix, *args), extra
 
@@ -207,6 +215,7 @@ def wrap_argv(
     runs_here: bool = True,
     tty: bool = False,
     user: User | None = None,
+    cwd_identity: CwdIdentity | None = None,
 ) -> tuple[tuple[str, ...], dict[str, str]]:
     """The launch argv under bubblewrap and the env additions; refuses when unavailable.
 
@@ -231,6 +240,7 @@ def wrap_argv(
         path, argv, cwd, spec,
         masked_paths=masks, seccomp_path=seccomp, new_session=not tty,
         mount_proc=_local_probe()[1] if runs_here else True, user=user,
+        cwd_identity=cwd_identity,
     )  # fmt: skip
 
 

@@ -40,6 +40,9 @@ class SpawnRequest:
     stdin_open: bool = False
     # argv[0] as the program sees it; None keeps argv[0].
     arg0: str | None = None
+    # (st_dev, st_ino) of the directory approved for this command (`process/cwd_pin`): the
+    # child starts in it or not at all. None: no approval pinned a directory.
+    cwd_identity: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

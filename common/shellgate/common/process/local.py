@@ -29,13 +29,13 @@ from shellgate.common.process.base import (
     SpawnRequest,
     Stream,
 )
+from shellgate.common.process.cwd_pin import spawnable_in_approved_cwd
 from shellgate.common.process.escapes import EscapeReaper
 from shellgate.common.process.fdio import read_chunks, write_all
 from shellgate.common.process.fdoutput import FdOutput
 from shellgate.common.process.guardian import GroupGuardian
 from shellgate.common.process.launch import (
     Launch,
-    check_spawnable,
     needs_shim,
     plan_launch,
 )
@@ -256,7 +256,7 @@ class LocalBackend:
         """Spawn argv directly; raise SpawnError when nothing started."""
         if not request.argv:
             raise SpawnError("argv must not be empty", 0)
-        check_spawnable(request)
+        request, pinned = spawnable_in_approved_cwd(request)  # cwd_pin: the fd to close
         if self._run_as is not None:
             # setpriv execs the program itself, so a custom arg0 cannot survive the switch
             # (as under bubblewrap).
@@ -265,7 +265,7 @@ class LocalBackend:
         # The status pipe only serves the Python shim (rare: a PTY without util-linux).
         status_r, status_w = os.pipe2(os.O_CLOEXEC) if needs_shim(request) else (-1, -1)
         launch = plan_launch(request, status_w, os.getpid())
-        fds_to_close = [status_w] if launch.shim else []
+        fds_to_close = [*([status_w] if launch.shim else []), *pinned]
         master: int | None = None
         stdin_parent: int | None = None
         out: list[tuple[int, Stream]] = []

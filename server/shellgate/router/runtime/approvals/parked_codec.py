@@ -42,7 +42,7 @@ from shellgate.router.runtime.call.state import (
 __all__ = ["FORMAT", "StoredParked", "decode_parked", "encode_parked", "fingerprint", "rebuild"]
 
 # Bumped when the layout changes: a record of another format is refused, never guessed at.
-# Optional fields (`parked_at`, `trace`) were added without a bump: older routers ignore
+# Optional fields (`parked_at`, `trace`, `parked.cwd_identity`) were added without a bump: older routers ignore
 # them, and a record without them reads back with their defaults.
 FORMAT = 1
 
@@ -129,6 +129,8 @@ def encode_parked(
                         "environment_id": subject.environment_id},
             "retry_result": None if parked.retry_result is None
             else _finished_json(parked.retry_result),
+            "cwd_identity": None if parked.cwd_identity is None
+            else list(parked.cwd_identity),
         },
     }  # fmt: skip
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
@@ -148,8 +150,11 @@ def decode_parked(text: str | bytes) -> StoredParked:
         subject = ApprovalSubject(_strs(s["argv"]), _str(s["cwd"]), _str(s["environment_id"]), None)
         amendment = None if p["amendment"] is None else _strs(p["amendment"])
         retry = None if p["retry_result"] is None else _finished(_obj(p["retry_result"]))
+        identity = p.get("cwd_identity")
+        cwd_identity = None if identity is None else _identity(identity)
         parked = Parked(ApprovalKind(_str(p["kind"])), _int(p["element_index"]),
-                        _str(p["reason"]), amendment, _str(p["key"]), subject, retry)  # fmt: skip
+                        _str(p["reason"]), amendment, _str(p["key"]), subject, retry,
+                        cwd_identity)  # fmt: skip
         return StoredParked(
             origin=base64.b64decode(_str(data["origin"]), validate=True),
             started_wall=float(_num(data["started_wall"])),
@@ -191,6 +196,12 @@ def _finished(d: Mapping[str, Any]) -> Finished:
         _opt_int(d["exit_code"]), _opt_int(d["session_id"]),
         _opt_int(d["original_token_count"]), _bool(d["truncated"]), _strs(d["warnings"]),
     )  # fmt: skip
+
+
+def _identity(v: object) -> tuple[int, int]:
+    if not isinstance(v, list) or len(v) != 2:
+        raise TypeError("expected [st_dev, st_ino]")
+    return (_int(v[0]), _int(v[1]))
 
 
 def _obj(v: object) -> Mapping[str, Any]:

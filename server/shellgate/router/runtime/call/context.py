@@ -105,6 +105,9 @@ class RuntimeRequest:
     # OPERATOR, DEADLINE or INTERRUPT (operator route), and the subject that decided.
     approval_source: DecisionSource = DecisionSource.CALLER
     approver: str = ""
+    # (st_dev, st_ino) of the cwd the element was approved in: its spawn starts there or
+    # not at all (common/process/cwd_pin). None when it resumes from no approval.
+    approved_cwd: tuple[int, int] | None = None
 
     def spawner(self, environment_id: str) -> Spawner:
         """The environment that runs the element; a missing one is unavailable (06 §5)."""

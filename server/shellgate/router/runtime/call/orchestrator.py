@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shellgate.common.errors import EnvironmentNotFoundError
+from shellgate.common.process.cwd_pin import identify_cwd
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.common.tracing import span
 from shellgate.router.envelope import ExecutionEnvelope
@@ -348,4 +349,24 @@ def _park(
         key=runtime.approval_key().digest(),
         subject=runtime.approval_subject(),
         retry_result=retry_result,
+        cwd_identity=_cwd_identity(runtime, request),
     )
+
+
+def _cwd_identity(runtime: ToolRuntime, request: RuntimeRequest) -> tuple[int, int] | None:
+    """The directory a local command is approved in, as it is now (common/process/cwd_pin).
+
+    Taken when the approval is asked for; the spawn starts in that directory or fails. A
+    daemon's commands carry none (the Start order has no field for it yet), nor does
+    apply_patch, which spawns nothing.
+    """
+    match runtime.sandbox_preference():
+        case SandboxAuto(envelope=envelope):
+            try:
+                if request.spawner(envelope.environment_id).remote:
+                    return None
+            except EnvironmentUnavailableError:
+                return None
+            return identify_cwd(envelope.cwd)
+        case _:
+            return None

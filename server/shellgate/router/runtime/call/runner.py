@@ -40,6 +40,7 @@ from shellgate.router.runtime.call.orchestrator import ToolRuntime, orchestrate
 from shellgate.router.runtime.call.state import (
     Aborted,
     Answer,
+    Approved,
     AwaitingApproval,
     Call,
     CallState,
@@ -81,8 +82,8 @@ class CallRunner:
         # Who settled the operator-routed approval the call continues from (audit).
         self.decided: Decided | None = None
 
-    def request(self, index: int) -> RuntimeRequest:
-        """What the runtime of element `index` runs with."""
+    def request(self, index: int, answer: Answer | None = None) -> RuntimeRequest:
+        """What the runtime of element `index` runs with (resuming from `answer`)."""
         projected = self.call.projected
         name = projected.tool_name
         return RuntimeRequest(
@@ -91,6 +92,7 @@ class CallRunner:
             tool=name.name if name is not None else "",
             approval_source=self.decided.source if self.decided else DecisionSource.CALLER,
             approver=self.decided.who if self.decided else self.ctx.caller_subject,
+            approved_cwd=answer.cwd_identity if isinstance(answer, Approved) else None,
         )  # fmt: skip
 
     async def run(self, answer: Answer | None) -> None:
@@ -128,7 +130,7 @@ class CallRunner:
             case WriteStdinCall():
                 self._advance(await run_write_stdin(self.request(0), outcome))
             case ApplyPatchToolCall():
-                request = self.request(0)
+                request = self.request(0, answer)
                 self._advance(await _element(tool_call_patch(request, outcome), request, answer))
             case ShellCall():
                 await self._shell(outcome, answer)
@@ -165,7 +167,7 @@ class CallRunner:
             if self.interrupt.is_set():
                 self._advance(Aborted())
                 continue
-            request = self.request(index)
+            request = self.request(index, answer)
             self._advance(await _element(_runtime(call, request), request, answer))
             # The decision answered this element only; later elements meet their own gates.
             answer = None

@@ -124,8 +124,9 @@ class LocalEnvironment:
                 argv, extra = wrap_argv(
                     request.argv, request.cwd, sandbox,
                     masked_paths=self._masked_paths, tty=request.tty, user=self._bwrap_user,
+                    cwd_identity=request.cwd_identity,
                 )  # fmt: skip
-            except SandboxUnavailableError as exc:
+            except (SandboxUnavailableError, SpawnError) as exc:
                 raise SpawnFailure(exc.message) from exc
             env.update(extra)
         spawn = SpawnRequest(
@@ -136,6 +137,9 @@ class LocalEnvironment:
             rows=request.rows,
             cols=request.cols,
             stdin_open=request.stdin_open,
+            # Bubblewrap starts in the approved directory too; the command is checked again
+            # on the sandboxed side (common/process/cwd_pin).
+            cwd_identity=request.cwd_identity,
         )
         try:
             handle = await self._backend.start(spawn)

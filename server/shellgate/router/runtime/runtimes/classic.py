@@ -161,6 +161,7 @@ async def run_classic(
         env=launch_env(envelope.env_map, call_id=call_id),
         tty=False,
         stdin_open=False,
+        cwd_identity=request.approved_cwd,
     )
     spawned = await spawner.spawn(
         spawn_request, sandbox, detach=False, owner=request.ctx.owner,

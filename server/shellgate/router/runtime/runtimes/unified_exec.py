@@ -188,8 +188,9 @@ async def exec_command_start(
     argv = launch_argv(envelope.argv, envelope.shell_type)
     env = launch_env(envelope.env_map, call_id=call_id)
     spawn_request = SpawnRequest(
-        argv=tuple(argv), cwd=envelope.cwd, env=env, tty=bool(envelope.tty), stdin_open=False
-    )
+        argv=tuple(argv), cwd=envelope.cwd, env=env, tty=bool(envelope.tty), stdin_open=False,
+        cwd_identity=request.approved_cwd,
+    )  # fmt: skip
     try:
         spawned = await spawner.spawn(
             spawn_request, sandbox, detach=True, owner=request.ctx.owner,
