@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import grpc
 import pytest
@@ -27,6 +28,7 @@ from tests.integration.test_client_support import (
     fake_router,
     router_process,
 )
+from tests.waiting import eventually
 
 CALL = [sys.executable, "-m", "shellgate.router.cli.main", "call"]
 
@@ -132,19 +134,25 @@ def test_approvals(router: RouterProcess, tmp_path: Path) -> None:
     assert made.exists()
 
 
+def _read_until(stream: IO[bytes], needle: bytes, timeout_s: float = 20) -> bytes:
+    """What `stream` printed, read until it contains `needle` (bounded; EOF fails at once)."""
+    seen = bytearray()
+
+    def arrived() -> bool:
+        ready, _, _ = select.select([stream], [], [], 0.2)  # the wait between reads
+        if ready:
+            chunk = os.read(stream.fileno(), 4096)
+            assert chunk, f"EOF before {needle!r}: {bytes(seen)!r}"
+            seen.extend(chunk)
+        return needle in seen
+
+    eventually(arrived, lambda: f"{needle!r} in {bytes(seen)!r}", timeout_s, 0)
+    return bytes(seen)
+
+
 def _wait_for(proc: subprocess.Popen[bytes], needle: bytes, timeout_s: float = 20) -> bytes:
     assert proc.stdout is not None
-    seen = b""
-    deadline = time.monotonic() + timeout_s
-    while needle not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
-        if ready:
-            chunk = os.read(proc.stdout.fileno(), 4096)
-            if not chunk:
-                break
-            seen += chunk
-    assert needle in seen, seen
-    return seen
+    return _read_until(proc.stdout, needle, timeout_s)
 
 
 def _interrupt(target: str, cmd: str, needle: bytes, signals: int = 1) -> tuple[int, str]:
@@ -175,10 +183,7 @@ def test_ctrl_c_without_router_interrupt_builds_the_abort_locally() -> None:
         code, out = _interrupt(fake.target, "hang", b"hanging")
         assert code == 130
         assert out.rstrip().endswith("aborted by user") and "Wall time: " in out
-        for _ in range(100):
-            if fake.call(lambda: list(fake.state.cancelled_calls)):
-                break
-            time.sleep(0.05)
+        eventually(lambda: fake.call(lambda: list(fake.state.cancelled_calls)), "the cancel", 5)
         assert len(fake.call(lambda: list(fake.state.cancelled_calls))) == 1
 
 
@@ -209,13 +214,7 @@ def test_ask_prompts_on_a_terminal() -> None:
         os.close(secondary)
         try:
             assert proc.stderr is not None
-            prompt = b""
-            deadline = time.monotonic() + 20
-            while b"? " not in prompt and time.monotonic() < deadline:
-                ready, _, _ = select.select([proc.stderr], [], [], 0.2)
-                if ready:
-                    prompt += os.read(proc.stderr.fileno(), 4096)
-            text = prompt.decode()
+            text = _read_until(proc.stderr, b"? ").decode()
             assert "approval required for call" in text and "needs a look" in text
             assert "[a] yes and add the rule" in text and "[s]" not in text
             os.write(primary, b"y\n")

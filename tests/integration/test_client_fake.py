@@ -36,6 +36,7 @@ from shellgate.v1 import common_pb2, router_pb2
 
 from tests.certs import make_tls
 from tests.integration.test_client_support import SLEEP_ABORT, TOKEN, fake_router, item_fields
+from tests.waiting import eventually, eventually_async
 
 
 def test_sync_unary_calls_round_trip() -> None:
@@ -151,8 +152,9 @@ def test_interrupt_ends_the_stream_with_the_abort_output() -> None:
                     events.append(event)
 
             task = asyncio.create_task(consume())
-            while not any(isinstance(e, Output) for e in events):
-                await asyncio.sleep(0.02)
+            await eventually_async(
+                lambda: any(isinstance(e, Output) for e in events), "the first output", 10, 0.02
+            )
             await client.interrupt("c6")
             await asyncio.wait_for(task, 10)
             done = events[-1]
@@ -181,10 +183,7 @@ def test_leaving_the_stream_cancels_the_rpc_and_the_helper_pairs_the_call() -> N
 
     with fake_router() as fake:
         done = asyncio.run(main(fake.target))
-        for _ in range(100):
-            if fake.call(lambda: list(fake.state.cancelled_calls)):
-                break
-            asyncio.run(asyncio.sleep(0.05))
+        eventually(lambda: fake.call(lambda: list(fake.state.cancelled_calls)), "the cancel", 5)
         assert fake.call(lambda: list(fake.state.cancelled_calls)) == ["c7"]
     assert json.loads(done.output_item_json) == {
         "type": "function_call_output", "call_id": "c7", "output": "aborted by user after 1.2s"}
@@ -198,10 +197,7 @@ def test_sync_stream_cancelled_when_the_generator_is_closed() -> None:
             if isinstance(event, Output):
                 break
         stream.close()  # type: ignore[attr-defined]
-        for _ in range(100):
-            if fake.call(lambda: list(fake.state.cancelled_calls)):
-                break
-            asyncio.run(asyncio.sleep(0.05))
+        eventually(lambda: fake.call(lambda: list(fake.state.cancelled_calls)), "the cancel", 5)
         assert fake.call(lambda: list(fake.state.cancelled_calls)) == ["c8"]
 
 

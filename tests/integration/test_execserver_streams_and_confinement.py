@@ -26,6 +26,7 @@ from tests.execserver_harness import (
     output_of,
     start_request,
 )
+from tests.waiting import eventually_async
 
 Body = Callable[[Any], Awaitable[None]]
 RO = shell_pb.SandboxRequest(mode=shell_pb.SANDBOX_MODE_READ_ONLY)
@@ -179,11 +180,7 @@ def test_exit_drain_cut_off_ends_streams_and_kills_a_classic_group(orphan_sweep:
         assert output_of(events) == b"parent-done\n"
         assert kinds(events)[-1] == "closed" and last_of(events, "exited").status.code == 0
         # Not detached: the grandchild that held the pipes is killed with the group.
-        for _ in range(100):
-            if not marked_pids(orphan_sweep):
-                break
-            await asyncio.sleep(0.05)
-        assert marked_pids(orphan_sweep) == []
+        await eventually_async(lambda: marked_pids(orphan_sweep) == [], "the grandchild killed", 5)
 
     run(body, exit_drain_ms=300)
 

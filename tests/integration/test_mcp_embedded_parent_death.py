@@ -9,12 +9,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.proc_scan import alive
+from tests.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,10 +53,7 @@ def test_child_dies_when_the_parent_is_killed(how: str) -> None:
         assert _cmdline(child) == ["/bin/sleep", "300"]
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
-        deadline = time.monotonic() + 10
-        while alive(child) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not alive(child), "the child outlived its SIGKILLed parent"
+        eventually(lambda: not alive(child), "the child to die with its SIGKILLed parent", 10)
     finally:
         # The parent's session: the child too, should the assertion above have failed.
         with contextlib.suppress(ProcessLookupError):
