@@ -37,6 +37,7 @@ from tests.router_harness import (
     running_router,
     turn,
 )
+from tests.waiting import eventually, eventually_async
 
 RE = grpc.StatusCode.RESOURCE_EXHAUSTED
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
@@ -239,10 +240,7 @@ def row_max_unified_sessions_per_thread(tmp: Path) -> None:
         live = [exec_item("sleep 30", call_id=f"live{i}", yield_time_ms=250) for i in range(3)]
         ids = [completed(scene.run("t", item)).session_id for item in live]
         assert len(set(ids)) == 3
-        deadline = time.monotonic() + 10
-        while scene.sessions("t") != sorted(ids[1:]) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert scene.sessions("t") == sorted(ids[1:])
+        eventually(lambda: scene.sessions("t") == sorted(ids[1:]), "the oldest session pruned", 10)
 
 
 def row_max_pending_approvals_per_thread(tmp: Path) -> None:
@@ -292,15 +290,17 @@ def row_approval_ttl_ms(tmp: Path) -> None:
 def row_thread_idle_ttl_ms(tmp: Path) -> None:
     with _scene(tmp, thread_idle_ttl_ms=200, sweep_interval_ms=50) as scene:
         assert completed(scene.run("t", exec_item("true"))).exit_code == 0
-        # Every look at the thread uses it (resets its idle time): look less often than the TTL.
-        for _ in range(20):
-            time.sleep(0.4)
+
+        def swept() -> bool:
             try:
                 scene.sessions("t")
             except grpc.RpcError as err:
                 assert err.code() == grpc.StatusCode.NOT_FOUND
-                return
-        raise AssertionError("idle thread was never swept")
+                return True
+            return False
+
+        # Every look at the thread uses it (resets its idle time): look less often than the TTL.
+        eventually(swept, "the idle thread swept", 8, 0.4)
 
 
 ROUTER_ROWS: dict[str, Callable[[Path], None]] = {
@@ -380,10 +380,13 @@ async def x_max_read_bytes(stub: Any, tmp: Path) -> None:
     # A clamp: a Read returns at most max_read_bytes past its first chunk.
     script = "printf aaaa; sleep 0.1; printf bbbb; sleep 0.1; printf cccc"
     pid = await _started(stub, ["sh", "-c", script])
-    reply = pb.ReadResponse()
-    deadline = time.monotonic() + 10
-    while not reply.exited and time.monotonic() < deadline:
+
+    async def exited() -> bool:
         reply = await stub.Read(pb.ReadRequest(process_id=pid, wait_ms=200), timeout=10)
+        return reply.exited
+
+    with contextlib.suppress(AssertionError):  # as before: the reads below say the rest
+        await eventually_async(exited, "the script's exit", 10, 0)  # each Read waits 200 ms
     reply = await stub.Read(pb.ReadRequest(process_id=pid), timeout=10)
     data = b"".join(c.data for c in reply.chunks)
     assert data == b"aaaa", data
@@ -538,15 +541,17 @@ def test_router_refuses_calls_past_max_calls_per_peer(tmp_path: Path) -> None:
             assert _health_serving(other)
         for stream in held:
             stream.cancel()
-        deadline = time.monotonic() + 10
-        while True:  # the cancelled calls end on the server shortly after
+
+        def served() -> bool:
             try:
                 assert scene.router.stub.ListTools(listing, timeout=10).tools
-                break
             except grpc.RpcError as err:
                 refused(err, RE, key)
-                assert time.monotonic() < deadline, "the peer's count never went down"
-                time.sleep(0.05)
+                return False
+            return True
+
+        # The cancelled calls end on the server shortly after.
+        eventually(served, "the peer's count to go down", 10)
 
 
 def test_execserver_refuses_calls_past_max_calls_per_peer(tmp_path: Path) -> None:
@@ -564,14 +569,15 @@ def test_execserver_refuses_calls_past_max_calls_per_peer(tmp_path: Path) -> Non
             await _refuses(RE, key, stub.GetInfo(pb.GetInfoRequest(), timeout=10))
             for stream in streams:
                 stream.cancel()
-            deadline = time.monotonic() + 10
-            while True:
+
+            async def served() -> bool:
                 try:
                     await stub.GetInfo(pb.GetInfoRequest(), timeout=10)
-                    break
                 except grpc.RpcError as err:
                     refused(err, RE, key)
-                    assert time.monotonic() < deadline, "the peer's count never went down"
-                    await asyncio.sleep(0.05)
+                    return False
+                return True
+
+            await eventually_async(served, "the peer's count to go down", 10)
 
     asyncio.run(main())
