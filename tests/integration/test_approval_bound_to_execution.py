@@ -235,3 +235,25 @@ def test_the_sandboxed_side_checks_the_cwd_again(tmp_path: Path) -> None:
     ran = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=30)
     assert ran.returncode == 0, ran
     assert not (other / "keep.txt").exists()
+
+
+def test_shell_command_also_runs_only_in_the_approved_directory(
+    stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path
+) -> None:
+    # The classic runtime (shell_command) spawns through the same pinned cwd.
+    proj, other = tmp_path / "proj", tmp_path / "other"
+    for d in (proj, other):
+        d.mkdir()
+        (d / "keep.txt").write_text(d.name)
+    turn = _turn(proj)
+    turn.shell_tool_type = common_pb2.MODEL_SHELL_TOOL_TYPE_SHELL_COMMAND
+    item = function_item("shell_command", {"command": "rm -f keep.txt", "login": False}, "c1")
+    request = router_pb2.ExecuteRequest(thread_id="classic-swap", turn=turn, item=item)
+    ask = _asked(execute(stub, request))
+    proj.rename(tmp_path / "proj.orig")
+    proj.symlink_to(other, target_is_directory=True)
+    done = _resume(
+        stub, "classic-swap", turn, ask.approval_id, router_pb2.APPROVAL_DECISION_APPROVED
+    )
+    assert (other / "keep.txt").exists() and (tmp_path / "proj.orig" / "keep.txt").exists()
+    assert "no longer the directory that was approved" in done.output_text, done.output_text
