@@ -28,6 +28,7 @@ from tests.integration.codex_ws_support import (
     connect_codex,
     start_params,
 )
+from tests.waiting import eventually_async
 
 
 def test_handshake_events_and_one_table(tmp_path: Path) -> None:
@@ -110,9 +111,7 @@ def test_closing_the_connection_kills_its_processes(tmp_path: Path) -> None:
             await client.call("process/start", start_params("s", ["sleep", "60"], tmp_path))
             (proc,) = running.table.list("codex-local")
             await client.ws.close()
-            async with asyncio.timeout(REPLY_TIMEOUT_S):
-                while not proc.exited:
-                    await asyncio.sleep(0.05)
+            await eventually_async(lambda: proc.exited, "the process ended", REPLY_TIMEOUT_S)
 
     asyncio.run(main())
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from tests.sshd import (
     login_user,
     sshd_server,  # noqa: F401  (session fixture)
 )
+from tests.waiting import eventually
 
 LIMITS = ProcessLimits(kill_grace_ms=500)
 
@@ -66,10 +66,7 @@ def test_dropped_connection_reports_environment_lost_and_reconnects(
             await backend.aclose()
 
     asyncio.run(main())
-    end = time.monotonic() + 5
-    while marked_pids(orphan_sweep) and time.monotonic() < end:
-        time.sleep(0.05)
-    assert marked_pids(orphan_sweep) == []
+    eventually(lambda: marked_pids(orphan_sweep) == [], "every marked process gone", 5)
 
 
 def test_unpinned_or_wrong_host_key_is_refused(sshd_server: Sshd, tmp_path: Path) -> None:  # noqa: F811

@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.integration.mcp_support import http_server, text_of, token_file
+from tests.waiting import eventually_async
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -127,8 +128,9 @@ def test_a_stream_cut_mid_call_resumes_with_the_result(tmp_path: Path) -> None:
                     cuts: list[int] = []
 
                     async def cut_once_started() -> None:
-                        while not _running_in(tmp_path, [b"sleep", b"2"]):
-                            await anyio.sleep(0.05)
+                        await eventually_async(
+                            lambda: _running_in(tmp_path, [b"sleep", b"2"]), "the call's command", 30
+                        )
                         cuts.append(proxy.cut(b'"tools/call"'))
 
                     async with anyio.create_task_group() as tasks:
