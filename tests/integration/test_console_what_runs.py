@@ -148,6 +148,21 @@ def test_a_bidi_disguised_command_shows_escaped_with_a_warning(
     _deny(router, approval_id)
     assert "rejected by user" in agent.result()[-1].completed.output_text
     assert not (tmp_path / "bidi-X").exists()
+    # The audit tail on the console shows the decided command escaped as well.
+    audit = eventually(
+        lambda: (t := _section_text(browser, "audit")) and "touch bidi-X" in t and t,
+        "the audit row",
+        timeout_s=15,
+    )
+    assert RLO not in audit and "\\u202e" in audit
+
+
+def _section_text(driver: Any, section: str) -> str:
+    def read() -> str:
+        found = driver.find_elements(by().ID, section)
+        return str(found[0].text) if found else ""
+
+    return str(retry_stale(read))
 
 
 def test_a_clipped_command_marks_its_clips_and_shows_all_on_a_click(

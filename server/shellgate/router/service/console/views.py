@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shellgate.router.runtime.approvals.desk import PendingView
+from shellgate.router.runtime.approvals.view_text import visible
 from shellgate.router.runtime.audit import environment_host
 from shellgate.router.runtime.environments.registry import LocalEnvironment
 from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
@@ -52,8 +53,9 @@ AUDIT_TAIL_BYTES = 256 * 1024
 
 
 def clip(text: object, limit: int = MAX_FIELD_CHARS) -> str:
-    """`text` as a string of at most `limit` characters (an ellipsis marks a cut)."""
-    value = str(text)
+    """`text` as a string of at most `limit` characters (an ellipsis marks a cut), its
+    invisible and bidirectional control characters escaped (`\\u202e`) as in the view."""
+    value = visible(str(text))
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
@@ -213,6 +215,7 @@ class PendingRow:
 
 def marked(text: str, limit: int) -> str:
     """`text` cut at `limit` characters, the cut saying how much it hid."""
+    text = visible(text)
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
