@@ -44,3 +44,12 @@ def test_refusal_only_when_the_local_default_needs_a_missing_sandbox() -> None:
         assert refusal is not None and "--sandbox danger-full-access" in refusal
     else:
         assert refusal is None
+
+
+def test_the_banner_names_the_console_url_a_browser_here_opens() -> None:
+    config = parse_config({"console_listen": "127.0.0.1:0"})
+    lines = banner_lines(config, 50051, None, None, 8443)
+    assert "  console: http://127.0.0.1:8443/ (log in with an operator token)" in lines
+    # No console: no line.
+    plain = banner_lines(parse_config({}), 50051, None, None)
+    assert not any("console:" in line for line in plain)
