@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import time
+import contextlib
 from pathlib import Path
+
+from tests.waiting import eventually
 
 
 def pids_with(token: str) -> list[int]:
@@ -41,9 +43,12 @@ def rss_bytes(pid: int) -> int:
 
 def wait_rss_below(pid: int, limit: int, within_s: float) -> int:
     """Poll until `pid`'s RSS is below `limit` bytes (at most `within_s`); the last reading."""
-    deadline = time.monotonic() + within_s
-    while True:
-        rss = rss_bytes(pid)
-        if rss < limit or time.monotonic() > deadline:
-            return rss
-        time.sleep(0.2)
+    last = [0]
+
+    def below() -> bool:
+        last[0] = rss_bytes(pid)
+        return last[0] < limit
+
+    with contextlib.suppress(AssertionError):  # the caller asserts on the reading
+        eventually(below, f"pid {pid}'s RSS below {limit} bytes", within_s, 0.2)
+    return last[0]

@@ -6,7 +6,6 @@ Not timed: each test asserts an end state within a generous bound (issue 14).
 from __future__ import annotations
 
 import socket
-import time
 from pathlib import Path
 
 import grpc
@@ -17,6 +16,7 @@ from shellgate.v1 import exec_pb2_grpc as pb_grpc
 from tests.execserver_harness import daemon_subprocess, start_request
 from tests.nofile import raise_own_nofile
 from tests.proc_scan import rss_bytes, wait_rss_below
+from tests.waiting import eventually
 
 MIB = 1024 * 1024
 
@@ -48,7 +48,6 @@ def test_rejected_huge_starts_leave_the_daemon_s_memory_where_it_was() -> None:
             assert _health(channel) == health_pb2.HealthCheckResponse.SERVING
 
 
-
 def test_idle_connections_past_nofile_leave_health_and_new_clients_working(
     tmp_path: Path,
 ) -> None:
@@ -62,15 +61,15 @@ def test_idle_connections_past_nofile_leave_health_and_new_clients_working(
                 # Raw TCP, never a byte of HTTP/2; the kernel completes the handshake even
                 # when the daemon closes or cannot accept them.
                 idle.append(socket.create_connection(("127.0.0.1", daemon.port), timeout=5))
-            deadline = time.monotonic() + 60
             with grpc.insecure_channel(daemon.target) as channel:
-                status = None
-                while status is None:
-                    try:
-                        status = _health(channel)
-                    except grpc.RpcError:
-                        assert time.monotonic() < deadline, "Health never answered"
-                        time.sleep(0.2)
+                # Any answer ends the wait (a one-tuple: UNKNOWN is 0); an RpcError is "not yet".
+                (status,) = eventually(
+                    lambda: (_health(channel),),
+                    "Health to answer",
+                    60,
+                    0.2,
+                    ignoring=(grpc.RpcError,),
+                )
                 assert status == health_pb2.HealthCheckResponse.SERVING
             # A new client runs a command, with every idle connection still held here.
             with grpc.insecure_channel(daemon.target) as channel:

@@ -20,6 +20,7 @@ from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 from tests.nofile import raise_own_nofile
 from tests.proc_scan import rss_bytes, wait_rss_below
 from tests.router_harness import Router, router_config, router_subprocess, running_router, turn
+from tests.waiting import eventually
 
 # Generous: a loaded 2-core CI box; the point is "ends", not "is fast".
 REQUEST_BOUND_S = 120.0
@@ -148,7 +149,6 @@ def test_a_lone_surrogate_is_a_tool_error_in_both_tools(
     assert events and events[-1].WhichOneof("event") == "completed"
 
 
-
 def test_idle_connections_past_nofile_leave_health_and_new_clients_working(
     tmp_path: Path,
 ) -> None:
@@ -163,15 +163,15 @@ def test_idle_connections_past_nofile_leave_health_and_new_clients_working(
                 # leaves open. The kernel completes the handshake even when the daemon
                 # closes or cannot accept them.
                 idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
-            deadline = time.monotonic() + 60
             with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-                status = None
-                while status is None:
-                    try:
-                        status = _health(channel)
-                    except grpc.RpcError:
-                        assert time.monotonic() < deadline, "Health never answered"
-                        time.sleep(0.2)
+                # Any answer ends the wait (a one-tuple: UNKNOWN is 0); an RpcError is "not yet".
+                (status,) = eventually(
+                    lambda: (_health(channel),),
+                    "Health to answer",
+                    60,
+                    0.2,
+                    ignoring=(grpc.RpcError,),
+                )
                 assert status == health_pb2.HealthCheckResponse.SERVING
             # A new client, with every idle connection still held on this side.
             with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
