@@ -14,15 +14,14 @@ from shellgate.router.runtime.call.execute import execute_call
 
 from tests.integration.runtime_support import Harness, call_item, normalise
 from tests.proc_scan import alive
+from tests.waiting import eventually_async
 
 
 async def _interrupt_after_start(h: Harness, name: str, args: dict[str, object]) -> list[object]:
     task = asyncio.create_task(h.run(name, args))
-    for _ in range(200):
-        await asyncio.sleep(0.02)
-        if "call-1" in h.thread.inflight:
-            break
-    await asyncio.sleep(0.3)
+    with contextlib.suppress(AssertionError):  # as before: interrupted after 4 s either way
+        await eventually_async(lambda: "call-1" in h.thread.inflight, "the call in flight", 4, 0.02)
+    await asyncio.sleep(0.3)  # its process spawned
     h.thread.interrupt("call-1")
     return list(await asyncio.wait_for(task, 10))
 
@@ -63,21 +62,18 @@ def test_cancelled_stream_kills_classic(tmp_path: Path) -> None:
                     seen.append(event)
 
             task = asyncio.create_task(consume())
-            for _ in range(200):
-                await asyncio.sleep(0.02)
-                if any(isinstance(e, StartedEvent) for e in seen):
-                    break
-            started = next(e for e in seen if isinstance(e, StartedEvent))
+            started = await eventually_async(
+                lambda: next((e for e in seen if isinstance(e, StartedEvent)), None),
+                "the started event",
+                4,
+                0.02,
+            )
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             assert not any(isinstance(e, CompletedEvent) for e in seen)
             assert started.pid is not None
-            for _ in range(100):
-                if not alive(started.pid):
-                    break
-                await asyncio.sleep(0.05)
-            assert not alive(started.pid)
+            await eventually_async(lambda: not alive(started.pid), "the process killed", 5)
             assert "call-1" not in h.thread.inflight
 
     asyncio.run(main())
