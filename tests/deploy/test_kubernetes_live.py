@@ -13,7 +13,6 @@ import contextlib
 import secrets
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from tests.deploy.k8s_render import ROUTER, configmap_text, configmap_toml, redi
 from tests.execserver_harness import daemon_subprocess
 from tests.integration.shared_support import REDIS_SERVER, free_port, wait_listening
 from tests.router_harness import completed, function_item, running_router, turn
+from tests.waiting import eventually
 
 redis = pytest.importorskip("redis", reason="redis-py is needed (test extra)")
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
@@ -113,14 +113,17 @@ def test_the_rendered_router_config_serves_discovered_daemons_with_state_in_redi
         config = parse_config(_loopback_router_data(tmp_path, url_file, daemon.port))
         with running_router(config) as router:
             env_id = "build-127.0.0.1"
-            deadline = time.monotonic() + 15
-            while True:
+            found: dict[str, router_pb2.EnvironmentStatus] = {}
+
+            def discovered() -> bool:
                 listed = router.stub.ListEnvironments(router_pb2.ListEnvironmentsRequest(), timeout=5)
-                found = {e.environment_id: e for e in listed.environments}
-                if env_id in found and found[env_id].reachable:
-                    break
-                assert time.monotonic() < deadline, f"discovery found {sorted(found)}"
-                time.sleep(0.1)
+                found.clear()
+                found.update({e.environment_id: e for e in listed.environments})
+                return env_id in found and found[env_id].reachable
+
+            eventually(
+                discovered, lambda: f"{env_id} reachable; discovery found {sorted(found)}", 15, 0.1
+            )
             assert "local" not in found
             args = {"cmd": "cat", "tty": True, "yield_time_ms": 300, "login": False}
             request = router_pb2.ExecuteRequest(
