@@ -19,6 +19,7 @@ _NETWORK = frozenset(
      "socat", "aria2c"}
 )  # fmt: skip
 _ESCALATION = frozenset({"sudo", "su", "doas", "pkexec", "runuser", "chroot", "nsenter"})
+_WRAPPERS = frozenset({"env", "nohup", "nice", "timeout", "time", "xargs", "exec", "command"})
 _DESTRUCTIVE = frozenset({"rm", "dd", "mkfs", "shred", "truncate", "chmod", "chown", "kill"})
 
 
@@ -67,6 +68,12 @@ def risk_markers(view: PendingView) -> tuple[str, ...]:
         first = os.path.basename(words[0]) if words else ""
         if first in _ESCALATION:
             marks["privilege escalation"] = None
+        # What a wrapper (sudo, env, timeout …) runs is judged as the command.
+        rest = words[1:]
+        while first in _ESCALATION | _WRAPPERS and rest:
+            word = rest.pop(0)
+            if not word.startswith("-") and "=" not in word and not word.isdigit():
+                first = os.path.basename(word)
         if first in _NETWORK or any("://" in w for w in words):
             marks["network"] = None
         if first in _DESTRUCTIVE or words[:3] in (

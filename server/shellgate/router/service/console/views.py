@@ -59,10 +59,10 @@ def clip(text: object, limit: int = MAX_FIELD_CHARS) -> str:
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
-def _clip_all(items: tuple[str, ...] | list[Any]) -> tuple[str, ...]:
-    shown = tuple(clip(i) for i in list(items)[:MAX_LIST_ITEMS])
+def _clip_all(items: tuple[str, ...] | list[Any], what: str = "more") -> tuple[str, ...]:
+    shown = tuple(marked(str(i), MAX_FIELD_CHARS) for i in list(items)[:MAX_LIST_ITEMS])
     more = len(items) - len(shown)
-    return (*shown, f"… {more} more") if more > 0 else shown
+    return (*shown, f"… [{more} {what}]") if more > 0 else shown
 
 
 @dataclass(frozen=True)
@@ -219,12 +219,6 @@ def marked(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
-def _segments(items: tuple[str, ...]) -> tuple[str, ...]:
-    shown = tuple(marked(i, MAX_FIELD_CHARS) for i in items[:MAX_LIST_ITEMS])
-    more = len(items) - len(shown)
-    return (*shown, f"… [{more} more segments]") if more > 0 else shown
-
-
 def _pending_row(v: PendingView, now: int) -> PendingRow:
     long_segments = len(v.segments) > MAX_LIST_ITEMS or any(
         len(s) > MAX_FIELD_CHARS for s in v.segments
@@ -235,8 +229,8 @@ def _pending_row(v: PendingView, now: int) -> PendingRow:
         marked(v.summary, MAX_FIELD_CHARS),
         marked(v.reason, MAX_FIELD_CHARS),
         marked(v.cwd, MAX_FIELD_CHARS),
-        _segments(v.segments),
-        _clip_all(v.matched_rules),
+        _clip_all(v.segments, "more segments"),
+        _clip_all(v.matched_rules, "more rules"),
         clip(shlex.join(v.proposed_amendment)) if v.proposed_amendment else "",
         max(0, (v.deadline_ms - now) // 1000),
         marked(v.command, MAX_FULL_CHARS) if len(v.command) > MAX_COMMAND_CHARS else "",
