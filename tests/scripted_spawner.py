@@ -12,7 +12,8 @@ fork and no wall clock (httpx's `MockTransport` idea, at the runtime's spawn sea
     assert spawner.commands == ["echo hi"]
 
 A script is chosen by the command (the last argv element: `bash -c CMD` → CMD), or by a
-callable that gets the request and the sandbox. Time only passes when the test says so:
+callable that gets the request and the sandbox. Chunks before the first gate are written
+at the spawn. Time only passes when the test says so:
 a `Gate` in the steps holds the process until the test opens it (`gate.reached` tells the
 test the process got there), `hang=True` keeps it running until it is signalled or
 terminated, as `sleep 30` would. Real processes stay in `tests/integration/` and in the
@@ -165,8 +166,14 @@ class ScriptedProcess:
         self.stdin = bytearray()
         self.signals: list[Signal] = []
         self.resizes: list[tuple[int, int]] = []
+        # The chunks before the first gate are written at once (a process signalled right
+        # after its start has still printed them: scripts stay deterministic).
+        steps = list(script.steps)
+        while steps and isinstance(steps[0], Out):
+            out = steps.pop(0)
+            self._queue.put_nowait(OutputChunk(out.stream, out.data))
         # Owned here: cancelled and awaited by `_end` (exit, signal, terminate).
-        self._player = asyncio.create_task(self._play(), name=f"scripted-{self._pid}")
+        self._player = asyncio.create_task(self._play(steps), name=f"scripted-{self._pid}")
 
     @property
     def pid(self) -> int | None:
@@ -183,8 +190,8 @@ class ScriptedProcess:
         """The exit status is known."""
         return self._exit.done()
 
-    async def _play(self) -> None:
-        for step in self.script.steps:
+    async def _play(self, steps: list[Step]) -> None:
+        for step in steps:
             if isinstance(step, Gate):
                 await step.pass_through()
             else:
@@ -233,8 +240,9 @@ class ScriptedProcess:
         if self.request.tty and b"\x03" in data:
             await self.signal(Signal.INTERRUPT)
             return
-        if self.script.on_stdin is not None:
-            for out in self.script.on_stdin(data):
+        text = data.replace(b"\x04", b"") if self.request.tty else data
+        if text and self.script.on_stdin is not None:
+            for out in self.script.on_stdin(text):
                 self._queue.put_nowait(OutputChunk(out.stream, out.data))
         if self.request.tty and b"\x04" in data:
             self._eof.set()
