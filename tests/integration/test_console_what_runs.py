@@ -8,6 +8,9 @@
   click away (the opened "show all" survives the section's refresh); ListPendingApprovals
   carries it whole.
 * An apply_patch approval lists every path with its change kind and shows the diff.
+* A turn's env override that changes what runs (`PATH=<ws>/bin:…`, where a fake `touch`
+  waits) is shown before approval: a highlighted "Environment overrides" block with a risk
+  marker in the console, `env_overrides` in ListPendingApprovals.
 
 Screenshots of the disguised command and of the patch approval go to the folder printed.
 """
@@ -15,13 +18,14 @@ Screenshots of the disguised command and of the patch approval go to the folder 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_pb2
+from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_pb2, shell_pb2
 
 from tests.integration.console_support import (
     CALLER_TOKEN,
@@ -248,6 +252,38 @@ def test_a_patch_approval_shows_each_path_and_the_diff(
     _deny(router, approval_id)
     assert "rejected" in agent.result()[-1].completed.output_text
     assert (tmp_path / "old.txt").read_text() == "one\n" and not (tmp_path / "new.txt").exists()
+
+
+def test_a_path_override_is_shown_before_approval(
+    router: ConsoleRouter, browser: Any, tmp_path: Path
+) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "touch").write_text('#!/bin/sh\necho fake > "$PWD/fake-ran"\n')
+    (fake / "touch").chmod(0o755)
+    path = f"{fake}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    request = exec_request(
+        "envpath",
+        {"cmd": "touch notes.txt", "login": False, "workdir": str(tmp_path)},
+        "envpath-c",
+        approval=UNTRUSTED,
+    )
+    request.turn.shell_environment_policy.CopyFrom(
+        shell_pb2.ShellEnvironmentPolicy(
+            inherit=shell_pb2.SHELL_ENVIRONMENT_INHERIT_ALL, set={"PATH": path}
+        )
+    )
+    agent = Agent(router.stub(), request, CALLER_TOKEN)
+    approval_id = agent.pending_id()
+    assert f"PATH={path}" in list(_listed(router, approval_id).env_overrides)
+    _console(browser, router, approval_id)
+    block = _row_text(browser, approval_id, ".env-overrides")
+    assert "Environment overrides" in block and f"PATH={fake}:" in block, block
+    assert "env overrides change what runs" in _row_text(browser, approval_id, ".risks")
+    _screenshot(browser, "console-env-override.png")
+    _deny(router, approval_id)
+    assert "rejected" in agent.result()[-1].completed.output_text
+    assert not (tmp_path / "fake-ran").exists() and not (tmp_path / "notes.txt").exists()
 
 
 def test_approve_with_amendment_is_confirmed_first(

@@ -105,3 +105,22 @@ def test_stored_json_keeps_the_words_and_reads_back_typed() -> None:
     assert view_to_json(plain) == text
     back = view_from_json(text)
     assert back == view and all(type(d) is ApprovalDecision for d in back.available_decisions)
+
+
+def test_env_overrides_are_shown_redacted_and_escaped() -> None:
+    awaiting = _awaiting()
+    element = awaiting.parked.subject.element
+    assert isinstance(element, CommandElement)
+    overrides = (("LD_PRELOAD", None), ("PATH", f"/ws/{SECRET}/bin\u202e:/usr/bin"))
+    subject = dataclasses.replace(
+        awaiting.parked.subject, element=dataclasses.replace(element, resolution_env=overrides)
+    )
+    awaiting = dataclasses.replace(
+        awaiting, parked=dataclasses.replace(awaiting.parked, subject=subject)
+    )
+    plain = _view(awaiting, None)
+    assert plain.env_overrides == ("unset LD_PRELOAD", f"PATH=/ws/{SECRET}/bin\\u202e:/usr/bin")
+    assert "U+202E RIGHT-TO-LEFT OVERRIDE" in plain.hidden_characters
+    redacted = _view(awaiting, Redactor([SECRET]))
+    assert redacted.env_overrides[1] == f"PATH=/ws/{REDACTED}/bin\\u202e:/usr/bin"
+    assert view_from_json(view_to_json(redacted)) == redacted

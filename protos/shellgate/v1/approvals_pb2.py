@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from shellgate.v1 import router_pb2 as shellgate_dot_v1_dot_router__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cshellgate/v1/approvals.proto\x12\x0cshellgate.v1\x1a\x19shellgate/v1/router.proto\"\x1d\n\x1bListPendingApprovalsRequest\"\xce\x03\n\x0fPendingApproval\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12\x11\n\tthread_id\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x03 \x01(\t\x12\x16\n\x0e\x63\x61ller_subject\x18\x04 \x01(\t\x12\x0c\n\x04tool\x18\x05 \x01(\t\x12\x16\n\x0e\x65nvironment_id\x18\x06 \x01(\t\x12\x0b\n\x03\x63wd\x18\x07 \x01(\t\x12\x0f\n\x07\x63ommand\x18\x08 \x01(\t\x12\x0f\n\x07summary\x18\t \x01(\t\x12\x0c\n\x04kind\x18\n \x01(\t\x12\x0e\n\x06reason\x18\x0b \x01(\t\x12\x10\n\x08segments\x18\x0c \x03(\t\x12\x15\n\rmatched_rules\x18\r \x03(\t\x12\x1a\n\x12proposed_amendment\x18\x0e \x03(\t\x12;\n\x13\x61vailable_decisions\x18\x0f \x03(\x0e\x32\x1e.shellgate.v1.ApprovalDecision\x12\x17\n\x0f\x63reated_unix_ms\x18\x10 \x01(\x04\x12\x18\n\x10\x64\x65\x61\x64line_unix_ms\x18\x11 \x01(\x04\x12\x19\n\x11hidden_characters\x18\x12 \x03(\t\x12\x13\n\x0bpatch_files\x18\x13 \x03(\t\x12\x12\n\npatch_diff\x18\x14 \x01(\t\"P\n\x1cListPendingApprovalsResponse\x12\x30\n\tapprovals\x18\x01 \x03(\x0b\x32\x1d.shellgate.v1.PendingApproval\"^\n\x15\x44\x65\x63ideApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12\x30\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1e.shellgate.v1.ApprovalDecision\"\x18\n\x16\x44\x65\x63ideApprovalResponse2\xdd\x01\n\x0f\x41pprovalService\x12m\n\x14ListPendingApprovals\x12).shellgate.v1.ListPendingApprovalsRequest\x1a*.shellgate.v1.ListPendingApprovalsResponse\x12[\n\x0e\x44\x65\x63ideApproval\x12#.shellgate.v1.DecideApprovalRequest\x1a$.shellgate.v1.DecideApprovalResponseB\x95\x01\n\x10\x64\x65v.shellgate.v1B\x0e\x41pprovalsProtoP\x01ZAgithub.com/shellgate/shellgate/client/go/shellgate/v1;shellgatev1\xaa\x02\x0cShellgate.V1\xca\x02\x0cShellgate\\V1\xea\x02\rShellgate::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cshellgate/v1/approvals.proto\x12\x0cshellgate.v1\x1a\x19shellgate/v1/router.proto\"\x1d\n\x1bListPendingApprovalsRequest\"\xe5\x03\n\x0fPendingApproval\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12\x11\n\tthread_id\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x03 \x01(\t\x12\x16\n\x0e\x63\x61ller_subject\x18\x04 \x01(\t\x12\x0c\n\x04tool\x18\x05 \x01(\t\x12\x16\n\x0e\x65nvironment_id\x18\x06 \x01(\t\x12\x0b\n\x03\x63wd\x18\x07 \x01(\t\x12\x0f\n\x07\x63ommand\x18\x08 \x01(\t\x12\x0f\n\x07summary\x18\t \x01(\t\x12\x0c\n\x04kind\x18\n \x01(\t\x12\x0e\n\x06reason\x18\x0b \x01(\t\x12\x10\n\x08segments\x18\x0c \x03(\t\x12\x15\n\rmatched_rules\x18\r \x03(\t\x12\x1a\n\x12proposed_amendment\x18\x0e \x03(\t\x12;\n\x13\x61vailable_decisions\x18\x0f \x03(\x0e\x32\x1e.shellgate.v1.ApprovalDecision\x12\x17\n\x0f\x63reated_unix_ms\x18\x10 \x01(\x04\x12\x18\n\x10\x64\x65\x61\x64line_unix_ms\x18\x11 \x01(\x04\x12\x19\n\x11hidden_characters\x18\x12 \x03(\t\x12\x13\n\x0bpatch_files\x18\x13 \x03(\t\x12\x12\n\npatch_diff\x18\x14 \x01(\t\x12\x15\n\renv_overrides\x18\x15 \x03(\t\"P\n\x1cListPendingApprovalsResponse\x12\x30\n\tapprovals\x18\x01 \x03(\x0b\x32\x1d.shellgate.v1.PendingApproval\"^\n\x15\x44\x65\x63ideApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12\x30\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1e.shellgate.v1.ApprovalDecision\"\x18\n\x16\x44\x65\x63ideApprovalResponse2\xdd\x01\n\x0f\x41pprovalService\x12m\n\x14ListPendingApprovals\x12).shellgate.v1.ListPendingApprovalsRequest\x1a*.shellgate.v1.ListPendingApprovalsResponse\x12[\n\x0e\x44\x65\x63ideApproval\x12#.shellgate.v1.DecideApprovalRequest\x1a$.shellgate.v1.DecideApprovalResponseB\x95\x01\n\x10\x64\x65v.shellgate.v1B\x0e\x41pprovalsProtoP\x01ZAgithub.com/shellgate/shellgate/client/go/shellgate/v1;shellgatev1\xaa\x02\x0cShellgate.V1\xca\x02\x0cShellgate\\V1\xea\x02\rShellgate::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,13 +36,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTPENDINGAPPROVALSREQUEST']._serialized_start=73
   _globals['_LISTPENDINGAPPROVALSREQUEST']._serialized_end=102
   _globals['_PENDINGAPPROVAL']._serialized_start=105
-  _globals['_PENDINGAPPROVAL']._serialized_end=567
-  _globals['_LISTPENDINGAPPROVALSRESPONSE']._serialized_start=569
-  _globals['_LISTPENDINGAPPROVALSRESPONSE']._serialized_end=649
-  _globals['_DECIDEAPPROVALREQUEST']._serialized_start=651
-  _globals['_DECIDEAPPROVALREQUEST']._serialized_end=745
-  _globals['_DECIDEAPPROVALRESPONSE']._serialized_start=747
-  _globals['_DECIDEAPPROVALRESPONSE']._serialized_end=771
-  _globals['_APPROVALSERVICE']._serialized_start=774
-  _globals['_APPROVALSERVICE']._serialized_end=995
+  _globals['_PENDINGAPPROVAL']._serialized_end=590
+  _globals['_LISTPENDINGAPPROVALSRESPONSE']._serialized_start=592
+  _globals['_LISTPENDINGAPPROVALSRESPONSE']._serialized_end=672
+  _globals['_DECIDEAPPROVALREQUEST']._serialized_start=674
+  _globals['_DECIDEAPPROVALREQUEST']._serialized_end=768
+  _globals['_DECIDEAPPROVALRESPONSE']._serialized_start=770
+  _globals['_DECIDEAPPROVALRESPONSE']._serialized_end=794
+  _globals['_APPROVALSERVICE']._serialized_start=797
+  _globals['_APPROVALSERVICE']._serialized_end=1018
 # @@protoc_insertion_point(module_scope)

@@ -12,7 +12,7 @@ class ListPendingApprovalsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class PendingApproval(_message.Message):
-    __slots__ = ("approval_id", "thread_id", "call_id", "caller_subject", "tool", "environment_id", "cwd", "command", "summary", "kind", "reason", "segments", "matched_rules", "proposed_amendment", "available_decisions", "created_unix_ms", "deadline_unix_ms", "hidden_characters", "patch_files", "patch_diff")
+    __slots__ = ("approval_id", "thread_id", "call_id", "caller_subject", "tool", "environment_id", "cwd", "command", "summary", "kind", "reason", "segments", "matched_rules", "proposed_amendment", "available_decisions", "created_unix_ms", "deadline_unix_ms", "hidden_characters", "patch_files", "patch_diff", "env_overrides")
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,7 @@ class PendingApproval(_message.Message):
     HIDDEN_CHARACTERS_FIELD_NUMBER: _ClassVar[int]
     PATCH_FILES_FIELD_NUMBER: _ClassVar[int]
     PATCH_DIFF_FIELD_NUMBER: _ClassVar[int]
+    ENV_OVERRIDES_FIELD_NUMBER: _ClassVar[int]
     approval_id: str
     thread_id: str
     call_id: str
@@ -53,7 +54,8 @@ class PendingApproval(_message.Message):
     hidden_characters: _containers.RepeatedScalarFieldContainer[str]
     patch_files: _containers.RepeatedScalarFieldContainer[str]
     patch_diff: str
-    def __init__(self, approval_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., call_id: _Optional[str] = ..., caller_subject: _Optional[str] = ..., tool: _Optional[str] = ..., environment_id: _Optional[str] = ..., cwd: _Optional[str] = ..., command: _Optional[str] = ..., summary: _Optional[str] = ..., kind: _Optional[str] = ..., reason: _Optional[str] = ..., segments: _Optional[_Iterable[str]] = ..., matched_rules: _Optional[_Iterable[str]] = ..., proposed_amendment: _Optional[_Iterable[str]] = ..., available_decisions: _Optional[_Iterable[_Union[_router_pb2.ApprovalDecision, str]]] = ..., created_unix_ms: _Optional[int] = ..., deadline_unix_ms: _Optional[int] = ..., hidden_characters: _Optional[_Iterable[str]] = ..., patch_files: _Optional[_Iterable[str]] = ..., patch_diff: _Optional[str] = ...) -> None: ...
+    env_overrides: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, approval_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., call_id: _Optional[str] = ..., caller_subject: _Optional[str] = ..., tool: _Optional[str] = ..., environment_id: _Optional[str] = ..., cwd: _Optional[str] = ..., command: _Optional[str] = ..., summary: _Optional[str] = ..., kind: _Optional[str] = ..., reason: _Optional[str] = ..., segments: _Optional[_Iterable[str]] = ..., matched_rules: _Optional[_Iterable[str]] = ..., proposed_amendment: _Optional[_Iterable[str]] = ..., available_decisions: _Optional[_Iterable[_Union[_router_pb2.ApprovalDecision, str]]] = ..., created_unix_ms: _Optional[int] = ..., deadline_unix_ms: _Optional[int] = ..., hidden_characters: _Optional[_Iterable[str]] = ..., patch_files: _Optional[_Iterable[str]] = ..., patch_diff: _Optional[str] = ..., env_overrides: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListPendingApprovalsResponse(_message.Message):
     __slots__ = ("approvals",)

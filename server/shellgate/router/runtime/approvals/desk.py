@@ -50,6 +50,9 @@ class PendingView:
     patch_files: tuple[str, ...] = ()
     # apply_patch: the unified diff of its effect (bounded, a cut marked `… [N more …]`).
     patch_diff: str = ""
+    # The env overrides that change what runs (`CommandElement.resolution_env`: PATH,
+    # LD_PRELOAD …), one per line: `NAME=value`, or `unset NAME` for a removed one.
+    env_overrides: tuple[str, ...] = ()
 
 
 class OperatorDesk(Protocol):

@@ -4,7 +4,7 @@ Every front shows the view built here, as it is: ListPendingApprovals (`service/
 approvals.py`), the console (`service/console/views.py`), the webhook body and the audit
 `approval_pending` record (`audit.pending_record`). Redaction covers the whole view at this
 one place — every text the parked call contributes: command, summary, reason, segments,
-matched rules, proposed amendment, cwd — so no front can show a secret another hides.
+matched rules, proposed amendment, cwd, env overrides — so no front can show a secret another hides.
 The identifiers (approval, thread, call, subject, environment, tool) are not redacted:
 they name things, and a webhook receiver matches its two events on them.
 
@@ -85,7 +85,12 @@ def build_view(
     segments: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
     summary = ""
+    overrides: tuple[str, ...] = ()
     if isinstance(element, CommandElement):
+        overrides = tuple(
+            f"{text(k)}={text(v)}" if v is not None else f"unset {text(k)}"
+            for k, v in element.resolution_env
+        )
         segments = tuple(joined(c) for c in element.policy.commands)
         outcome = element.approval
         # The deny-side scan re-finds a segment's own match: show each rule once.
@@ -122,6 +127,7 @@ def build_view(
         deadline_ms=deadline_ms,
         patch_files=files,
         patch_diff=diff,
+        env_overrides=overrides,
     )
     return _made_visible(raw)
 
@@ -138,7 +144,7 @@ def _patch_action(subject: ApprovalSubject) -> ApplyPatchAction | None:
 def _made_visible(view: PendingView) -> PendingView:
     """`view` with every displayed text escaped (`visible`) and what was hidden listed."""
     singles = ("cwd", "command", "summary", "reason", "patch_diff")
-    lists = ("segments", "matched_rules", "proposed_amendment", "patch_files")
+    lists = ("segments", "matched_rules", "proposed_amendment", "patch_files", "env_overrides")
     texts = [getattr(view, f) for f in singles]
     texts += [item for f in lists for item in getattr(view, f)]
     found = hidden_names(texts)

@@ -1,7 +1,7 @@
 """A pending approval judged at a glance: why it asks in plain words, and its risk markers.
 
 Read from the view alone (`PendingView`: kind, matched rules, segments, patch files, hidden
-characters), so the markers say only what the rule or heuristic that asked, and the words
+characters, env overrides), so the markers say only what the rule or heuristic that asked, and the words
 of the command, show — a hint to read the command, never a verdict instead of it.
 """
 
@@ -59,6 +59,9 @@ def risk_markers(view: PendingView) -> tuple[str, ...]:
     marks: dict[str, None] = {}
     if view.hidden_characters:
         marks["hidden characters"] = None
+    if view.env_overrides:
+        # PATH, LD_PRELOAD … set by the turn: the words below may name another program.
+        marks["env overrides change what runs"] = None
     if any(rule.endswith("-> forbidden") for rule in view.matched_rules):
         marks["a forbidden rule matched"] = None
     if view.kind == "sandbox_retry":

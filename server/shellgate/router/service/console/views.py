@@ -211,6 +211,7 @@ class PendingRow:
     patch_diff: str = ""
     why: str = ""  # the plain-language reason (judging.plain_reason)
     risks: tuple[str, ...] = ()  # risk markers (judging.risk_markers)
+    env_overrides: tuple[str, ...] = ()  # `NAME=value` / `unset NAME` (what runs depends on them)
 
 
 def marked(text: str, limit: int) -> str:
@@ -242,6 +243,7 @@ def _pending_row(v: PendingView, now: int) -> PendingRow:
         marked(v.patch_diff, MAX_FULL_CHARS),
         plain_reason(v),
         risk_markers(v),
+        tuple(marked(e, MAX_FULL_CHARS) for e in v.env_overrides[:MAX_LIST_ITEMS]),
     )
 
 

@@ -31,7 +31,7 @@ def pending_pb(view: PendingView) -> approvals_pb2.PendingApproval:
         available_decisions=[_DECISIONS_PB[d] for d in view.available_decisions],
         created_unix_ms=view.created_at_ms, deadline_unix_ms=view.deadline_ms,
         hidden_characters=list(view.hidden_characters), patch_files=list(view.patch_files),
-        patch_diff=view.patch_diff,
+        patch_diff=view.patch_diff, env_overrides=list(view.env_overrides),
     )  # fmt: skip
 
 
