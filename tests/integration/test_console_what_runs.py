@@ -12,7 +12,8 @@
   waits) is shown before approval: a highlighted "Environment overrides" block with a risk
   marker in the console, `env_overrides` in ListPendingApprovals.
 
-Screenshots of the disguised command and of the patch approval go to the folder printed.
+Screenshots of the disguised command, the patch approval, the env override and the expired
+approval go to the folder printed.
 """
 
 from __future__ import annotations
@@ -339,4 +340,5 @@ def test_an_approval_past_its_deadline_says_expired_denied(
             timeout_s=15,
         )
         assert "expired → denied" in notice and "printf late" in notice, notice
+        _screenshot(browser, "console-expired-approval.png")
         assert "rejected by user" in agent.result()[-1].completed.output_text
