@@ -287,6 +287,42 @@ def test_a_path_override_is_shown_before_approval(
     assert not (tmp_path / "fake-ran").exists() and not (tmp_path / "notes.txt").exists()
 
 
+def _audit_rows(driver: Any) -> list[str]:
+    return list(
+        retry_stale(
+            lambda: [str(e.text) for e in driver.find_elements(by().CSS_SELECTOR, "tr.audit-row")]
+        )
+    )
+
+
+def test_audit_rows_show_the_command_and_readable_log_records(
+    router: ConsoleRouter, browser: Any, tmp_path: Path
+) -> None:
+    agent, approval_id = _park(router, "auditrows", "printf audit-row-X", tmp_path)
+    _console(browser, router, approval_id)
+
+    def pending_row() -> str:
+        rows = [r for r in _audit_rows(browser) if "approval_pending" in r]
+        return next((r for r in rows if "printf audit-row-X" in r), "")
+
+    row = eventually(pending_row, "the approval_pending audit row", timeout_s=15)
+    assert "waits for an operator (exec_policy)" in row and "()" not in row, row
+    decision = next(r for r in _audit_rows(browser) if r.split(" ")[2:3] == ["decision"])
+    assert "printf audit-row-X" in decision and "/bin/" not in decision, decision
+    rows = _audit_rows(browser)
+    started = [r for r in rows if "log started" in r]
+    assert started and "router started (pid" in started[-1] and "()" not in started[-1], rows
+    _deny(router, approval_id)
+    assert "rejected by user" in agent.result()[-1].completed.output_text
+    # The outcome names the tool and the command digest (it carries no command text).
+    outcome = eventually(
+        lambda: next((r for r in _audit_rows(browser) if " outcome " in r), ""),
+        "the outcome audit row",
+        timeout_s=15,
+    )
+    assert "exec_command " in outcome, outcome
+
+
 def test_approve_with_amendment_is_confirmed_first(
     router: ConsoleRouter, browser: Any, tmp_path: Path
 ) -> None:

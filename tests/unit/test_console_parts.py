@@ -159,3 +159,33 @@ def test_clip_and_audit_tail(tmp_path: object) -> None:
     assert rows[1].command == "echo '<b>'"
     assert rows[0].what == "exited exit=0"
     assert audit_tail("") == [] and audit_tail(str(path) + ".missing") == []
+
+
+def test_audit_tail_names_the_command_and_labels_log_records(tmp_path: object) -> None:
+    import json
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "audit.log"
+    records = [
+        {"seq": 0, "type": "start", "chain": "c" * 32, "pid": 42, "host": "vm"},
+        {"seq": 1, "type": "decision", "decision": "ask", "approval": {"source": "policy"},
+         "tool": "exec_command", "command": ["/bin/bash", "-c", "printf late"]},
+        {"seq": 2, "type": "approval_pending", "kind": "exec_policy", "tool": "exec_command",
+         "command": "printf late"},
+        {"seq": 3, "type": "outcome", "termination": "exited", "exit_code": 0,
+         "tool": "exec_command", "command_digest": "ab" * 32},
+        {"seq": 4, "type": "rotate", "chain": "c" * 32},
+        {"seq": 5, "type": "checkpoint", "chain": "c" * 32, "seq_": 0},
+    ]  # fmt: skip
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    rows = {r.seq: r for r in audit_tail(str(path))}
+    assert rows["0"].kind == "log started" and rows["0"].what.startswith("router started (pid 42")
+    assert rows["0"].command == "" and "()" not in rows["0"].what
+    assert rows["1"].command == "printf late" and rows["1"].what == "ask (policy)"
+    assert (
+        rows["2"].command == "printf late"
+        and rows["2"].what == "waits for an operator (exec_policy)"
+    )
+    assert rows["3"].command == "exec_command " + "ab" * 8
+    assert rows["4"].kind == "log rotated" and "()" not in rows["4"].what
+    assert rows["5"].kind == "checkpoint" and "()" not in rows["5"].what

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shellgate.router.runtime.approvals.desk import PendingView
+from shellgate.router.runtime.approvals.view import command_text
 from shellgate.router.runtime.approvals.view_text import visible
 from shellgate.router.runtime.audit import environment_host
 from shellgate.router.runtime.environments.registry import LocalEnvironment
@@ -267,24 +268,60 @@ class AuditRow:
     command: str
 
 
+_LOG_RECORDS = {"start": "log started", "rotate": "log rotated", "checkpoint": "checkpoint"}
+
+
+def _log_record_what(record: dict[str, Any]) -> str:
+    """What a start / rotate / checkpoint record says, in words."""
+    kind, chain = record.get("type"), str(record.get("chain") or "")[:12]
+    if kind == "start":
+        where = f" on {record['host']}" if record.get("host") else ""
+        return f"router started (pid {record.get('pid', '?')}{where}), chain {chain}"
+    if kind == "rotate":
+        return f"a new file continues chain {chain}"
+    return f"vouches for records up to #{record.get('seq', '?')}, chain {chain}"
+
+
+def _audit_command(record: dict[str, Any]) -> str:
+    """The command a record names: its text when the record has it (argv or the view's
+    display text), else the tool and the command digest."""
+    command = record.get("command")
+    if isinstance(command, list) and command:
+        return command_text(tuple(str(c) for c in command))
+    if isinstance(command, str) and command:
+        return command
+    digest = str(record.get("command_digest") or "")
+    return " ".join(x for x in (str(record.get("tool") or ""), digest[:16]) if x)
+
+
 def _audit_row(record: dict[str, Any]) -> AuditRow:
     approval = record.get("approval") if isinstance(record.get("approval"), dict) else {}
     assert isinstance(approval, dict)
-    if record.get("type") == "outcome":
-        what = f"{record.get('termination', '')} exit={record.get('exit_code')}"
+    kind = str(record.get("type", ""))
+    if kind in _LOG_RECORDS:
+        what, label, shown = _log_record_what(record), _LOG_RECORDS[kind], ""
     else:
-        what = f"{record.get('decision', '')} ({approval.get('source', '')})"
-    command = record.get("command")
-    shown = shlex.join(str(c) for c in command) if isinstance(command, list) else ""
+        label, shown = kind, _audit_command(record)
+        if kind == "outcome":
+            what = f"{record.get('termination', '')} exit={record.get('exit_code')}"
+        elif kind == "approval_pending":
+            what = f"waits for an operator ({record.get('kind', '')})"
+        else:
+            source = approval.get("source", "")
+            what = (
+                f"{record.get('decision', '')} ({source})"
+                if source
+                else str(record.get("decision", ""))
+            )
     return AuditRow(
         clip(record.get("seq", "")),
         clip(record.get("time", "")),
-        clip(record.get("type", "")),
+        clip(label),
         clip(record.get("subject", "")),
         clip(record.get("thread", "")),
         clip(what),
         clip(approval.get("who", "")),
-        clip(shown or record.get("command_digest", ""), MAX_COMMAND_CHARS),
+        clip(shown, MAX_COMMAND_CHARS),
     )
 
 
