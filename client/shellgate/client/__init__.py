@@ -39,7 +39,9 @@ from shellgate.client.errors import (
 )
 from shellgate.client.events import (
     ApprovalKind,
+    ApprovalPending,
     ApprovalRequired,
+    ApprovalWaiting,
     Completed,
     Decision,
     Event,
@@ -77,7 +79,9 @@ from shellgate.client.turn import to_turn_context, turn_context, turn_from_json
 __all__ = [
     "DEFAULT_TARGET",
     "ApprovalKind",
+    "ApprovalPending",
     "ApprovalRequired",
+    "ApprovalWaiting",
     "Approver",
     "AsyncClient",
     "CallIdentity",

@@ -20,7 +20,9 @@ from shellgate.client.aio import AsyncClient
 from shellgate.client.calls import explain_no_tool_call
 from shellgate.client.errors import ClientError, NotFoundError
 from shellgate.client.events import (
+    ApprovalPending,
     ApprovalRequired,
+    ApprovalWaiting,
     Completed,
     Decision,
     Event,
@@ -54,6 +56,7 @@ EXIT_USAGE = 2  # bad input or an RPC failure (nothing reached the model)
 EXIT_NO_TOOL_CALL = 3  # the item is no tool call (malformed, or another item type): nothing ran
 EXIT_TIMED_OUT = 124
 EXIT_INTERRUPTED = 130
+WAITING_NOTE_EVERY_S = 10.0  # at most one "still waiting" line on stderr this often
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -194,6 +197,23 @@ class _Session:
     last_byte: bytes = b"\n"
     pending: ApprovalRequired | None = None
     projection: ProjectionEvent | None = None
+    noted_at: float | None = None  # when the last "waiting for an operator" line was written
+
+    def note_waiting(self, event: ApprovalPending | ApprovalWaiting) -> None:
+        """One stderr line when an operator-routed approval starts waiting, then one at most
+        every WAITING_NOTE_EVERY_S (stdout stays the tool's output)."""
+        now = time.monotonic()
+        pending = isinstance(event, ApprovalPending)
+        if not pending and self.noted_at is not None and now - self.noted_at < WAITING_NOTE_EVERY_S:
+            return
+        left = event.expires_in_ms if isinstance(event, ApprovalPending) else event.remaining_ms
+        still = "" if pending else "still "
+        self.err.write(
+            f"{still}waiting for an operator: approval {event.approval_id}, "
+            f"deadline in {round(left / 1000)} s\n"
+        )
+        self.err.flush()
+        self.noted_at = now
 
     def emit_json(self, event: Event) -> None:
         response = to_response(event)
@@ -203,6 +223,8 @@ class _Session:
             self.out.flush()
 
     def show(self, event: Event) -> None:
+        if isinstance(event, ApprovalPending | ApprovalWaiting):
+            self.note_waiting(event)
         if self.args.json:
             self.emit_json(event)
         elif isinstance(event, Output) and event.data:

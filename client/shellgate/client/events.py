@@ -11,7 +11,9 @@ from shellgate.v1 import exec_pb2, projection_pb2, router_pb2
 
 __all__ = [
     "ApprovalKind",
+    "ApprovalPending",
     "ApprovalRequired",
+    "ApprovalWaiting",
     "Completed",
     "Decision",
     "Event",
@@ -114,6 +116,25 @@ class ApprovalRequired:
 
 
 @dataclass(frozen=True)
+class ApprovalPending:
+    """An operator-routed approval began waiting (the stream stays open until decided)."""
+
+    approval_id: str
+    expires_in_ms: int  # time left until the deadline when it was parked
+    deadline_unix_ms: int  # the deadline, wall clock
+    raw: router_pb2.ExecuteResponse | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ApprovalWaiting:
+    """Keepalive while an operator-routed approval waits."""
+
+    approval_id: str
+    remaining_ms: int  # time left until the deadline
+    raw: router_pb2.ExecuteResponse | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class Started:
     """A process started for the call (or one batch element)."""
 
@@ -178,7 +199,16 @@ class Completed:
         return value
 
 
-Event = ProjectionEvent | ApprovalRequired | Started | Output | TerminalInteraction | Completed
+Event = (
+    ProjectionEvent
+    | ApprovalRequired
+    | ApprovalPending
+    | ApprovalWaiting
+    | Started
+    | Output
+    | TerminalInteraction
+    | Completed
+)
 
 _STREAMS: dict[int, str] = {
     exec_pb2.OUTPUT_STREAM_STDOUT: "stdout",
@@ -246,6 +276,12 @@ def _convert(response: router_pb2.ExecuteResponse) -> Event | None:
         return ProjectionEvent(response.projection)
     if kind == "approval_required":
         return _approval(response.approval_required)
+    if kind == "approval_pending":
+        p = response.approval_pending
+        return ApprovalPending(p.approval_id, p.details.expires_in_ms, p.deadline_unix_ms)
+    if kind == "approval_waiting":
+        w = response.approval_waiting
+        return ApprovalWaiting(w.approval_id, w.remaining_ms)
     if kind == "started":
         s = response.started
         return Started(
