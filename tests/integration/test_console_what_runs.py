@@ -323,6 +323,50 @@ def test_audit_rows_show_the_command_and_readable_log_records(
     assert "exec_command " in outcome, outcome
 
 
+def _thread_rows(driver: Any, css: str) -> list[str]:
+    return list(
+        retry_stale(lambda: [str(e.text) for e in driver.find_elements(by().CSS_SELECTOR, css)])
+    )
+
+
+def test_finished_threads_are_folded_away(
+    router: ConsoleRouter, browser: Any, tmp_path: Path
+) -> None:
+    agent, approval_id = _park(router, "archive-me", "printf archived", tmp_path)
+    _console(browser, router, approval_id)
+    # Waiting for a decision: listed among the live threads.
+    eventually(
+        lambda: any("archive-me" in r for r in _thread_rows(browser, "tr.thread-row")),
+        "the waiting thread among the live ones",
+        timeout_s=15,
+    )
+    _deny(router, approval_id)
+    assert "rejected by user" in agent.result()[-1].completed.output_text
+    # Done (no call, no approval, no session): out of the live list, under a folded list.
+    eventually(
+        lambda: not any("archive-me" in r for r in _thread_rows(browser, "tr.thread-row")),
+        "the finished thread to leave the live list",
+        timeout_s=15,
+    )
+    folded = retry_stale(
+        lambda: browser.find_element(by().CSS_SELECTOR, "#threads details.finished-threads")
+    )
+    assert folded.get_attribute("open") is None
+    assert "finished (" in str(retry_stale(lambda: folded.text))
+    # Collapsed: its rows are not shown until it is opened.
+    assert not any("archive-me" in r for r in _thread_rows(browser, "tr.finished-thread-row"))
+    retry_stale(
+        lambda: browser.find_element(
+            by().CSS_SELECTOR, "#threads details.finished-threads summary"
+        ).click()
+    )
+    eventually(
+        lambda: any("archive-me" in r for r in _thread_rows(browser, "tr.finished-thread-row")),
+        "the finished thread in the opened list",
+        timeout_s=10,
+    )
+
+
 def test_approve_with_amendment_is_confirmed_first(
     router: ConsoleRouter, browser: Any, tmp_path: Path
 ) -> None:

@@ -189,3 +189,16 @@ def test_audit_tail_names_the_command_and_labels_log_records(tmp_path: object) -
     assert rows["3"].command == "exec_command " + "ab" * 8
     assert rows["4"].kind == "log rotated" and "()" not in rows["4"].what
     assert rows["5"].kind == "checkpoint" and "()" not in rows["5"].what
+
+
+def test_a_thread_is_finished_with_no_call_approval_or_live_session() -> None:
+    from shellgate.router.service.console.views import SessionRow, ThreadRow
+
+    def session(running: bool) -> SessionRow:
+        return SessionRow("k", "t", "bot", 1, "local", "sleep 9", running, None if running else 0)
+
+    assert ThreadRow("k", "t", "bot", 0, 0, ()).finished
+    assert ThreadRow("k", "t", "bot", 0, 0, (session(False),)).finished
+    assert not ThreadRow("k", "t", "bot", 1, 0, ()).finished
+    assert not ThreadRow("k", "t", "bot", 0, 1, ()).finished
+    assert not ThreadRow("k", "t", "bot", 0, 0, (session(True),)).finished

@@ -131,6 +131,13 @@ class ThreadRow:
     approvals_parked: int
     sessions: tuple[SessionRow, ...]
 
+    @property
+    def finished(self) -> bool:
+        """No call running, no approval waiting and no live session: folded away."""
+        return not (
+            self.calls_running or self.approvals_parked or any(s.running for s in self.sessions)
+        )
+
 
 def _subject_of(key: str, subjects: dict[str, str]) -> tuple[str, str]:
     """(caller subject, thread id as the caller named it) of an owned registry key."""
