@@ -71,7 +71,12 @@ def readable(record: dict[str, Any]) -> str:
             f"{head} {where}chain {record.get('chain')} kept from seq {record.get('kept_from')}"
             f"{' pid ' + str(record['pid']) if 'pid' in record else ''}"
         )
+    if kind == "checkpoint":
+        return f"{head} vouches for records up to #{record.get('seq')}, chain {record.get('chain')}"
     call = f"{record.get('thread', '')}/{record.get('call_id', '')}[{record.get('element', 0)}]"
+    if kind == "approval_pending":
+        what = f"waits for an operator ({record.get('kind')}): {record.get('command', '')}"
+        return f"{head} {record.get('subject', '')} {call} {what}"
     if kind == "decision":
         approval = record.get("approval") or {}
         who = f" by {approval['who']}" if approval.get("who") else ""
