@@ -1,9 +1,9 @@
 """The operator's view of an approval is redacted as a whole, once, for every front.
 
 A secret value of `redact_values_files` sits in the command, the workdir, and the prompt
-rule's pattern and justification, so it reaches the view's command, summary, cwd, reason,
-segments and matched rules; a second call under `untrusted` carries it in the proposed
-amendment. A real router process (the console on, an audit log, the webhook posting to a
+rule's pattern and justification and a PATH override, so it reaches the view's command,
+summary, cwd, reason, segments, matched rules and env overrides; a second call under
+`untrusted` carries it in the proposed amendment. A real router process (the console on, an audit log, the webhook posting to a
 real HTTP receiver started here) must not show it in any of: the webhook bodies,
 ListPendingApprovals, the console's page and the audit log — while each of them does show
 the two approvals.
@@ -12,11 +12,12 @@ the two approvals.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_pb2
+from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_pb2, shell_pb2
 
 from tests.integration.console_support import (
     CALLER_TOKEN,
@@ -65,12 +66,16 @@ def test_a_planted_secret_reaches_no_front(tmp_path: Path, hook: _Hook) -> None:
     workdir.mkdir()
     with console_router(tmp_path, _extra(tmp_path, hook.url)) as router:
         stub = router.stub()
-        prompt = Agent(
-            stub,
-            exec_request("redact", {"cmd": f"printf {SECRET}", "workdir": str(workdir),
-                                    "login": False}, "c-prompt"),
-            CALLER_TOKEN,
-        )  # fmt: skip
+        request = exec_request("redact", {"cmd": f"printf {SECRET}", "workdir": str(workdir),
+                                          "login": False}, "c-prompt")  # fmt: skip
+        # The secret in a PATH override too: the view's env_overrides show it redacted.
+        request.turn.shell_environment_policy.CopyFrom(
+            shell_pb2.ShellEnvironmentPolicy(
+                inherit=shell_pb2.SHELL_ENVIRONMENT_INHERIT_ALL,
+                set={"PATH": f"/opt/{SECRET}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}"},
+            )
+        )
+        prompt = Agent(stub, request, CALLER_TOKEN)
         amend = Agent(
             stub,
             exec_request(
@@ -123,7 +128,8 @@ def test_a_planted_secret_reaches_no_front(tmp_path: Path, hook: _Hook) -> None:
     by_call = {a.call_id: a for a in listed}
     view = by_call["c-prompt"]
     texts = [view.command, view.cwd, view.reason, view.summary, *view.segments,
-             *view.matched_rules]  # fmt: skip
+             *view.matched_rules, *view.env_overrides]  # fmt: skip
+    assert any(e.startswith(f"PATH=/opt/{REDACTED}/bin:") for e in view.env_overrides), texts
     assert all(REDACTED in text for text in texts), texts
     assert REDACTED in list(by_call["c-amend"].proposed_amendment)
 
