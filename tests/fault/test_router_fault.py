@@ -26,17 +26,9 @@ from tests.router_harness import (
     running_router,
     turn,
 )
+from tests.waiting import eventually
 
 SHELL_COMMAND = common_pb2.MODEL_SHELL_TOOL_TYPE_SHELL_COMMAND
-
-
-def _wait_gone(marker: str, keep: set[int], timeout_s: float) -> list[int]:
-    deadline = time.monotonic() + timeout_s
-    left = [p for p in marked_pids(marker) if p not in keep]
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = [p for p in marked_pids(marker) if p not in keep]
-    return left
 
 
 def _rss_kib(pid: int) -> int:
@@ -87,7 +79,7 @@ def test_daemon_kill_9_mid_stream_then_reconnect(orphan_sweep: str) -> None:
         assert "before\n" in done.output_text
         assert "\n[environment `box` was lost: " in done.output_text
         # The daemon's children die with it (its guardian kills their groups).
-        assert _wait_gone(orphan_sweep, set(), 5.0) == []
+        eventually(lambda: not marked_pids(orphan_sweep), "every marked process gone", 5.0)
         # While it is down, calls answer "unavailable" without starting anything.
         down = completed(execute(router.stub, _remote_request("echo nope", "k2")))
         assert down.termination == router_pb2.TERMINATION_REASON_ENVIRONMENT_LOST
@@ -137,7 +129,7 @@ def test_client_cancel_kills_classic_command(orphan_sweep: str) -> None:
         assert marked_pids(orphan_sweep), "the command should be running"
         stream.cancel()
         # The router kills the group promptly, not only at shutdown.
-        assert _wait_gone(orphan_sweep, set(), 5.0) == []
+        eventually(lambda: not marked_pids(orphan_sweep), "every marked process gone", 5.0)
 
 
 def test_client_cancel_keeps_a_unified_session(orphan_sweep: str) -> None:
@@ -164,7 +156,7 @@ def test_client_cancel_keeps_a_unified_session(orphan_sweep: str) -> None:
         assert marked_pids(orphan_sweep)
         ended = router.stub.EndThread(router_pb2.EndThreadRequest(thread_id="keep"))
         assert ended.terminated_sessions == 1
-        assert _wait_gone(orphan_sweep, set(), 5.0) == []
+        eventually(lambda: not marked_pids(orphan_sweep), "every marked process gone", 5.0)
 
 
 def _flood_slow_consumer(pause_s: float) -> tuple[int, int, int, router_pb2.ExecutionCompleted]:

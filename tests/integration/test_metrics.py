@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -19,6 +17,7 @@ from shellgate.v1 import exec_pb2, exec_pb2_grpc, router_pb2
 from tests.execserver_harness import daemon_subprocess
 from tests.paths import REPO_ROOT
 from tests.router_harness import Router, function_item, router_config, running_router, turn
+from tests.waiting import eventually
 
 DOC = (REPO_ROOT / "docs" / "operations.md").read_text()
 # Moved only with a shared store: tests/integration/test_replicas_redis.py scrapes them.
@@ -60,13 +59,6 @@ def scrape(port: int, token: str | None = None) -> dict[str, float]:
                 name = sample.name
             out[name] = out.get(name, 0.0) + sample.value
     return out
-
-
-def wait_for(check: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 def execute(router: Router, item: str, args: dict[str, object], call_id: str, env: str = "local",
@@ -135,7 +127,7 @@ def test_every_documented_metric_moves(tmp_path: Path) -> None:
             # The daemon goes away: unreachable, then the circuit opens and refuses calls.
             daemon.proc.terminate()
             daemon.proc.wait(10)
-            wait_for(
+            eventually(
                 lambda: scrape(router_metrics, "scrape-4c1f0a9e")[
                     "shellgate_environments_unreachable"
                 ] == 1,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from tests.router_harness import (
     turn,
 )
 from tests.sshd import Sshd, sshd_server  # noqa: F401  (session fixture)
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -100,7 +100,9 @@ def test_sshd_lost_mid_command_reports_environment_lost_with_partial_output(
     # The next call reconnects, and the backend kills the group it lost track of.
     again = completed(execute(ssh_router.stub, _request("echo back", "s3")))
     assert again.exit_code == 0 and again.output_text.endswith("Output:\nback\n")
-    deadline = time.monotonic() + 10
-    while any(p in marked_pids(orphan_sweep) for p in remote) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [p for p in remote if p in marked_pids(orphan_sweep)]
+    eventually(
+        lambda: not [p for p in remote if p in marked_pids(orphan_sweep)],
+        "the lost group killed on the ssh host",
+        10,
+        0.1,
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from pathlib import Path
 
 import grpc
@@ -32,6 +31,7 @@ from tests.router_harness import (
     running_router,
     turn,
 )
+from tests.waiting import eventually
 
 
 def test_environment_ids_are_stable() -> None:
@@ -185,10 +185,11 @@ def test_discovery_only_router_serves_once_a_daemon_is_found(tmp_path: Path) -> 
         found = DnsDiscoveryConfig(dns_name="localhost", port=daemon.port, id_prefix="box")
         config = router_config(local_environment=False, discovery=(found,))
         with running_router(config) as router:
-            deadline = time.monotonic() + 10
-            while _router_health(router.channel) != health_pb2.HealthCheckResponse.SERVING:
-                assert time.monotonic() < deadline, "never SERVING"
-                time.sleep(0.05)
+            eventually(
+                lambda: _router_health(router.channel) == health_pb2.HealthCheckResponse.SERVING,
+                "the router SERVING",
+                10,
+            )
             done = completed(execute(router.stub, router_pb2.ExecuteRequest(
                 thread_id="t", turn=turn(environment_id="box-127.0.0.1", cwd="/tmp"),
                 item=function_item("exec_command", {"cmd": "echo found"}),

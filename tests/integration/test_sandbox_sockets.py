@@ -17,7 +17,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from tests.router_harness import (
     running_router,
     turn,
 )
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -159,9 +159,8 @@ def host_services(work: Path, sockets: Path) -> Iterator[Host]:
     dgram.bind(str(dgram_path))
     dgram.setblocking(False)
     try:
-        deadline = time.monotonic() + 10
-        while not redis_sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        with contextlib.suppress(AssertionError):  # as before: 10 s, then the tests say
+            eventually(redis_sock.exists, "redis listening on its socket", 10)
         (work / "probe.py").write_text(PROBE)
         yield Host(work, redis_sock, grpc_sock, dgram, dgram_path)
     finally:

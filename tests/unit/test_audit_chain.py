@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from shellgate.router.service.audit_log import AuditLog
 from shellgate.router.service.audit_verify import read_checkpoints, verify_files
 
 from tests.audit_keys import make_key
+from tests.waiting import eventually
 
 
 def _write(path: Path, count: int, signer: AuditSigner | None = None, **options: Any) -> None:
@@ -151,14 +151,13 @@ def test_checkpoints_every_n_records_every_interval_and_at_close(tmp_path: Path)
     assert [c.seq for c in read_checkpoints(str(checkpoint), keys)] == [0]  # at start
     for n in range(3):
         log.record({"type": "outcome", "call_id": f"c{n}"})
-    deadline = time.monotonic() + 5
-    while read_checkpoints(str(checkpoint), keys)[0].seq != 3:
-        assert time.monotonic() < deadline, "no checkpoint after 3 records"
-        time.sleep(0.02)
+
+    def checkpointed(seq: int) -> bool:
+        return read_checkpoints(str(checkpoint), keys)[0].seq == seq
+
+    eventually(lambda: checkpointed(3), "a checkpoint after 3 records", 5, 0.02)
     log.record({"type": "outcome", "call_id": "c3"})
-    while read_checkpoints(str(checkpoint), keys)[0].seq != 4:
-        assert time.monotonic() < deadline, "no checkpoint after the interval"
-        time.sleep(0.02)
+    eventually(lambda: checkpointed(4), "a checkpoint after the interval", 5, 0.02)
     assert log.checkpoint_seq == 4 == log.head_seq
     log.record({"type": "outcome", "call_id": "c4"})
     log.close()
