@@ -169,7 +169,8 @@ def test_a_program_gone_after_the_check_is_named_in_the_spawn_error(
         check_spawnable(request)
         tool.unlink()
 
-    monkeypatch.setattr("shellgate.common.process.local.check_spawnable", check_then_remove)
+    # The check runs where the spawn pins the approved cwd (cwd_pin), right before Popen.
+    monkeypatch.setattr("shellgate.common.process.cwd_pin.check_spawnable", check_then_remove)
 
     async def main() -> SpawnError:
         backend = LocalBackend()
