@@ -8,25 +8,20 @@ and on a daemon. An ordinary patch still applies without asking.
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from shellgate.common.sandbox import sandbox_unavailable_reason
-from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 from shellgate.router.runtime.runtimes.apply_patch import PATCH_OUTSIDE_PROJECT
 from shellgate.v1 import common_pb2, router_pb2
 
-from tests.execserver_harness import daemon_subprocess
+from tests.integration.sandbox_support import router_with_daemon
 from tests.router_harness import (
     Router,
     completed,
     execute,
     function_item,
-    router_config,
-    running_router,
     turn,
 )
 
@@ -70,18 +65,9 @@ def repo(tmp_path: Path) -> Path:
     return ws
 
 
-@contextlib.contextmanager
-def _router(ws: Path) -> Iterator[Router]:
-    """A router with its embedded environment and a daemon `box`, both on this host."""
-    with daemon_subprocess(["--root", str(ws)]) as daemon:
-        box = RemoteConfig("box", daemon.target, dial=DialSettings(insecure=True))
-        with running_router(router_config(local_cwd=str(ws), environments=(box,))) as router:
-            yield router
-
-
 def test_a_hook_patch_asks_or_is_rejected_where_the_command_is_denied(repo: Path) -> None:
     hook = repo / ".git" / "hooks" / "pre-commit"
-    with _router(repo) as router:
+    with router_with_daemon(repo) as router:
         for env in ENVIRONMENTS:
             # The sandboxed command cannot write there...
             text = _command(router, repo, "printf x > .git/hooks/pre-commit", env, f"cmd-{env}")
@@ -114,7 +100,7 @@ def test_every_protected_name_and_a_git_yet_to_be_made_ask(tmp_path: Path) -> No
         "new-git": "*** Add File: .git/config\n+[core]\n+\thooksPath = /tmp/evil\n",
         "aws": "*** Add File: .aws/credentials\n+[default]\n",
     }
-    with _router(ws) as router:
+    with router_with_daemon(ws) as router:
         for env in ENVIRONMENTS:
             for name, body in bodies.items():
                 events = _patch(router, ws, body, ON_REQUEST, env, f"{name}-{env}")
@@ -126,7 +112,7 @@ def test_every_protected_name_and_a_git_yet_to_be_made_ask(tmp_path: Path) -> No
 def test_a_symlink_into_git_does_not_lead_a_patch_in(repo: Path) -> None:
     (repo / "hooks").symlink_to(".git/hooks")
     body = "*** Add File: hooks/pre-commit\n+#!/bin/sh\n"
-    with _router(repo) as router:
+    with router_with_daemon(repo) as router:
         # The router sees where the write lands: asked for.
         local = _patch(router, repo, body, ON_REQUEST, "local", "link-local")
         assert local[-1].WhichOneof("event") == "approval_required"

@@ -15,7 +15,6 @@ masks still hold: a command that can reach the router cannot read its token.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -43,6 +42,7 @@ from tests.integration.codex_harness import (
     find_codex,
     write_config,
 )
+from tests.integration.sandbox_support import probe_answers, router_with_daemon
 from tests.integration.test_codex_exec_server import (
     _outputs,
     _remote,
@@ -255,13 +255,6 @@ def _execute(router: Router, command: str, row: Row, cwd: Path, env: str) -> str
     return completed(execute(router.stub, _request(command, row, cwd, env, "c1"))).output_text
 
 
-def _probe(text: str) -> dict[str, str | None]:
-    line = next((line for line in text.splitlines() if line.startswith("PROBE ")), None)
-    assert line is not None, text
-    answers: dict[str, str | None] = json.loads(line.removeprefix("PROBE "))
-    return answers
-
-
 def _socket_answer(text: str) -> str:
     """What the one-liner printed: `socket ok` or its exception line."""
     for answer in (SOCKET_OK, SOCKET_EPERM):
@@ -270,23 +263,14 @@ def _socket_answer(text: str) -> str:
     raise AssertionError(text)
 
 
-@contextlib.contextmanager
-def _router_with_daemon(work: Path) -> Iterator[Router]:
-    """A router whose `local` environment and `box` daemon both run commands here."""
-    with daemon_subprocess(["--root", str(work)]) as daemon:
-        box = RemoteConfig("box", daemon.target, dial=DialSettings(insecure=True))
-        with running_router(router_config(local_cwd=str(work), environments=(box,))) as router:
-            yield router
-
-
 def test_network_access_is_honoured_locally_and_on_a_daemon(host: Host) -> None:
-    with _router_with_daemon(host.work) as router:
+    with router_with_daemon(host.work) as router:
         for env in ("local", "box"):
             for name, row in ROWS.items():
                 on = EXPECTED[name] is NETWORK_ON
                 text = _execute(router, ONE_LINER, row, host.work, env)
                 assert _socket_answer(text) == (SOCKET_OK if on else SOCKET_EPERM), (env, name)
-                probe = _probe(_execute(router, host.argv(), row, host.work, env))
+                probe = probe_answers(_execute(router, host.argv(), row, host.work, env))
                 assert probe == EXPECTED[name], (env, name, probe)
     # Only the network-on probes reached the listeners: two environments, one row.
     assert sorted(host.accepted) == ["tcp", "tcp", "unix", "unix"]
@@ -371,8 +355,8 @@ def test_every_answer_is_codex_sandboxs_own() -> None:
                 assert _socket_answer(theirs) == (SOCKET_OK if on else SOCKET_EPERM), name
                 assert _socket_answer(ours) == _socket_answer(theirs), (name, ours)
                 theirs, ours = both(services.argv())
-                assert _probe(theirs) == EXPECTED[name], (name, theirs)
-                assert _probe(ours) == _probe(theirs), (name, ours)
+                assert probe_answers(theirs) == EXPECTED[name], (name, theirs)
+                assert probe_answers(ours) == probe_answers(theirs), (name, ours)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -419,12 +403,12 @@ def test_codex_protocol_network_on_equals_codex_exec_server(
             command = f"cd {services.work} && {services.argv()}"
             proc, (url,) = _start([str(codex), "exec-server", "--listen", "ws://127.0.0.1:0"], 1)
             try:
-                theirs = _probe(_codex_turn(codex, _remote(url=url), command))
+                theirs = probe_answers(_codex_turn(codex, _remote(url=url), command))
             finally:
                 _stop(proc)
             with ws_daemon() as (ours_url, token):
                 environment = _remote(url=ours_url, auth_bearer_token=token)
-                ours = _probe(_codex_turn(codex, environment, command))
+                ours = probe_answers(_codex_turn(codex, environment, command))
         assert theirs == NETWORK_ON, theirs
         assert ours == theirs
     finally:

@@ -11,7 +11,6 @@ answer with `codex sandbox` itself when the npm codex is installed.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -26,11 +25,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2_grpc
 from shellgate.common.sandbox import sandbox_unavailable_reason
-from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 from shellgate.v1 import common_pb2, router_pb2
 
-from tests.execserver_harness import daemon_subprocess
 from tests.integration.codex_harness import CODEX_VERSION, codex_version, find_codex
+from tests.integration.sandbox_support import probe_answers, router_with_daemon
 from tests.integration.shared_support import REDIS_SERVER
 from tests.router_harness import (
     Router,
@@ -188,27 +186,12 @@ def _execute(router: Router, host: Host, command: str, profile: int, env: str, c
     return completed(execute(router.stub, request)).output_text
 
 
-def _probe(text: str) -> dict[str, str]:
-    line = next(line for line in text.splitlines() if line.startswith("PROBE "))
-    answers: dict[str, str] = json.loads(line.removeprefix("PROBE "))
-    return answers
-
-
-@contextlib.contextmanager
-def _router_with_daemon(work: Path) -> Iterator[Router]:
-    """A router whose `local` environment and `box` daemon both run commands here."""
-    with daemon_subprocess(["--root", str(work)]) as daemon:
-        box = RemoteConfig("box", daemon.target, dial=DialSettings(insecure=True))
-        with running_router(router_config(local_cwd=str(work), environments=(box,))) as router:
-            yield router
-
-
 def test_no_sandboxed_command_reaches_a_host_socket(host: Host) -> None:
-    with _router_with_daemon(host.work) as router:
+    with router_with_daemon(host.work) as router:
         for env in ("local", "box"):
             for name, profile in PROFILES.items():
                 text = _execute(router, host, host.argv(), profile, env, f"{env}-{name}")
-                assert _probe(text) == EXPECTED, (env, name, text)
+                assert probe_answers(text) == EXPECTED, (env, name, text)
                 # The attack as found: a forged approval written straight into Redis.
                 attack = f"redis-cli -s {host.redis_sock} HSET {FORGED_KEY} decision approved"
                 out = _execute(router, host, attack, profile, env, f"{env}-{name}-redis")
@@ -221,7 +204,7 @@ def test_no_sandboxed_command_reaches_a_host_socket(host: Host) -> None:
 def test_asyncio_and_socketpair_users_still_run(host: Host) -> None:
     # asyncio's event loop makes a socketpair for its self-pipe; it must keep working.
     script = "python3 -c 'import asyncio; print(asyncio.run(asyncio.sleep(0, \"loop-ok\")))'"
-    with _router_with_daemon(host.work) as router:
+    with router_with_daemon(host.work) as router:
         for env in ("local", "box"):
             for name, profile in PROFILES.items():
                 assert "loop-ok" in _execute(router, host, script, profile, env, f"a-{env}-{name}")
@@ -242,7 +225,7 @@ def test_every_answer_is_codex_sandboxs_own() -> None:
         with host_services(base / "work", base) as services:
             with running_router(router_config(local_cwd=str(services.work))) as router:
                 for name, profile in PROFILES.items():
-                    ours = _probe(
+                    ours = probe_answers(
                         _execute(router, services, services.argv(), profile, "local", name)
                     )
                     home = str(base / "home")
@@ -252,7 +235,7 @@ def test_every_answer_is_codex_sandboxs_own() -> None:
                         cwd=services.work, env={**os.environ, "CODEX_HOME": home, "HOME": home},
                         capture_output=True, text=True, timeout=120,
                     )  # fmt: skip
-                    theirs = _probe(ran.stdout)
+                    theirs = probe_answers(ran.stdout)
                     assert theirs == CODEX, (name, ran.stdout, ran.stderr)
                     # The one difference is deliberate: shellgate refuses datagram sockets.
                     assert {k for k in CODEX if ours[k] != theirs[k]} == {"sendmsg(datagram)"}
