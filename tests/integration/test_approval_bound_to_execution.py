@@ -150,7 +150,8 @@ def _bwrap_runs() -> bool:
     return not sandbox_unavailable_reason()
 
 
-@pytest.mark.parametrize(
+# Each cwd case runs unsandboxed and under bubblewrap (skipped where it cannot run).
+BOTH_PROFILES = pytest.mark.parametrize(
     "profile",
     [
         common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS,
@@ -161,6 +162,9 @@ def _bwrap_runs() -> bool:
     ],
     ids=["unsandboxed", "bubblewrap"],
 )
+
+
+@BOTH_PROFILES
 def test_a_cwd_swapped_after_the_ask_runs_nothing_elsewhere(
     stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path, profile: int
 ) -> None:
@@ -185,17 +189,7 @@ def test_a_cwd_swapped_after_the_ask_runs_nothing_elsewhere(
     assert not done.success
 
 
-@pytest.mark.parametrize(
-    "profile",
-    [
-        common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS,
-        pytest.param(
-            common_pb2.PERMISSION_PROFILE_KIND_WORKSPACE_WRITE,
-            marks=pytest.mark.skipif(not _bwrap_runs(), reason="bubblewrap cannot run here"),
-        ),
-    ],
-    ids=["unsandboxed", "bubblewrap"],
-)
+@BOTH_PROFILES
 def test_an_unchanged_cwd_runs_the_approved_command(
     stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path, profile: int
 ) -> None:
