@@ -145,7 +145,7 @@ class GetInfoResponse(_message.Message):
     def __init__(self, shell: _Optional[_Union[_shell_pb2.ShellInfo, _Mapping]] = ..., cwd: _Optional[str] = ..., os: _Optional[str] = ..., arch: _Optional[str] = ..., hostname: _Optional[str] = ..., user: _Optional[str] = ..., home: _Optional[str] = ..., backend: _Optional[_Union[ExecBackend, str]] = ..., capabilities: _Optional[_Union[ExecCapabilities, _Mapping]] = ..., version: _Optional[str] = ..., limits: _Optional[_Union[ExecLimits, _Mapping]] = ..., caller: _Optional[str] = ...) -> None: ...
 
 class StartRequest(_message.Message):
-    __slots__ = ("owner", "request_id", "argv", "arg0", "cwd", "env_policy", "env", "tty", "rows", "cols", "stdin_open", "shell_mode", "shell_type", "sandbox", "timeout_ms", "detach", "owner_ttl_ms")
+    __slots__ = ("owner", "request_id", "argv", "arg0", "cwd", "env_policy", "env", "tty", "rows", "cols", "stdin_open", "shell_mode", "shell_type", "sandbox", "timeout_ms", "detach", "owner_ttl_ms", "approved_cwd")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +170,7 @@ class StartRequest(_message.Message):
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     DETACH_FIELD_NUMBER: _ClassVar[int]
     OWNER_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    APPROVED_CWD_FIELD_NUMBER: _ClassVar[int]
     owner: str
     request_id: str
     argv: _containers.RepeatedScalarFieldContainer[str]
@@ -187,7 +188,16 @@ class StartRequest(_message.Message):
     timeout_ms: int
     detach: bool
     owner_ttl_ms: int
-    def __init__(self, owner: _Optional[str] = ..., request_id: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., arg0: _Optional[str] = ..., cwd: _Optional[str] = ..., env_policy: _Optional[_Union[_shell_pb2.ShellEnvironmentPolicy, _Mapping]] = ..., env: _Optional[_Mapping[str, str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., stdin_open: _Optional[bool] = ..., shell_mode: _Optional[_Union[_shell_pb2.ShellMode, str]] = ..., shell_type: _Optional[_Union[_shell_pb2.ShellType, str]] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., detach: _Optional[bool] = ..., owner_ttl_ms: _Optional[int] = ...) -> None: ...
+    approved_cwd: CwdIdentity
+    def __init__(self, owner: _Optional[str] = ..., request_id: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., arg0: _Optional[str] = ..., cwd: _Optional[str] = ..., env_policy: _Optional[_Union[_shell_pb2.ShellEnvironmentPolicy, _Mapping]] = ..., env: _Optional[_Mapping[str, str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., stdin_open: _Optional[bool] = ..., shell_mode: _Optional[_Union[_shell_pb2.ShellMode, str]] = ..., shell_type: _Optional[_Union[_shell_pb2.ShellType, str]] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., detach: _Optional[bool] = ..., owner_ttl_ms: _Optional[int] = ..., approved_cwd: _Optional[_Union[CwdIdentity, _Mapping]] = ...) -> None: ...
+
+class CwdIdentity(_message.Message):
+    __slots__ = ("device", "inode")
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    INODE_FIELD_NUMBER: _ClassVar[int]
+    device: int
+    inode: int
+    def __init__(self, device: _Optional[int] = ..., inode: _Optional[int] = ...) -> None: ...
 
 class ProcessStarted(_message.Message):
     __slots__ = ("process_id", "pid", "sandboxed", "reused")
@@ -520,18 +530,20 @@ class StatRequest(_message.Message):
     def __init__(self, path: _Optional[str] = ..., follow_symlinks: _Optional[bool] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ...) -> None: ...
 
 class StatResponse(_message.Message):
-    __slots__ = ("exists", "kind", "size", "mode", "modified_ms")
+    __slots__ = ("exists", "kind", "size", "mode", "modified_ms", "identity")
     EXISTS_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     MODIFIED_MS_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
     exists: bool
     kind: FileKind
     size: int
     mode: int
     modified_ms: int
-    def __init__(self, exists: _Optional[bool] = ..., kind: _Optional[_Union[FileKind, str]] = ..., size: _Optional[int] = ..., mode: _Optional[int] = ..., modified_ms: _Optional[int] = ...) -> None: ...
+    identity: CwdIdentity
+    def __init__(self, exists: _Optional[bool] = ..., kind: _Optional[_Union[FileKind, str]] = ..., size: _Optional[int] = ..., mode: _Optional[int] = ..., modified_ms: _Optional[int] = ..., identity: _Optional[_Union[CwdIdentity, _Mapping]] = ...) -> None: ...
 
 class MakeDirectoryRequest(_message.Message):
     __slots__ = ("path", "parents", "sandbox")
