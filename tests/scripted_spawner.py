@@ -358,6 +358,11 @@ class ScriptedSpawner:
         """The filesystem apply_patch writes through (this host's unless one is given)."""
         return self.fs
 
+    async def identify_cwd(self, path: str) -> tuple[int, int] | None:
+        """No pinning: scripted processes run nowhere, so there is no directory to pin."""
+        del path
+        return None
+
     async def aclose(self) -> None:
         """End every scripted process still running (as the registry's close kills them)."""
         for proc in self.processes:

@@ -6,7 +6,9 @@ A real `shellgate serve` child, real files, real bash:
   remembers: an approval under PATH A does not cover the same command under PATH B, where
   the workspace's fake `touch` would run (it never runs without an approval);
 * the cwd is pinned when the approval is asked for: a directory swapped for a symlink to
-  another one before the answer fails the element, and nothing happens in the other one.
+  another one before the answer fails the element, and nothing happens in the other one —
+  locally, and on a real daemon (`box`), which reports the identity with its Stat and
+  checks it again when it starts the process.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from shellgate.common.sandbox import (
 )
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc, shell_pb2
 
+from tests.integration.sandbox_support import router_with_daemon
 from tests.router_harness import completed, execute, function_item, router_subprocess
 
 pytestmark = pytest.mark.timeout(120)
@@ -43,13 +46,15 @@ def stub() -> Iterator[router_pb2_grpc.ToolRouterServiceStub]:
             channel.close()
 
 
-def _turn(cwd: Path, env_set: dict[str, str] | None = None) -> common_pb2.TurnContext:
+def _turn(
+    cwd: Path, env_set: dict[str, str] | None = None, environment: str = "local"
+) -> common_pb2.TurnContext:
     """Untrusted approvals (touch/rm ask), full access, the given PATH-style overrides."""
     policy = shell_pb2.ShellEnvironmentPolicy(
         inherit=shell_pb2.SHELL_ENVIRONMENT_INHERIT_ALL, set=env_set or {}
     )
     return common_pb2.TurnContext(
-        environments=[common_pb2.TurnEnvironment(environment_id="local", cwd=str(cwd))],
+        environments=[common_pb2.TurnEnvironment(environment_id=environment, cwd=str(cwd))],
         approval_policy=common_pb2.ApprovalPolicy(kind=common_pb2.APPROVAL_POLICY_KIND_UNTRUSTED),
         permission_profile=common_pb2.PermissionProfile(
             kind=common_pb2.PERMISSION_PROFILE_KIND_DANGER_FULL_ACCESS
@@ -164,17 +169,38 @@ BOTH_PROFILES = pytest.mark.parametrize(
 )
 
 
+@pytest.fixture(scope="module")
+def daemon_stub(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[router_pb2_grpc.ToolRouterServiceStub]:
+    """A router whose environment `box` is a real daemon on this host."""
+    with router_with_daemon(tmp_path_factory.mktemp("box")) as router:
+        yield router.stub
+
+
+@pytest.fixture(params=["local", "box"])
+def where(
+    request: pytest.FixtureRequest,
+    stub: router_pb2_grpc.ToolRouterServiceStub,
+    daemon_stub: router_pb2_grpc.ToolRouterServiceStub,
+) -> tuple[router_pb2_grpc.ToolRouterServiceStub, str]:
+    """The router stub and environment id: the embedded environment, then a daemon."""
+    # Both module fixtures are arguments, so they start before the orphan marker is set.
+    return (stub if request.param == "local" else daemon_stub), request.param
+
+
 @BOTH_PROFILES
 def test_a_cwd_swapped_after_the_ask_runs_nothing_elsewhere(
-    stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path, profile: int
+    where: tuple[router_pb2_grpc.ToolRouterServiceStub, str], tmp_path: Path, profile: int
 ) -> None:
+    stub, environment = where
     proj, other = tmp_path / "proj", tmp_path / "other"
     for d in (proj, other):
         d.mkdir()
         (d / "keep.txt").write_text(d.name)
-    turn = _turn(proj)
+    turn = _turn(proj, environment=environment)
     turn.permission_profile.kind = profile
-    thread = f"swap-{profile}"
+    thread = f"swap-{profile}-{environment}"
     ask = _asked(_run(stub, thread, turn, "rm -f keep.txt", "c1"))
     assert ask.cwd == str(proj)
 
@@ -191,12 +217,13 @@ def test_a_cwd_swapped_after_the_ask_runs_nothing_elsewhere(
 
 @BOTH_PROFILES
 def test_an_unchanged_cwd_runs_the_approved_command(
-    stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path, profile: int
+    where: tuple[router_pb2_grpc.ToolRouterServiceStub, str], tmp_path: Path, profile: int
 ) -> None:
+    stub, environment = where
     (tmp_path / "keep.txt").write_text("x")
-    turn = _turn(tmp_path)
+    turn = _turn(tmp_path, environment=environment)
     turn.permission_profile.kind = profile
-    thread = f"same-{profile}"
+    thread = f"same-{profile}-{environment}"
     ask = _asked(_run(stub, thread, turn, "rm -f keep.txt && pwd", "c1"))
     done = _resume(stub, thread, turn, ask.approval_id, router_pb2.APPROVAL_DECISION_APPROVED)
     assert done.exit_code == 0 and not (tmp_path / "keep.txt").exists()

@@ -79,6 +79,8 @@ def start_order_from_pb(request: pb.StartRequest) -> StartOrder:
         owner_ttl_ms=request.owner_ttl_ms if has("owner_ttl_ms") else None,
         timeout_ms=request.timeout_ms if has("timeout_ms") else None,
         request_id=request.request_id if has("request_id") else None,
+        approved_cwd=(request.approved_cwd.device, request.approved_cwd.inode)
+        if has("approved_cwd") else None,
     )
 
 
@@ -134,14 +136,17 @@ def host_info_pb(info: HostInfo, config: ServerConfig, caller: str) -> pb.GetInf
     return reply
 
 
-def stat_pb(st: FileStat) -> pb.StatResponse:
-    """Wire Stat answer."""
+def stat_pb(st: FileStat, *, with_identity: bool) -> pb.StatResponse:
+    """Wire Stat answer; the identity only where processes start on this host."""
     if not st.exists:
         return pb.StatResponse(exists=False)
-    return pb.StatResponse(
+    reply = pb.StatResponse(
         exists=True,
         kind=_FILE_KINDS[st.kind],
         size=st.size,
         mode=st.mode,
         modified_ms=st.modified_ms,
     )
+    if with_identity and st.identity is not None:
+        reply.identity.CopyFrom(pb.CwdIdentity(device=st.identity[0], inode=st.identity[1]))
+    return reply

@@ -40,6 +40,8 @@ class FileStat:
     size: int = 0
     mode: int = 0
     modified_ms: int = 0
+    # (st_dev, st_ino) of what the path names (common/process/cwd_pin's CwdIdentity).
+    identity: tuple[int, int] | None = None
 
 
 def _os_error(exc: OSError) -> ServiceError:
@@ -236,7 +238,10 @@ def stat_path(path: str, follow_symlinks: bool) -> FileStat:
         kind = "symlink"
     else:
         kind = "other"
-    return FileStat(True, kind, st.st_size, stat.S_IMODE(st.st_mode), st.st_mtime_ns // 10**6)
+    return FileStat(
+        True, kind, st.st_size, stat.S_IMODE(st.st_mode), st.st_mtime_ns // 10**6,
+        (st.st_dev, st.st_ino),
+    )  # fmt: skip
 
 
 def make_directory(path: str, parents: bool, confine: Confinement | None = None) -> None:

@@ -373,7 +373,8 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         st = await asyncio.to_thread(
             files.stat_path, request.path, request.follow_symlinks
         )
-        return convert.stat_pb(st)
+        # An SSH backend's processes start on another host: this host's inode means nothing.
+        return convert.stat_pb(st, with_identity=self._host.backend == "local")
 
     @unary
     async def MakeDirectory(

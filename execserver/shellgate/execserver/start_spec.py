@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shellgate.common.env_policy import ShellEnvironmentPolicy, exec_server_child_env
-from shellgate.common.errors import ShellMismatchError, UnsupportedShellModeError
+from shellgate.common.errors import ShellMismatchError, SpawnError, UnsupportedShellModeError
 from shellgate.common.process.base import SpawnRequest
 from shellgate.common.sandbox import SandboxMode, SandboxSpec, wrap_argv
 from shellgate.common.sandbox_masks import user_named
@@ -43,6 +43,8 @@ class StartOrder:
     owner_ttl_ms: int | None = None
     timeout_ms: int | None = None
     request_id: str | None = None
+    # (st_dev, st_ino) of the directory an approval was asked for (common/process/cwd_pin).
+    approved_cwd: tuple[int, int] | None = None
 
 
 def build_start_spec(
@@ -67,6 +69,13 @@ def build_start_spec(
         )
     validate.check_size(order.rows, order.cols, config, allow_zero=True)
     cwd = validate.resolve_cwd(order.cwd, host.cwd)
+    if order.approved_cwd is not None and host.backend != "local":
+        # Fail closed: an SSH backend cannot open the directory the approval was asked for.
+        raise SpawnError(
+            "this daemon's backend cannot check the approved working directory "
+            f"({host.backend}); nothing ran",
+            0,
+        )
     env = exec_server_child_env(daemon_env, order.env_policy, env_overlay)
     argv = order.argv
     sandboxed = False
@@ -81,6 +90,7 @@ def build_start_spec(
             tty=order.tty,
             # Under run_as bubblewrap runs as that user: masks go only where it can reach.
             user=user_named(config.run_as) if config.run_as else None,
+            cwd_identity=order.approved_cwd,
         )  # fmt: skip
         env.update(extra)
         sandboxed = order.sandbox.mode is not SandboxMode.NONE
@@ -94,6 +104,8 @@ def build_start_spec(
         stdin_open=order.stdin_open,
         # bubblewrap execs the program itself, so a custom arg0 cannot survive the wrapper.
         arg0=order.arg0 if not sandboxed else None,
+        # The backend opens cwd once and starts the child in it, or fails (cwd_pin).
+        cwd_identity=order.approved_cwd,
     )
     return StartSpec(
         caller=caller,

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shellgate.common.errors import EnvironmentNotFoundError
-from shellgate.common.process.cwd_pin import identify_cwd
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
 from shellgate.common.tracing import span
 from shellgate.router.envelope import ExecutionEnvelope
@@ -235,7 +234,7 @@ async def orchestrate(
                         AuditDecision.ASK, DecisionSource.POLICY, reason, amendment,
                         approval_kind=kind.value,
                     )  # fmt: skip
-                    return _park(runtime, request, kind, reason, amendment)
+                    return await _park(runtime, request, trail, kind, reason, amendment)
                 case Proceed(bypass_sandbox=bypass):
                     source = DecisionSource.CACHED_GRANT if cached else _allow_source(runtime)
                     trail.decide(AuditDecision.ALLOW, source)
@@ -295,8 +294,8 @@ async def orchestrate(
                     AuditDecision.ASK, DecisionSource.POLICY, SANDBOX_RETRY_REASON,
                     approval_kind=kind.value,
                 )  # fmt: skip
-                return _park(
-                    runtime, request, kind, SANDBOX_RETRY_REASON, None, retry_result=denied,
+                return await _park(
+                    runtime, request, trail, kind, SANDBOX_RETRY_REASON, None, denied,
                 )  # fmt: skip
             return denied
         case _:
@@ -333,14 +332,23 @@ def _allow_source(runtime: ToolRuntime) -> DecisionSource:
     return DecisionSource.POLICY
 
 
-def _park(
+async def _park(
     runtime: ToolRuntime,
     request: RuntimeRequest,
+    trail: AuditTrail,
     kind: ApprovalKind,
     reason: str,
     amendment: tuple[str, ...] | None,
     retry_result: Finished | None = None,
-) -> Parked:
+) -> Parked | Finished:
+    """Park the element for its approval, or end it when its environment cannot be asked."""
+    try:
+        identity = await _cwd_identity(runtime, request)
+    except EnvironmentUnavailableError as exc:
+        # Fail closed: an approval whose directory cannot be pinned is not asked for.
+        unavailable = request.unavailable(exc)
+        trail.ended(unavailable)
+        return unavailable
     return Parked(
         kind=kind,
         element_index=request.element_index,
@@ -349,24 +357,27 @@ def _park(
         key=runtime.approval_key().digest(),
         subject=runtime.approval_subject(),
         retry_result=retry_result,
-        cwd_identity=_cwd_identity(runtime, request),
+        cwd_identity=identity,
     )
 
 
-def _cwd_identity(runtime: ToolRuntime, request: RuntimeRequest) -> tuple[int, int] | None:
-    """The directory a local command is approved in, as it is now (common/process/cwd_pin).
+async def _cwd_identity(runtime: ToolRuntime, request: RuntimeRequest) -> tuple[int, int] | None:
+    """The directory a command is approved in, as it is now (common/process/cwd_pin).
 
-    Taken when the approval is asked for; the spawn starts in that directory or fails. A
-    daemon's commands carry none (the Start order has no field for it yet), nor does
-    apply_patch, which spawns nothing.
+    Taken when the approval is asked for, on the environment's own host (a daemon answers
+    with its Stat); the spawn starts in that directory or fails. None where nothing can be
+    pinned: apply_patch (it spawns nothing), a daemon that reports no identity (older, or an
+    SSH backend), a remote command without a cwd (the daemon's own), an unknown environment
+    (the spawn refuses it anyway).
     """
     match runtime.sandbox_preference():
         case SandboxAuto(envelope=envelope):
             try:
-                if request.spawner(envelope.environment_id).remote:
-                    return None
+                spawner = request.spawner(envelope.environment_id)
             except EnvironmentUnavailableError:
                 return None
-            return identify_cwd(envelope.cwd)
+            if spawner.remote and not envelope.cwd:
+                return None
+            return await spawner.identify_cwd(envelope.cwd)
         case _:
             return None

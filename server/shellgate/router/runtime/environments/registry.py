@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.common.errors import EnvironmentNotFoundError, SandboxUnavailableError, SpawnError
 from shellgate.common.process.base import SpawnRequest
+from shellgate.common.process.cwd_pin import identify_cwd
 from shellgate.common.process.limits import MIB, ProcessLimits
 from shellgate.common.process.local import LocalBackend
 from shellgate.common.process.run_as import RunAs
@@ -151,6 +152,10 @@ class LocalEnvironment:
     def filesystem(self) -> PatchFileSystem:
         """This host's filesystem."""
         return self._fs
+
+    async def identify_cwd(self, path: str) -> tuple[int, int] | None:
+        """(st_dev, st_ino) of `path` on this host; MISSING_CWD when there is none."""
+        return identify_cwd(path)
 
     async def aclose(self) -> None:
         """Kill every process this environment started."""

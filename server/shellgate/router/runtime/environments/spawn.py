@@ -85,3 +85,11 @@ class Spawner(Protocol):
     def filesystem(self) -> PatchFileSystem:
         """The environment's own filesystem, for the apply_patch runtime (blocking calls)."""
         ...
+
+    async def identify_cwd(self, path: str) -> tuple[int, int] | None:
+        """The directory `path` names now on the environment's host (common/process/cwd_pin).
+
+        None when the environment cannot pin a cwd (an older daemon, an SSH backend): its
+        command then runs by path. EnvironmentUnavailableError when it cannot be asked.
+        """
+        ...

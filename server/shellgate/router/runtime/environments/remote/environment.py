@@ -27,7 +27,11 @@ from shellgate.router.runtime.environments.remote.config import (
     make_channel,
     read_token,
 )
-from shellgate.router.runtime.environments.remote.fs import RemoteFileSystem
+from shellgate.router.runtime.environments.remote.fs import (
+    RemoteFileSystem,
+    approved_cwd_pb,
+    identify_remote_cwd,
+)
 from shellgate.router.runtime.environments.remote.info import EnvironmentInfo, info_from_pb
 from shellgate.router.runtime.environments.remote.process import RemoteProcess
 from shellgate.router.runtime.environments.spawn import (
@@ -302,9 +306,14 @@ class RemoteEnvironment:
             stdin_open=request.stdin_open,
             shell_mode=shell_pb2.SHELL_MODE_DIRECT,
             detach=detach,
+            # One message for a short command instead of four (started, output, exited,
+            # closed); a daemon that predates the field ignores it and streams as before.
+            coalesce_ms=START_COALESCE_MS,
         )
         if detach and self.owner_ttl_ms is not None:
             start.owner_ttl_ms = self.owner_ttl_ms
+        if request.cwd_identity is not None:
+            start.approved_cwd.CopyFrom(approved_cwd_pb(request.cwd, request.cwd_identity))
         if sandbox.mode is not SandboxMode.NONE:
             start.sandbox.CopyFrom(
                 shell_pb2.SandboxRequest(
@@ -337,7 +346,9 @@ class RemoteEnvironment:
             call.cancel()
             raise SpawnFailure(f"unexpected first Start event {kind}")
         started = first.event.started
-        handle = RemoteProcess(self, call, started.process_id, started.pid or None)
+        handle = RemoteProcess(
+            self, call, started.process_id, started.pid or None, pending=tuple(first.more)
+        )
         return Spawned(handle, started.process_id, started.sandboxed)
 
     async def attach(self, process_id: str, after_seq: int, after_offset: int = 0) -> RemoteProcess:
@@ -386,6 +397,10 @@ class RemoteEnvironment:
     def filesystem(self) -> PatchFileSystem:
         """The daemon host's filesystem over the file RPCs (call from a worker thread)."""
         return RemoteFileSystem(self, asyncio.get_running_loop())
+
+    async def identify_cwd(self, path: str) -> tuple[int, int] | None:
+        """The daemon host's (st_dev, st_ino) of `path` (its Stat); None when it reports none."""
+        return await identify_remote_cwd(self, path)
 
     async def aclose(self) -> None:
         """End the background reconnect, close the channel."""

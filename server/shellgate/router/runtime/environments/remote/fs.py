@@ -11,18 +11,20 @@ from typing import TYPE_CHECKING, Any
 import grpc
 import grpc.aio
 from shellgate.common.grpc.status import error_from_status
+from shellgate.common.process.cwd_pin import CWD_CHANGED, MISSING_CWD, CwdIdentity
 from shellgate.router.apply_patch.fs import (
     INVALID_UTF8,
     FileStat,
     PatchIoError,
     StagedWrite,
 )
+from shellgate.router.runtime.environments.spawn import EnvironmentUnavailableError, SpawnFailure
 from shellgate.v1 import exec_pb2, shell_pb2
 
 if TYPE_CHECKING:
     from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
 
-__all__ = ["RemoteFileSystem"]
+__all__ = ["RemoteFileSystem", "approved_cwd_pb", "identify_remote_cwd"]
 
 
 def _io_error(exc: grpc.aio.AioRpcError) -> PatchIoError:
@@ -30,6 +32,36 @@ def _io_error(exc: grpc.aio.AioRpcError) -> PatchIoError:
     # status's ErrorInfo, not from that text.
     error = error_from_status(exc)
     return PatchIoError(exc.details() or exc.code().name, error.errno if error else None)
+
+
+async def identify_remote_cwd(env: RemoteEnvironment, path: str) -> CwdIdentity | None:
+    """What `path` names on the daemon's host (Stat, symlinks followed), for cwd pinning.
+
+    MISSING_CWD when nothing is there or it cannot be looked at (the start then fails);
+    None when the daemon reports no identity (older, or an SSH backend: its inodes are on
+    another host); EnvironmentUnavailableError when the daemon cannot be asked.
+    """
+    try:
+        reply = await env.call("Stat", exec_pb2.StatRequest(path=path, follow_symlinks=True))
+    except grpc.aio.AioRpcError as exc:
+        if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            raise EnvironmentUnavailableError(
+                env.environment_id, f"Stat: {exc.details() or exc.code().name}"
+            ) from exc
+        return MISSING_CWD
+    if not reply.exists:
+        return MISSING_CWD
+    if not reply.HasField("identity"):
+        return None
+    return (reply.identity.device, reply.identity.inode)
+
+
+def approved_cwd_pb(cwd: str, identity: CwdIdentity) -> exec_pb2.CwdIdentity:
+    """The Start order's `approved_cwd`; a cwd that did not exist at approval never matches."""
+    if identity == MISSING_CWD:
+        # uint64 cannot carry MISSING_CWD; refusing here is what the daemon would do.
+        raise SpawnFailure(CWD_CHANGED.format(cwd=repr(cwd)))
+    return exec_pb2.CwdIdentity(device=identity[0], inode=identity[1])
 
 
 class RemoteFileSystem:
