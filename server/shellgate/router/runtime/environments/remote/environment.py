@@ -306,9 +306,6 @@ class RemoteEnvironment:
             stdin_open=request.stdin_open,
             shell_mode=shell_pb2.SHELL_MODE_DIRECT,
             detach=detach,
-            # One message for a short command instead of four (started, output, exited,
-            # closed); a daemon that predates the field ignores it and streams as before.
-            coalesce_ms=START_COALESCE_MS,
         )
         if detach and self.owner_ttl_ms is not None:
             start.owner_ttl_ms = self.owner_ttl_ms
@@ -346,9 +343,7 @@ class RemoteEnvironment:
             call.cancel()
             raise SpawnFailure(f"unexpected first Start event {kind}")
         started = first.event.started
-        handle = RemoteProcess(
-            self, call, started.process_id, started.pid or None, pending=tuple(first.more)
-        )
+        handle = RemoteProcess(self, call, started.process_id, started.pid or None)
         return Spawned(handle, started.process_id, started.sandboxed)
 
     async def attach(self, process_id: str, after_seq: int, after_offset: int = 0) -> RemoteProcess:
