@@ -137,6 +137,29 @@ def test_a_path_override_change_asks_again(
     assert not marker.exists()
 
 
+def test_no_amendment_is_offered_under_a_path_override(
+    stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path
+) -> None:
+    # A prefix rule cannot carry the PATH it was approved under: no amendment is offered.
+    with_amendment = router_pb2.APPROVAL_DECISION_APPROVED_WITH_AMENDMENT
+    plain = _asked(_run(stub, "amend-t", _turn(tmp_path), "touch a.txt", "c1"))
+    assert plain.HasField("proposed_amendment")
+    assert with_amendment in plain.available_decisions
+
+    bin_dir, marker = tmp_path / "bin", tmp_path / "fake-ran"
+    _fake_touch(bin_dir, marker)
+    turn = _turn(tmp_path, {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"})
+    ask = _asked(_run(stub, "amend-t", turn, "touch b.txt", "c2"))
+    assert not ask.HasField("proposed_amendment")
+    assert with_amendment not in ask.available_decisions
+    assert router_pb2.APPROVAL_DECISION_APPROVED_FOR_SESSION in ask.available_decisions
+    with pytest.raises(grpc.RpcError) as refused:
+        _resume(stub, "amend-t", turn, ask.approval_id, with_amendment)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not on offer" in (refused.value.details() or "")
+    assert not marker.exists()
+
+
 def test_no_override_keeps_codex_digest(
     stub: router_pb2_grpc.ToolRouterServiceStub, tmp_path: Path
 ) -> None:

@@ -43,6 +43,12 @@ class CommandRuntime:
                     # Approved earlier: the run keeps the sandbox rules.
                     return Proceed()
                 reason = reason or self.element.envelope.justification or ""
+                if self.element.resolution_env:
+                    # A prefix rule cannot say which PATH it was approved under: appending
+                    # `touch` approved while PATH put the workspace's own `touch` first
+                    # would let any later `touch` run unasked. Once / for session remain
+                    # (the session key is bound to the overrides).
+                    amendment = None
                 return Ask(ApprovalKind.EXEC_POLICY, reason, amendment)
             case Skip(bypass_sandbox=bypass):
                 return Proceed(bypass)
