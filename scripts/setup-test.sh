@@ -8,6 +8,8 @@ need_apt=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+# The egress proxy tests drive curl through it (tests/integration/test_egress_proxy.py).
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # The operator console's browser tests (headless Chromium driven by Selenium).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from shellgate.common.egress.bridge import bridge_argv, proxy_env
 from shellgate.common.errors import SandboxUnavailableError
 from shellgate.common.process.cwd_pin import CwdIdentity, sandbox_cwd_check_argv
 from shellgate.common.protected_names import POINTER_MAX_CHARS, gitdir_target
@@ -55,6 +56,15 @@ class SandboxSpec:
     mode: SandboxMode = SandboxMode.NONE
     writable_roots: tuple[str, ...] = ()
     network_access: bool = False
+    # The network governed (docs/sandbox.md "Egress"): the environment's egress proxy socket
+    # and this command's route there; set by the environment at the spawn, never by callers.
+    egress_socket: str = ""
+    egress_route: str = ""
+
+    @property
+    def proxied(self) -> bool:
+        """Whether the command's network goes through the egress proxy only."""
+        return self.network_access and bool(self.egress_socket)
 
 
 # Process isolation Codex's bwrap argv also has: a new session (no controlling terminal to
@@ -172,8 +182,12 @@ def bwrap_argv(
     not this process's user: `run_as`). `seccomp_path` names this host's seccomp filter for
     the spec's network setting (`seccomp`), applied when given. With the network off the
     command gets its own network namespace (loopback only) and CODEX_SANDBOX_NETWORK_DISABLED;
-    with it on it shares the host's network, as under Codex 0.169.
+    with it on it shares the host's network, as under Codex 0.169; with it governed
+    (`spec.proxied`) it keeps the empty namespace and reaches only the egress proxy, through
+    `egress/bridge`, which loads the proxied seccomp filter itself before the command runs.
     """
+    if cwd_identity is not None:
+        argv = sandbox_cwd_check_argv(cwd_identity, argv)
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev"]
     if spec.mode is SandboxMode.WORKSPACE_WRITE:
         for root in spec.writable_roots:
@@ -194,12 +208,19 @@ def bwrap_argv(
     if not spec.network_access:
         args.append("--unshare-net")
         extra[NETWORK_DISABLED_ENV] = "1"
-    if seccomp_path is not None:
+    if spec.proxied:
+        if seccomp_path is None:
+            # The bridge loads the filter from fd 3: without it nothing would stop the
+            # command from reaching the proxy socket's neighbours.
+            raise SandboxUnavailableError("egress control needs this host's seccomp filter")
+        args.append("--unshare-net")
+        extra.update(proxy_env())
+        argv = bridge_argv(spec.egress_socket, spec.egress_route, argv)
+        prefix = (*SECCOMP_TRAMPOLINE, seccomp_path)
+    elif seccomp_path is not None:
         # bwrap reads the filter from an fd; a POSIX sh opens it (fd 3) and execs bwrap.
         prefix = (*SECCOMP_TRAMPOLINE, seccomp_path)
         args += ["--seccomp", "3"]
-    if cwd_identity is not None:
-        argv = sandbox_cwd_check_argv(cwd_identity, argv)
     args += ["--chdir", cwd, "--", *argv]
     return (*prefix, *args), extra
 
@@ -233,7 +254,11 @@ def wrap_argv(
         # Never run a sandboxed request unsandboxed.
         raise SandboxUnavailableError(f"sandbox unavailable: {reason or 'bwrap not found'}")
     path = bwrap or shutil.which("bwrap") or "bwrap"
-    seccomp = seccomp_filter_path(spec.network_access) if runs_here else None
+    if spec.proxied and not runs_here:
+        raise SandboxUnavailableError(
+            "egress control runs only where the environment's proxy is (not over SSH)"
+        )
+    seccomp = seccomp_filter_path(spec.network_access, spec.proxied) if runs_here else None
     # This host's token folders, whatever the caller configured (another host has its own).
     masks = (*service_dirs(), *masked_paths) if runs_here else masked_paths
     return bwrap_argv(

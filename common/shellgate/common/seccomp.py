@@ -30,6 +30,14 @@ same three ABIs, and as with the network off also every x32 call (Codex's x86_64
 filter lets x32 numbers, io_uring's among them, through) and i386's `socketcall` (whose
 arguments hide the family; Codex kills every i386 call).
 
+**Proxied** (`seccomp_filter(network_access=True, proxied=True)`: the network governed by
+the egress proxy, `egress/bridge`): the command keeps its empty network namespace, and the
+in-sandbox bridge's loopback port is its one way out. `socket()` is allowed only for
+`AF_INET`/`AF_INET6` (which reach nothing but that namespace's loopback), `socketpair()` only
+for `AF_UNIX` (a pair reaches nobody), so no host unix socket can be reached and nothing
+else opened; `ptrace` is refused too (the bridge runs unfiltered in the same namespace), with
+io_uring, i386's `socketcall` and every x32 call, as with the network off.
+
 Hand-assembled: bubblewrap loads a compiled classic BPF program from a file descriptor, and
 no library for compiling one ships with Python (libseccomp's bindings are a distribution
 package, not a wheel), so the program of a few dozen fixed instructions is assembled here
@@ -91,6 +99,9 @@ DENIED_WITH_NETWORK: Numbers = {
     for name in ("io_uring_setup", "io_uring_enter", "io_uring_register", "socketcall")
 }
 NO_VSOCK: Numbers = dict(UNIX_STREAM_ONLY)
+# Proxied: always EPERM; socket() for AF_INET/AF_INET6 only, socketpair() for AF_UNIX only.
+DENIED_PROXIED: Numbers = {**DENIED_WITH_NETWORK, "ptrace": DENIED["ptrace"]}
+_AF_INET, _AF_INET6 = 2, 10
 _ARCHES = (
     ("x86_64", _AUDIT_ARCH_X86_64),
     ("aarch64", _AUDIT_ARCH_AARCH64),
@@ -119,18 +130,33 @@ def _numbers(table: Numbers, column: int) -> list[int]:
     return [nr for nrs in table.values() if (nr := nrs[column]) is not None]
 
 
-def _arch_block(name: str, column: int, denied: Numbers, checked: Numbers) -> list[_Op]:
+def _arch_block(
+    name: str, column: int, denied: Numbers, checked: Numbers, proxied: bool = False
+) -> list[_Op]:
     """One architecture's checks: its system call number against the tables."""
     ops = [_Op(_LD_W_ABS, _NR, label=name)]
     if name == "x86_64":
         ops.append(_Op(_JGE_K, _X32_SYSCALL_BIT, jt="deny"))
-    ops += [_Op(_JEQ_K, nr, jt="family") for nr in _numbers(checked, column)]
+    for call, nrs in checked.items():
+        nr = nrs[column]
+        if nr is not None:
+            # Proxied: socketpair has its own check (AF_UNIX), socket() the INET one.
+            target = "pair" if proxied and call == "socketpair" else "family"
+            ops.append(_Op(_JEQ_K, nr, jt=target))
     ops += [_Op(_JEQ_K, nr, jt="deny") for nr in _numbers(denied, column)]
     return [*ops, _Op(_RET_K, _ALLOW)]
 
 
-def _family_check(network_access: bool) -> list[_Op]:
+def _family_check(network_access: bool, proxied: bool = False) -> list[_Op]:
     """What `socket()`/`socketpair()` may make (jumped to at label `family`)."""
+    if proxied:
+        return [
+            _Op(_LD_W_ABS, _ARG0_LOW, label="family"),
+            _Op(_JEQ_K, _AF_INET, jt="allow"),
+            _Op(_JEQ_K, _AF_INET6, jt="allow", jf="deny"),
+            _Op(_LD_W_ABS, _ARG0_LOW, label="pair"),
+            _Op(_JEQ_K, _AF_UNIX, jt="allow", jf="deny"),
+        ]
     if network_access:
         return [
             _Op(_LD_W_ABS, _ARG0_LOW, label="family"),
@@ -147,27 +173,29 @@ def _family_check(network_access: bool) -> list[_Op]:
     ]
 
 
-def _program(network_access: bool) -> list[_Op]:
+def _program(network_access: bool, proxied: bool = False) -> list[_Op]:
     denied, checked = (
         (DENIED_WITH_NETWORK, NO_VSOCK) if network_access else (DENIED, UNIX_STREAM_ONLY)
     )
+    if proxied:
+        denied = DENIED_PROXIED
     ops = [_Op(_LD_W_ABS, _ARCH)]
     ops += [_Op(_JEQ_K, audit, jt=name) for name, audit in _ARCHES]
     ops.append(_Op(_RET_K, _ALLOW))
     for column, (name, _audit) in enumerate(_ARCHES):
-        ops += _arch_block(name, column, denied, checked)
+        ops += _arch_block(name, column, denied, checked, proxied)
     return [
         *ops,
-        *_family_check(network_access),
+        *_family_check(network_access, proxied),
         _Op(_RET_K, _ALLOW, label="allow"),
         _Op(_RET_K, _DENY, label="deny"),
     ]
 
 
-def seccomp_filter(network_access: bool) -> bytes:
+def seccomp_filter(network_access: bool, proxied: bool = False) -> bytes:
     """The filter for a network setting as `struct sock_filter[]` bytes (what
-    `bwrap --seccomp FD` reads)."""
-    program = _program(network_access)
+    `bwrap --seccomp FD` reads); `proxied`: the egress proxy's (network governed)."""
+    program = _program(network_access, proxied)
     labels = {op.label: i for i, op in enumerate(program) if op.label}
 
     def offset(i: int, target: str | None) -> int:
@@ -184,10 +212,10 @@ def seccomp_filter(network_access: bool) -> bytes:
 
 
 _lock = threading.Lock()
-_memfds: dict[bool, int] = {}
+_memfds: dict[tuple[bool, bool], int] = {}
 
 
-def seccomp_filter_path(network_access: bool) -> str:
+def seccomp_filter_path(network_access: bool, proxied: bool = False) -> str:
     """A path to the filter that a child of this process can open, and nobody can change.
 
     Each filter lives in a sealed memfd owned by this process for its lifetime; a child
@@ -196,12 +224,14 @@ def seccomp_filter_path(network_access: bool) -> str:
     writable root such as /tmp; a sealed memfd cannot be written by anyone.
     """
     with _lock:
-        fd = _memfds.get(network_access)
+        key = (network_access, proxied)
+        fd = _memfds.get(key)
         if fd is None:
             name = "shellgate-netfilter-on" if network_access else "shellgate-netfilter"
+            name += "-proxied" if proxied else ""
             fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-            os.write(fd, seccomp_filter(network_access))
+            os.write(fd, seccomp_filter(network_access, proxied))
             seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals | fcntl.F_SEAL_WRITE)
-            _memfds[network_access] = fd
+            _memfds[key] = fd
         return f"/proc/{os.getpid()}/fd/{fd}"
