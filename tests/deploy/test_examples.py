@@ -9,6 +9,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "deploy" / "examples"
+# Files the router writes (state, not configuration): under its StateDirectory.
+WRITTEN_FILES = {"audit_checkpoint_file"}
 
 
 def test_execserver_example_loads() -> None:
@@ -29,6 +31,10 @@ def test_router_example_loads() -> None:
     assert loaded.listen == "0.0.0.0:50051"
     assert loaded.tls and not loaded.insecure
     assert loaded.rules_dirs[0] == "/var/lib/shellgate/rules"
+    # The example signs its audit log (and is what INSTALL.md step 3 creates the key for).
+    assert loaded.audit_log and loaded.audit_key_file == "/etc/shellgate/audit.key"
+    install = (REPO / "deploy" / "systemd" / "INSTALL.md").read_text()
+    assert f"-out {loaded.audit_key_file}" in install
     for env in loaded.environments:
         # Remote environments default to plaintext; the example must opt into TLS.
         assert not env.dial.insecure and env.dial.tls_ca_file, env.environment_id
@@ -48,7 +54,9 @@ def test_examples_name_files_under_etc_shellgate() -> None:
             item = stack.pop()
             if isinstance(item, dict):
                 for key, value in item.items():
-                    if key.endswith("_file") and value:
+                    if key in WRITTEN_FILES and value:
+                        assert value.startswith("/var/lib/shellgate/"), (path.name, key, value)
+                    elif key.endswith("_file") and value:
                         assert value.startswith("/etc/shellgate/"), (path.name, key, value)
                     stack.append(value)
             elif isinstance(item, list):

@@ -313,6 +313,42 @@ def test_router_config_loads_and_names_mounted_files(overlay: str) -> None:
     assert loaded.redis_url_file in loaded.secret_files()
 
 
+def test_every_mounted_secret_has_a_placeholder_and_an_install_step() -> None:
+    # A Secret a pod mounts but the README never creates leaves the pod unschedulable.
+    readme = (K8S / "README.md").read_text()
+    placeholders = {d["metadata"]["name"] for d in load_file(SECRETS)}
+    mounted = {
+        volume["secret"]["secretName"]
+        for overlay in OVERLAYS
+        for doc in rendered(overlay)
+        if doc["kind"] in ("Deployment", "DaemonSet", "StatefulSet")
+        for volume in pod_spec(doc).get("volumes", [])
+        if "secret" in volume
+    }
+    assert mounted <= placeholders, mounted - placeholders
+    for name in mounted:
+        assert f"create secret generic {name}" in readme, name
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_router_signs_its_audit_log_with_a_mounted_key(overlay: str) -> None:
+    config = pytest.importorskip("shellgate.router.service.config", reason="router config absent")
+    docs = rendered(overlay)
+    loaded = config.parse_config(configmap_toml(docs, ROUTER + "-config", "router.toml"))
+    assert loaded.audit_log and loaded.audit_key_file and loaded.audit_checkpoint_file
+    deployment = find(docs, "Deployment", ROUTER)
+    container = pod_spec(deployment)["containers"][0]
+    mount = next(
+        m for m in container["volumeMounts"]
+        if loaded.audit_key_file.startswith(m["mountPath"] + "/")
+    )  # fmt: skip
+    assert mount.get("readOnly") is True
+    volume = next(v for v in pod_spec(deployment)["volumes"] if v["name"] == mount["name"])
+    assert volume["secret"]["secretName"] == "shellgate-audit-key"
+    # The key is masked in every sandbox like the router's other secret files.
+    assert loaded.audit_key_file in loaded.secret_files()
+
+
 def test_execserver_configmap_loads_through_the_execserver_config() -> None:
     config = pytest.importorskip("shellgate.execserver.config", reason="exec-server config absent")
     docs = rendered("prod")

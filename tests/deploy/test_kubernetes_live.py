@@ -13,6 +13,7 @@ import contextlib
 import secrets
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 from shellgate.router.service.config import parse_config
 from shellgate.v1 import router_pb2
 
+from tests.audit_keys import make_key
 from tests.deploy.k8s_render import ROUTER, configmap_text, configmap_toml, redis_conf, rendered
 from tests.execserver_harness import daemon_subprocess
 from tests.integration.shared_support import REDIS_SERVER, free_port, wait_listening
@@ -69,9 +71,14 @@ def _loopback_router_data(tmp_path: Path, url_file: Path, daemon_port: int) -> d
     seal.write_text(secrets.token_hex(32) + "\n")
     seal.chmod(0o600)
     assert data["shared_state_key_file"]
+    # The audit log is signed as rendered; only the mounted paths move here.
+    assert data["audit_key_file"] and data["audit_checkpoint_file"]
+    audit_key, _public = make_key(tmp_path)
     data.update(
         listen="127.0.0.1:0", local_token=False, redis_url_file=str(url_file),
-        shared_state_key_file=str(seal),
+        shared_state_key_file=str(seal), audit_key_file=str(audit_key),
+        audit_log=str(tmp_path / "audit.log"),
+        audit_checkpoint_file=str(tmp_path / "audit.checkpoint"),
     )  # fmt: skip
     data["rules_dirs"] = [str(tmp_path / Path(d).name) for d in data["rules_dirs"]]
     for folder in data["rules_dirs"]:
@@ -137,3 +144,11 @@ def test_the_rendered_router_config_serves_discovered_daemons_with_state_in_redi
             client = redis.Redis(port=redis_port, password=password)
             keys = client.keys(f"{config.redis_key_prefix}*")
             assert keys, "nothing was written to Redis"
+    # The rendered config's audit log verifies against the key's public half.
+    verified = subprocess.run(
+        [sys.executable, "-m", "shellgate.router.cli", "audit", "verify",
+         "--key", str(tmp_path / "audit.key.pub"), str(tmp_path / "audit.log")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "signed" in verified.stdout + verified.stderr, verified.stdout + verified.stderr
