@@ -139,7 +139,7 @@ async def bus_round_trip(store: RedisSharedState) -> None:
     """Two replicas' buses on the store's bus client: a request reaches the holder only."""
     assert store.bus_client is not None
     buses = [
-        RedisBus(store.bus_client, prefix="t:", instance_id=name) for name in ("one", "two")
+        RedisBus(store.link, prefix="t:", instance_id=name) for name in ("one", "two")
     ]
 
     async def holds(message: dict[str, Any]) -> dict[str, Any] | None:

@@ -186,14 +186,11 @@ class RouterApp:
             from shellgate.router.runtime.store.redis_bus import RedisBus
             from shellgate.router.service.shared_rules import SharedAmendments
 
-            assert shared.bus_client is not None
-            self.bus = RedisBus(
-                shared.bus_client, prefix=shared.prefix, instance_id=self.instance_id
-            )
+            self.bus = RedisBus(shared.link, prefix=shared.prefix, instance_id=self.instance_id)
             self.threads.attach_bus(self.bus)
             if self.policy_store is not None:
                 SharedAmendments(
-                    shared.client, prefix=shared.prefix, bus=self.bus, store=self.policy_store,
+                    shared.link, prefix=shared.prefix, bus=self.bus, store=self.policy_store,
                     seal=shared.seal,
                 )  # fmt: skip
         limits = config.limits
@@ -229,7 +226,7 @@ class RouterApp:
             config, instance_id=self.instance_id, auth=self.auth, metrics=self.metrics,
             audit=self.audit_sink, redactor=self.redactor,
             redis=(
-                (shared.client, shared.prefix, self.bus, shared.monitor, shared.seal)
+                (shared.link, shared.prefix, self.bus, shared.seal)
                 if shared and self.bus else None
             ),
         )  # fmt: skip

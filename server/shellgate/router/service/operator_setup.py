@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shellgate.common.auth import OPERATOR_ROLE, Authenticator
 from shellgate.router.runtime.approvals.board import InMemoryBoard, OperatorBoard
@@ -27,9 +27,9 @@ from shellgate.router.service.metrics import Metrics
 from shellgate.router.service.redaction import Redactor
 
 if TYPE_CHECKING:
-    from shellgate.router.runtime.store.monitor import StoreMonitor
     from shellgate.router.runtime.store.record_seal import RecordSeal
     from shellgate.router.runtime.store.redis_bus import RedisBus
+    from shellgate.router.runtime.store.redis_link import RedisLink
 
 __all__ = ["OperatorRoute", "build_operator_route"]
 
@@ -62,17 +62,17 @@ def build_operator_route(
     metrics: Metrics,
     audit: AuditSink | None,
     redactor: Redactor | None,
-    redis: tuple[Any, str, RedisBus, StoreMonitor, RecordSeal] | None,
+    redis: tuple[RedisLink, str, RedisBus, RecordSeal] | None,
 ) -> OperatorRoute:
-    """The operator route of one router; `redis` = (client, key prefix, bus, the store's
-    monitor, the records' seal) in scaled mode."""
+    """The operator route of one router; `redis` = (the store's link, key prefix, bus, the
+    records' seal) in scaled mode."""
     approvals_config = config.approvals
     board: OperatorBoard
     if redis is not None:
         from shellgate.router.runtime.store.redis_board import RedisBoard
 
-        client, prefix, bus, monitor, seal = redis
-        board = RedisBoard(client, prefix=prefix, bus=bus, seal=seal, monitor=monitor)
+        link, prefix, bus, seal = redis
+        board = RedisBoard(link, prefix=prefix, bus=bus, seal=seal)
     else:
         board = InMemoryBoard()
     # The config's route words (TOML, checked by its schema) become the typed routes here.

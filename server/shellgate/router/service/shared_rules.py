@@ -16,11 +16,10 @@ import logging
 from collections.abc import Awaitable
 from typing import Any, cast
 
-from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisError
+from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.router.runtime.store.record_seal import RecordSeal
 from shellgate.router.runtime.store.redis_bus import RedisBus
+from shellgate.router.runtime.store.redis_link import RedisLink
 from shellgate.router.service.rules_store import PolicyStore
 
 __all__ = ["AMENDMENTS_NOTICE", "SharedAmendments"]
@@ -36,14 +35,16 @@ class SharedAmendments:
 
     def __init__(
         self,
-        client: Redis | RedisCluster,
+        link: RedisLink,
         *,
         prefix: str,
         bus: RedisBus,
         store: PolicyStore,
         seal: RecordSeal,
     ) -> None:
-        self._r = client
+        # The store's one gate: a Redis failure is counted and logged once per outage.
+        self._link = link
+        self._r = link.client
         self._seal = seal
         # Items already reported as forged (each periodic refresh would report them again).
         self._reported: set[bytes] = set()
@@ -56,24 +57,27 @@ class SharedAmendments:
     async def add(self, prefix: tuple[str, ...]) -> None:
         """Store an approved prefix rule for every replica and tell them (best effort:
         the approving replica already applied it and wrote it to its rules file)."""
+        rule = json.dumps(list(prefix), separators=(",", ":"))
+        item = json.dumps({"rule": rule, "seal": self._seal.seal("amendment", rule)})
         try:
-            rule = json.dumps(list(prefix), separators=(",", ":"))
-            item = json.dumps({"rule": rule, "seal": self._seal.seal("amendment", rule)})
-            await cast(Awaitable[Any], self._r.rpush(self.key, item))
-        except (RedisError, OSError) as exc:
-            _log.warning("amendment %s not shared (Redis): %s", list(prefix), exc)
+            await self._link.run(
+                "amendments", lambda: cast(Awaitable[Any], self._r.rpush(self.key, item))
+            )
+        except SharedStateUnavailableError as exc:
+            # Lost for the other replicas, not only delayed: worth its own line.
+            _log.warning("amendment %s not shared: %s", list(prefix), exc)
             return
         await self._bus.notice(AMENDMENTS_NOTICE)
 
     async def refresh(self) -> None:
-        """Re-read the list and apply it (a Redis error keeps the current layer)."""
-        try:
-            raw = await cast(
+        """Re-read the list and apply it (SharedStateUnavailableError keeps the current layer)."""
+        # Down: SharedStateUnavailableError, counted by the store's monitor; the bus retries.
+        raw = await self._link.run(
+            "amendments",
+            lambda: cast(
                 Awaitable[list[bytes]], self._r.lrange(self.key, 0, MAX_SHARED_AMENDMENTS - 1)
-            )
-        except (RedisError, OSError) as exc:
-            _log.warning("shared amendments not refreshed (Redis): %s", exc)
-            return
+            ),
+        )
         rules: list[tuple[str, ...]] = []
         for item in raw:
             value = self._unsealed(item)

@@ -1,12 +1,14 @@
-"""Reachability of the shared store: a background probe, failure counts, rate-limited logs.
+"""Reachability of the shared store: a background probe, failure counts, one log per outage.
 
 The store is a real dependency of a scaled router, so its state is visible: the probe PINGs
-about once a second (backing off to `MAX_PROBE_INTERVAL_S` while it fails), every failed
-store operation is counted by operation and logged (the first one of an outage at once,
-later ones summarised at most every `LOG_EVERY_S`), and listeners hear every up/down change
-(the health service, the metrics gauge). While the store is down operations fail fast with
-SharedStateUnavailableError instead of each waiting for a connect timeout; the probe (or
-any operation that gets through) brings it back up.
+about once a second (and at most every `MAX_PROBE_INTERVAL_S` while it fails), every failed
+store operation is counted by operation, and listeners hear every up/down change (the
+health service, the metrics gauge). An outage is logged as one WARNING when it starts, a
+summary WARNING every `LOG_EVERY_S` only while it lasts that long, and one INFO when it
+ends, carrying the outage's summary (its length, how many operations failed, by
+operation) — never a line per failed operation, never a traceback. While the store is down
+operations fail fast (redis_link.RedisLink.run); the probe, or an operation that gets
+through, brings it back up.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from shellgate.common.backoff import Backoff
 __all__ = ["PROBE_INTERVAL_S", "StoreMonitor"]
 
 PROBE_INTERVAL_S = 1.0
-MAX_PROBE_INTERVAL_S = 4.0
-# At most one log line per this many seconds while the store keeps failing (no log storm).
-LOG_EVERY_S = 10.0
+# Short enough that every replica finds a restarted Redis within about a second.
+MAX_PROBE_INTERVAL_S = 1.0
+# While an outage lasts, a summary line at most this often (no log storm).
+LOG_EVERY_S = 30.0
 _log = logging.getLogger("shellgate.router.shared_state")
 
 Listener = Callable[[bool], Awaitable[None]]
@@ -43,6 +46,8 @@ class StoreMonitor:
         self._down_since = 0.0
         self._last_log = -LOG_EVERY_S
         self._suppressed = 0
+        # Failures of the current outage by operation (the recovery line's summary).
+        self._outage: Counter[str] = Counter()
         self._listeners: list[Listener] = []
         self._changed = asyncio.Event()
 
@@ -54,6 +59,7 @@ class StoreMonitor:
         """Count and log one failed operation; the store is down from now on."""
         op = op.replace(" ", "_")
         self.errors[op] += 1
+        self._outage[op] += 1
         if not keep_last or not self.last_error:
             self.last_error = f"{type(error).__name__}: {error}"
         now = self._clock()
@@ -63,6 +69,7 @@ class StoreMonitor:
             self._changed.set()
             self._last_log = now
             self._suppressed = 0
+            self._outage = Counter({op: 1})
             _log.warning(
                 "shared state unreachable (%s failed: %s); calls that need shared state "
                 "answer UNAVAILABLE until it returns, local calls keep working",
@@ -88,9 +95,13 @@ class StoreMonitor:
         if not self.up:
             self.up = True
             self._changed.set()
-            _log.warning(
-                "shared state reachable again after %.1f s", self._clock() - self._down_since
-            )
+            summary = ", ".join(f"{op} {n}" for op, n in sorted(self._outage.items()))
+            _log.info(
+                "shared state reachable again after %.1f s (%d operations failed or were "
+                "refused meanwhile: %s)",
+                self._clock() - self._down_since, sum(self._outage.values()), summary,
+            )  # fmt: skip
+            self._outage = Counter()
 
     def data_lost(self) -> None:
         """Count a detected loss of the store's data (a restart without persistence)."""

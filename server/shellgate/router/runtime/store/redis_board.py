@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from redis.asyncio import Redis, RedisCluster
-from redis.exceptions import RedisError
-from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.router.runtime.approvals.board import TOMBSTONE_MS, BoardEntry, Settle
 from shellgate.router.runtime.approvals.desk import view_from_json, view_to_json
 from shellgate.router.runtime.approvals.vocabulary import (
@@ -32,10 +30,10 @@ from shellgate.router.runtime.approvals.vocabulary import (
     BoardStatus,
     SettleOutcome,
 )
-from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.store.record_seal import RecordSeal
 from shellgate.router.runtime.store.record_seal import digest as record_digest
 from shellgate.router.runtime.store.redis_bus import RedisBus
+from shellgate.router.runtime.store.redis_link import RedisLink
 
 __all__ = ["SETTLED_NOTICE", "RedisBoard"]
 
@@ -89,17 +87,16 @@ class RedisBoard:
 
     def __init__(
         self,
-        client: Redis | RedisCluster,
+        link: RedisLink,
         *,
         prefix: str,
         bus: RedisBus,
         seal: RecordSeal,
-        monitor: StoreMonitor | None = None,
     ) -> None:
-        # The shared store's monitor: a failed board operation counts as the store being
-        # down (health, metrics, the rate-limited log), one that gets through as it being up.
-        self._monitor = monitor
-        self._r = client
+        # The shared store's one gate: a failed board operation counts as the store being
+        # down (health, metrics, the outage's log), one that gets through as it being up.
+        self._link = link
+        client = self._r = link.client
         self._base = f"{prefix}{{approvals}}:"
         self._index = self._base + "index"
         self._bus = bus
@@ -113,19 +110,9 @@ class RedisBoard:
     def _key(self, approval_id: str) -> str:
         return self._base + "a:" + approval_id
 
-    async def _guarded(self, what: str, op: Awaitable[T]) -> T:
-        """A Redis failure is the store's UNAVAILABLE error (never a bare RedisError)."""
-        try:
-            value = await op
-        except (RedisError, OSError) as exc:
-            if self._monitor is not None:
-                self._monitor.failed(f"approvals {what}", exc)
-            raise SharedStateUnavailableError(
-                f"shared thread state unavailable (approvals {what}): {exc}"
-            ) from exc
-        if self._monitor is not None:
-            self._monitor.succeeded()
-        return value
+    async def _guarded(self, what: str, op: Callable[[], Awaitable[T]]) -> T:
+        """Through the store's one gate: a Redis failure is its UNAVAILABLE error."""
+        return await self._link.run(f"approvals {what}", op)
 
     async def _wake_all(self) -> None:
         for event in self._events.values():
@@ -139,7 +126,7 @@ class RedisBoard:
         seal = self._seal.seal("board.view", view.approval_id, text, entry.replica)
         await self._guarded(
             "post",
-            self._post(
+            lambda: self._post(
                 keys=[self._key(view.approval_id), self._index],
                 args=[view.approval_id, text, entry.replica, view.deadline_ms, ttl_ms, seal],
             ),
@@ -153,7 +140,7 @@ class RedisBoard:
 
     async def get(self, approval_id: str) -> BoardEntry | None:
         """The entry whose seals verify, or None (a forged view is no entry)."""
-        raw = await self._guarded("get", self._r.hgetall(self._key(approval_id)))
+        raw = await self._guarded("get", lambda: self._r.hgetall(self._key(approval_id)))
         fields = {_text(k): _text(v) for k, v in raw.items()}
         if "view" not in fields:
             return None
@@ -175,7 +162,7 @@ class RedisBoard:
         )  # fmt: skip
         await self._guarded(
             "get",
-            self._unsettle(
+            lambda: self._unsettle(
                 keys=[self._key(approval_id), self._index],
                 args=[approval_id, fields.get("dseal", "")],
             ),
@@ -185,13 +172,14 @@ class RedisBoard:
     async def pending(self, now_ms: int) -> list[BoardEntry]:
         """Pending entries before their deadline, oldest first (past ones pruned)."""
         # Ids past their deadline (or whose entry expired) leave the index here.
-        await self._guarded("list", self._r.zremrangebyscore(self._index, "-inf", now_ms))
-        ids = [_text(i) for i in await self._guarded("list", self._r.zrange(self._index, 0, -1))]
+        await self._guarded("list", lambda: self._r.zremrangebyscore(self._index, "-inf", now_ms))
+        members = await self._guarded("list", lambda: self._r.zrange(self._index, 0, -1))
+        ids = [_text(i) for i in members]
         entries = []
         for approval_id in ids:
             entry = await self.get(approval_id)
             if entry is None:
-                await self._guarded("list", self._r.zrem(self._index, approval_id))
+                await self._guarded("list", functools.partial(self._r.zrem, self._index, approval_id))
             elif entry.status is BoardStatus.PENDING:
                 entries.append(entry)
         return sorted(entries, key=lambda e: (e.view.created_at_ms, e.view.approval_id))
@@ -205,16 +193,15 @@ class RedisBoard:
         now_ms: int | None,
     ) -> Settle:
         """Settle once (atomic on the approvals slot), then tell every replica."""
-        view = await self._guarded("settle", self._r.hget(self._key(approval_id), "view"))
+        view = await self._guarded("settle", lambda: self._r.hget(self._key(approval_id), "view"))
         if view is None:
             return Settle(SettleOutcome.MISSING)
         seal = self._decision_seal(approval_id, _text(view), status, decision, operator)
-        script = self._settle(
-            keys=[self._key(approval_id), self._index],
-            args=[approval_id, status, decision, operator, "" if now_ms is None else now_ms,
-                  seal],
-        )  # fmt: skip
-        outcome = SettleOutcome(_text(await self._guarded("settle", script)))
+        keys = [self._key(approval_id), self._index]
+        args = [approval_id, status, decision, operator, "" if now_ms is None else now_ms, seal]
+        outcome = SettleOutcome(
+            _text(await self._guarded("settle", lambda: self._settle(keys=keys, args=args)))
+        )
         if outcome is SettleOutcome.OK:
             await self._bus.notice(SETTLED_NOTICE)
         return Settle(outcome)
@@ -222,8 +209,8 @@ class RedisBoard:
     async def withdraw(self, approval_id: str) -> None:
         """Forget the entry and its index member."""
         self.release(approval_id)
-        await self._guarded("withdraw", self._r.delete(self._key(approval_id)))
-        await self._guarded("withdraw", self._r.zrem(self._index, approval_id))
+        await self._guarded("withdraw", lambda: self._r.delete(self._key(approval_id)))
+        await self._guarded("withdraw", lambda: self._r.zrem(self._index, approval_id))
 
     def release(self, approval_id: str) -> None:
         """Drop the wake-up event of a call no longer waiting."""

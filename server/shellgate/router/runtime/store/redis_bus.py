@@ -7,7 +7,10 @@ replica answers on the asker's own channel `{prefix}bus:{instance}` whether it h
 PUBLISH returns how many replicas received the request, so the asker waits for exactly that
 many answers (bounded by `timeout_s`) and a request nobody holds is NOT_FOUND, as on one
 router. The same bus carries the "amendments changed" notification (`rules_layer`).
-Messages are JSON; a malformed one is logged and dropped.
+Messages are JSON; a malformed one is logged and dropped. Every publish and the subscriber
+go through the store's one gate (`redis_link`): a lost subscription or an undelivered
+message is a failure of the shared store, counted and logged once per outage by its
+monitor, and the subscriber re-subscribes by itself when Redis is back.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from shellgate.common.backoff import Backoff
+from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.common.tasks import TaskSet, cancel_and_wait
+from shellgate.router.runtime.store.redis_link import RedisLink
 
 __all__ = ["BusHandler", "RedisBus"]
 
@@ -32,9 +36,10 @@ _log = logging.getLogger(__name__)
 # A request's handler: the local answer, or None when this replica does not hold the object.
 BusHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 Notify = Callable[[], Awaitable[None]]
-# Reconnect backoff of the subscriber (seconds): doubled up to the cap.
+# Reconnect backoff of the subscriber (seconds): doubled up to the cap, which is short so
+# that every replica hears the bus again within about a second of Redis coming back.
 _BACKOFF_START_S = 0.1
-_BACKOFF_CAP_S = 5.0
+_BACKOFF_CAP_S = 1.0
 # Notices are also re-run this often: a notice published while this replica was
 # disconnected (or lost by Redis) is caught up with without a restart.
 REFRESH_S = 10.0
@@ -44,9 +49,11 @@ class RedisBus:
     """Broadcast requests with counted answers, and change notifications, between replicas."""
 
     def __init__(
-        self, client: Redis, *, prefix: str, instance_id: str, timeout_s: float = 2.0
+        self, link: RedisLink, *, prefix: str, instance_id: str, timeout_s: float = 2.0
     ) -> None:
-        self._r = client
+        assert link.bus_client is not None
+        self._link = link
+        self._r = link.bus_client
         self.instance_id = instance_id
         self.channel = f"{prefix}bus"
         self.reply_channel = f"{prefix}bus:{instance_id}"
@@ -83,7 +90,10 @@ class RedisBus:
         message = {**body, "op": op, "id": request_id, "reply_to": self.reply_channel}
         held: list[dict[str, Any]] = []
         try:
-            receivers = int(await self._r.publish(self.channel, json.dumps(message)))
+            text = json.dumps(message)
+            receivers = int(
+                await self._link.run("bus publish", lambda: self._r.publish(self.channel, text))
+            )
             loop = asyncio.get_running_loop()
             deadline = loop.time() + self._timeout_s
             for _ in range(receivers):
@@ -97,18 +107,19 @@ class RedisBus:
                 if answer.get("held"):
                     held.append(answer)
                     break  # one holder is enough: the object lives in one replica
-        except (RedisError, OSError) as exc:
-            _log.warning("replica bus: %s request not delivered: %s", op, exc)
+        except SharedStateUnavailableError:
+            pass  # counted and logged by the store's monitor: nobody heard it
         finally:
             self._waiting.pop(request_id, None)
         return held
 
     async def notice(self, op: str) -> None:
         """Tell every replica that `op` changed (best effort: they also check periodically)."""
-        try:
-            await self._r.publish(self.channel, json.dumps({"op": op}))
-        except (RedisError, OSError) as exc:
-            _log.warning("replica bus: %s notice not sent: %s", op, exc)
+        text = json.dumps({"op": op})
+        # Not sent while the store is down: counted by its monitor; the periodic refresh
+        # of every replica catches up.
+        with contextlib.suppress(SharedStateUnavailableError):
+            await self._link.run("bus publish", lambda: self._r.publish(self.channel, text))
 
     async def _listen(self) -> None:
         backoff = Backoff(_BACKOFF_START_S, _BACKOFF_CAP_S)
@@ -131,6 +142,10 @@ class RedisBus:
                         await self._after_subscribe()
             except asyncio.CancelledError:
                 raise
+            except (RedisError, OSError) as exc:
+                # The store is down (or was restarted): its monitor logs the outage once.
+                self._link.failed("bus subscribe", exc)
+                await asyncio.sleep(backoff.next())
             except Exception as exc:
                 delay = backoff.next()
                 _log.warning("replica bus: subscriber lost (%s); retrying in %.1fs", exc, delay)
@@ -140,11 +155,8 @@ class RedisBus:
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def _after_subscribe(self) -> None:
-        for op, notify in self._notify.items():
-            try:
-                await notify()
-            except Exception:
-                _log.exception("replica bus: %s refresh failed", op)
+        for op in self._notify:
+            await self._run_notice(op)
 
     async def _dispatch(self, channel: object, data: object) -> None:
         try:
@@ -175,14 +187,15 @@ class RedisBus:
             _log.exception("replica bus: %s request failed", op)
             answer = None
         reply = {**(answer or {}), "id": message.get("id"), "held": answer is not None}
-        try:
-            await self._r.publish(reply_to, json.dumps(reply))
-        except (RedisError, OSError) as exc:
-            _log.warning("replica bus: answer to %s not sent: %s", op, exc)
+        text = json.dumps(reply)
+        with contextlib.suppress(SharedStateUnavailableError):  # counted by the monitor
+            await self._link.run("bus answer", lambda: self._r.publish(reply_to, text))
 
     async def _run_notice(self, op: str) -> None:
         try:
             await self._notify[op]()
+        except SharedStateUnavailableError:
+            pass  # the store is down: counted and logged by its monitor; retried later
         except Exception:
             _log.exception("replica bus: %s refresh failed", op)
 

@@ -3,7 +3,7 @@
 Keys live under `{prefix}{<thread id>}:` (the braces keep a thread's keys in one cluster
 slot) and all expire together with the thread's idle TTL, refreshed on every use. A Redis
 error becomes SharedStateUnavailableError (UNAVAILABLE): an approval that cannot be read
-is never treated as granted. What grants (approved digests, sticky grants, parked calls)
+is never treated as granted; every operation passes the one gate of `redis_link`. What grants (approved digests, sticky grants, parked calls)
 carries a `RecordSeal`: a record written into Redis by anyone else is refused and reported.
 """
 
@@ -16,11 +16,9 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisError
-from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.router.runtime.store.monitor import StoreMonitor
 from shellgate.router.runtime.store.record_seal import RecordSeal
-from shellgate.router.runtime.store.redis_connect import connect
+from shellgate.router.runtime.store.redis_link import RedisLink
 from shellgate.router.runtime.store.redis_scripts import (
     ACQUIRE_LEASE,
     CLAIM,
@@ -60,21 +58,20 @@ class RedisSharedState:
 
     def __init__(
         self,
-        client: Redis | RedisCluster,
+        link: RedisLink,
         *,
         idle_ttl_ms: int,
         seal: RecordSeal,
         prefix: str = DEFAULT_PREFIX,
-        monitor: StoreMonitor | None = None,
     ) -> None:
-        self._r = client
+        self.link = link
+        client = self._r = link.client
         self.seal = seal
         self._ttl = int(idle_ttl_ms)
         self._prefix = prefix
         self._touch = client.register_script(TOUCH)
         self._put_absent = client.register_script(PUT_ABSENT)
         self._claim = client.register_script(CLAIM)
-        self.monitor = monitor or StoreMonitor()
         # The epoch marker: a random value set once into an empty Redis. It vanishing (or
         # changing) means Redis lost its data; `on_reset` then re-publishes what this
         # replica holds (see check_reset).
@@ -82,11 +79,6 @@ class RedisSharedState:
         self._epoch: bytes | None = None
         self._epoch_lock = asyncio.Lock()
         self.on_reset: Callable[[], Awaitable[None]] | None = None
-        # Connections to the Sentinels (redis+sentinel URLs) or the Cluster bus node,
-        # closed with the store.
-        self._sentinels: list[Redis] = []
-        # Pub/sub of the replica bus (a Cluster's is one node: redis_connect.connect).
-        self.bus_client: Redis | None = client if isinstance(client, Redis) else None
         self._update_session = client.register_script(UPDATE_SESSION)
         self._lease_owned = client.register_script(LEASE_OWNED)
         self._acquire_lease = client.register_script(ACQUIRE_LEASE)
@@ -102,11 +94,18 @@ class RedisSharedState:
         timeout_ms: int = 2_000,
     ) -> RedisSharedState:
         """Connect lazily to a `redis_url` (one server, Sentinel or Cluster: redis_connect)."""
-        client, extra, bus = connect(url, timeout_ms=timeout_ms)
-        store = cls(client, idle_ttl_ms=idle_ttl_ms, seal=seal, prefix=prefix)
-        store._sentinels = extra
-        store.bus_client = bus
-        return store
+        link = RedisLink.from_url(url, timeout_ms=timeout_ms)
+        return cls(link, idle_ttl_ms=idle_ttl_ms, seal=seal, prefix=prefix)
+
+    @property
+    def monitor(self) -> StoreMonitor:
+        """The store's reachability (the link's one monitor)."""
+        return self.link.monitor
+
+    @property
+    def bus_client(self) -> Redis | None:
+        """The replica bus's pub/sub client."""
+        return self.link.bus_client
 
     @property
     def distributed(self) -> bool:
@@ -130,21 +129,7 @@ class RedisSharedState:
     async def _run(
         self, what: str, op: Callable[[], Awaitable[Any]], *, probing: bool = False
     ) -> Any:
-        if not (self.monitor.up or probing):
-            # Down: fail fast (the probe finds it again) instead of a timeout per call.
-            self.monitor.refused(what)
-            raise SharedStateUnavailableError(
-                f"shared thread state unavailable ({what}): {self.monitor.last_error}"
-            )
-        try:
-            value = await op()
-        except (RedisError, OSError) as exc:
-            self.monitor.failed(what, exc)
-            raise SharedStateUnavailableError(
-                f"shared thread state unavailable ({what}): {exc}"
-            ) from exc
-        self.monitor.succeeded()
-        return value
+        return await self.link.run(what, op, probing=probing)
 
     async def probe(self) -> None:
         """PING and check the epoch marker (the store monitor calls it about once a second)."""
@@ -425,10 +410,8 @@ class RedisSharedState:
         await self._run("call", lambda: _await(self._r.delete(name)))
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._r.aclose()
-        for sentinel in self._sentinels:
-            await sentinel.aclose()
+        """Close the connection pools."""
+        await self.link.aclose()
 
 
 def _text(value: bytes | str) -> str:

@@ -171,9 +171,13 @@ class SharedSessions:
                 self._shared, self._thread_id, pid, LEASE_TTL_MS / 1000
             )
             await self._shared.put_session(self._thread_id, record_of(proc, self._instance_id))
-        except Exception:
-            # Best effort: then it is published when the first yield ends, as before.
-            _log.warning("session %d not published before its first yield", pid, exc_info=True)
+        except Exception as exc:
+            # Best effort: then it is published when the first yield ends, as before. The
+            # store being down is its monitor's to log (once per outage), not a traceback.
+            down = isinstance(exc, SharedStateUnavailableError)
+            _log.log(logging.DEBUG if down else logging.WARNING,
+                     "session %d not published before its first yield", pid,
+                     exc_info=not down)  # fmt: skip
             if lease is not None:
                 await lease.release()
             return

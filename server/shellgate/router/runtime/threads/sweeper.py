@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 
+from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.router.runtime.threads.registry import ThreadStore
 
 __all__ = ["DEFAULT_SWEEP_INTERVAL_MS", "run_thread_sweeper", "sweep_once"]
@@ -35,8 +36,10 @@ async def run_thread_sweeper(
             return
         try:
             ended, expired = await sweep_once(store)
+        except SharedStateUnavailableError:
+            # The shared store is down: its monitor logs the outage once; next interval.
+            continue
         except Exception:
-            # E.g. the shared store is briefly down: try again next interval.
             _log.exception("thread sweep failed")
             continue
         if ended or expired:
