@@ -109,11 +109,38 @@ def function_item(
     return common_pb2.ToolCallItem(raw_json=raw)
 
 
+# How `execute` calls the router: the v1 stream (one event per message), the coalesced
+# stream (ExecuteRequest.coalesce_ms, events in `batch` messages) or unary ExecuteOnce.
+# Tests parametrized over EXECUTE_MODES set it through the `any_execute_mode` fixture
+# (tests/integration/conftest.py).
+EXECUTE_MODES = ("stream", "coalesced", "once")
+execute_mode = "stream"
+COALESCE_MS = 50
+
+
 def execute(
     stub: router_pb2_grpc.ToolRouterServiceStub, request: router_pb2.ExecuteRequest
 ) -> list[router_pb2.ExecuteResponse]:
-    """All events of one Execute stream."""
-    return list(stub.Execute(request, timeout=60))
+    """All events of one Execute call, one per event whatever the mode (`execute_mode`):
+    a coalesced stream's batches are flattened; ExecuteOnce's reply has no `output` and no
+    `approval_waiting` events."""
+    if execute_mode == "once":
+        once = router_pb2.ExecuteOnceRequest(request=request)
+        return list(stub.ExecuteOnce(once, timeout=60).events)
+    if execute_mode == "stream":
+        return list(stub.Execute(request, timeout=60))
+    coalesced = router_pb2.ExecuteRequest()
+    coalesced.CopyFrom(request)
+    coalesced.coalesce_ms = COALESCE_MS
+    events: list[router_pb2.ExecuteResponse] = []
+    for message in stub.Execute(coalesced, timeout=60):
+        if message.WhichOneof("event") == "batch":
+            assert len(message.batch.events) > 1, "a batch of one is sent as the event"
+            assert all(e.WhichOneof("event") != "batch" for e in message.batch.events)
+            events.extend(message.batch.events)
+        else:
+            events.append(message)
+    return events
 
 
 def completed(events: Sequence[router_pb2.ExecuteResponse]) -> router_pb2.ExecutionCompleted:

@@ -85,6 +85,31 @@ def test_pipes_and_pty_exit_codes_and_seq_order() -> None:
     run(body)
 
 
+def test_a_coalesced_start_sends_a_short_command_in_one_message() -> None:
+    async def body(stub: Any) -> None:
+        argv = ["sh", "-c", "echo one; exit 4"]
+        plain = [m async for m in stub.Start(start_request(argv))]
+        # Generous window: the whole command fits in it even on a loaded machine.
+        joined = [m async for m in stub.Start(start_request(argv, coalesce_ms=1000))]
+        assert [len(m.more) for m in plain] == [0, 0, 0, 0]
+        assert len(joined) == 1
+        events = [joined[0].event, *joined[0].more]
+        kinds = [e.WhichOneof("event") for e in events]
+        assert kinds == [m.event.WhichOneof("event") for m in plain]
+        assert kinds == ["started", "output", "exited", "closed"]
+        assert output_of(events) == b"one\n" and events[2].exited.status.code == 4
+        assert [events[1].output.seq, events[2].exited.seq, events[3].closed.seq] == [1, 2, 3]
+        # A longer command: what the window held leaves when it expires, the rest after.
+        slow = ["sh", "-c", "echo first; sleep 0.5; echo second"]
+        parts = [m async for m in stub.Start(start_request(slow, coalesce_ms=50))]
+        assert len(parts) >= 2
+        first = [parts[0].event.WhichOneof("event"), *(e.WhichOneof("event") for e in parts[0].more)]
+        assert first[0] == "started" and "closed" not in first
+        assert output_of([e for m in parts for e in (m.event, *m.more)]) == b"first\nsecond\n"
+
+    run(body)
+
+
 def test_stdin_signal_resize_and_ctrl_c() -> None:
     async def body(stub: Any) -> None:
         pid = await start_detached(stub, ["sh", "-c", "cat; echo bye"], stdin_open=True)

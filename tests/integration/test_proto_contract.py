@@ -157,7 +157,7 @@ def test_services_expose_the_contracted_rpcs() -> None:
     }  # fmt: skip
     router = router_pb2.DESCRIPTOR.services_by_name["ToolRouterService"]
     assert set(router.methods_by_name) == {
-        "ListTools", "Project", "Execute", "ListEnvironments", "ListSessions",
+        "ListTools", "Project", "Execute", "ExecuteOnce", "ListEnvironments", "ListSessions",
         "TerminateSession", "Interrupt", "EndThread", "GetServerInfo",
     }  # fmt: skip
     streaming = {

@@ -90,7 +90,9 @@ def test_project_serde_error_text(router: Router) -> None:
     )
 
 
-def test_execute_exec_command_pairs_call_id(router: Router, tmp_path: Path) -> None:
+def test_execute_exec_command_pairs_call_id(
+    router: Router, tmp_path: Path, any_execute_mode: str
+) -> None:
     request = router_pb2.ExecuteRequest(
         thread_id="t1",
         turn=turn(),
@@ -107,9 +109,14 @@ def test_execute_exec_command_pairs_call_id(router: Router, tmp_path: Path) -> N
     assert done.exit_code == 0
     assert done.termination == router_pb2.TERMINATION_REASON_EXITED
     output = b"".join(e.output.data for e in events if e.WhichOneof("event") == "output")
-    assert output == b"hello\n"
+    # ExecuteOnce leaves the streamed output out: `completed` holds it.
+    assert output == (b"" if any_execute_mode == "once" else b"hello\n")
+    assert [e.WhichOneof("event") for e in events if e.WhichOneof("event") != "output"] == [
+        "projection", "started", "completed"
+    ]
 
 
+@pytest.mark.usefixtures("any_execute_mode")
 def test_shell_command_timeout_kills_group(router: Router) -> None:
     request = router_pb2.ExecuteRequest(
         thread_id="t2",
@@ -128,6 +135,7 @@ def test_shell_command_timeout_kills_group(router: Router) -> None:
     )
 
 
+@pytest.mark.usefixtures("any_execute_mode")
 def test_forbidden_rule_spawns_nothing(router: Router) -> None:
     request = router_pb2.ExecuteRequest(
         thread_id="t3",
@@ -146,6 +154,7 @@ def _approval(events: list[router_pb2.ExecuteResponse]) -> router_pb2.ApprovalRe
     return events[-1].approval_required
 
 
+@pytest.mark.usefixtures("any_execute_mode")
 def test_approval_round_trip_and_session_cache(router: Router, tmp_path: Path) -> None:
     args = {"cmd": "git push origin main 2>/dev/null; echo pushed", "login": False}
     first = router_pb2.ExecuteRequest(
@@ -182,6 +191,7 @@ def test_approval_round_trip_and_session_cache(router: Router, tmp_path: Path) -
     _approval(execute(router.stub, other))
 
 
+@pytest.mark.usefixtures("any_execute_mode")
 def test_denied_approval_text(router: Router) -> None:
     first = router_pb2.ExecuteRequest(
         thread_id="t6", turn=turn(), item=function_item("exec_command", {"cmd": "git push"}, "d1")
@@ -203,6 +213,7 @@ def test_denied_approval_text(router: Router) -> None:
     assert done.termination == router_pb2.TERMINATION_REASON_REJECTED
 
 
+@pytest.mark.usefixtures("any_execute_mode")
 def test_unknown_approval_is_not_found(router: Router) -> None:
     request = router_pb2.ExecuteRequest(
         thread_id="t7",
@@ -237,6 +248,7 @@ def test_end_thread_is_idempotent(router: Router) -> None:
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+@pytest.mark.usefixtures("any_execute_mode")
 def test_pty_session_write_stdin_round_trip(router: Router) -> None:
     start = router_pb2.ExecuteRequest(
         thread_id="t8",

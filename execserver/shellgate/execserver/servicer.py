@@ -18,6 +18,7 @@ from shellgate.common.errors import (
     SpawnError,
 )
 from shellgate.common.grpc import output_encoding as wire
+from shellgate.common.grpc.batching import coalesced
 from shellgate.common.process.retention import SeqChunk
 from shellgate.common.tasks import TaskSet
 from shellgate.common.tracing import span, span_event
@@ -136,8 +137,19 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
         """Spawn and stream started, output, exited, closed (events as wire bytes)."""
         # A child of the router's span when its trace context came in the metadata.
         with span("shellgate.execserver.start", metadata=context.invocation_metadata()) as trace:
-            async for reply in self._start(request, context, trace):
-                yield reply
+            replies = self._start(request, context, trace)
+            if not request.coalesce_ms:
+                async for reply in replies:
+                    yield reply
+                return
+
+            async def marked() -> AsyncIterator[tuple[bytes, bool]]:
+                # Nothing is urgent: the stream's end sends what is held at once.
+                async for reply in replies:
+                    yield wire.serialize_response(reply), False
+
+            async for message in coalesced(marked(), request.coalesce_ms, wire.start_batch):
+                yield message
 
     async def _start(
         self, request: pb.StartRequest, context: Ctx, trace: Any

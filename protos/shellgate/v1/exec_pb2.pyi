@@ -145,7 +145,7 @@ class GetInfoResponse(_message.Message):
     def __init__(self, shell: _Optional[_Union[_shell_pb2.ShellInfo, _Mapping]] = ..., cwd: _Optional[str] = ..., os: _Optional[str] = ..., arch: _Optional[str] = ..., hostname: _Optional[str] = ..., user: _Optional[str] = ..., home: _Optional[str] = ..., backend: _Optional[_Union[ExecBackend, str]] = ..., capabilities: _Optional[_Union[ExecCapabilities, _Mapping]] = ..., version: _Optional[str] = ..., limits: _Optional[_Union[ExecLimits, _Mapping]] = ..., caller: _Optional[str] = ...) -> None: ...
 
 class StartRequest(_message.Message):
-    __slots__ = ("owner", "request_id", "argv", "arg0", "cwd", "env_policy", "env", "tty", "rows", "cols", "stdin_open", "shell_mode", "shell_type", "sandbox", "timeout_ms", "detach", "owner_ttl_ms", "approved_cwd")
+    __slots__ = ("owner", "request_id", "argv", "arg0", "cwd", "env_policy", "env", "tty", "rows", "cols", "stdin_open", "shell_mode", "shell_type", "sandbox", "timeout_ms", "detach", "owner_ttl_ms", "approved_cwd", "coalesce_ms")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +171,7 @@ class StartRequest(_message.Message):
     DETACH_FIELD_NUMBER: _ClassVar[int]
     OWNER_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     APPROVED_CWD_FIELD_NUMBER: _ClassVar[int]
+    COALESCE_MS_FIELD_NUMBER: _ClassVar[int]
     owner: str
     request_id: str
     argv: _containers.RepeatedScalarFieldContainer[str]
@@ -189,7 +190,8 @@ class StartRequest(_message.Message):
     detach: bool
     owner_ttl_ms: int
     approved_cwd: CwdIdentity
-    def __init__(self, owner: _Optional[str] = ..., request_id: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., arg0: _Optional[str] = ..., cwd: _Optional[str] = ..., env_policy: _Optional[_Union[_shell_pb2.ShellEnvironmentPolicy, _Mapping]] = ..., env: _Optional[_Mapping[str, str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., stdin_open: _Optional[bool] = ..., shell_mode: _Optional[_Union[_shell_pb2.ShellMode, str]] = ..., shell_type: _Optional[_Union[_shell_pb2.ShellType, str]] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., detach: _Optional[bool] = ..., owner_ttl_ms: _Optional[int] = ..., approved_cwd: _Optional[_Union[CwdIdentity, _Mapping]] = ...) -> None: ...
+    coalesce_ms: int
+    def __init__(self, owner: _Optional[str] = ..., request_id: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., arg0: _Optional[str] = ..., cwd: _Optional[str] = ..., env_policy: _Optional[_Union[_shell_pb2.ShellEnvironmentPolicy, _Mapping]] = ..., env: _Optional[_Mapping[str, str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., stdin_open: _Optional[bool] = ..., shell_mode: _Optional[_Union[_shell_pb2.ShellMode, str]] = ..., shell_type: _Optional[_Union[_shell_pb2.ShellType, str]] = ..., sandbox: _Optional[_Union[_shell_pb2.SandboxRequest, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., detach: _Optional[bool] = ..., owner_ttl_ms: _Optional[int] = ..., approved_cwd: _Optional[_Union[CwdIdentity, _Mapping]] = ..., coalesce_ms: _Optional[int] = ...) -> None: ...
 
 class CwdIdentity(_message.Message):
     __slots__ = ("device", "inode")
@@ -304,10 +306,12 @@ class ProcessEvent(_message.Message):
     def __init__(self, started: _Optional[_Union[ProcessStarted, _Mapping]] = ..., spawn_failed: _Optional[_Union[SpawnFailed, _Mapping]] = ..., output: _Optional[_Union[OutputChunk, _Mapping]] = ..., exited: _Optional[_Union[ProcessExited, _Mapping]] = ..., closed: _Optional[_Union[ProcessClosed, _Mapping]] = ..., awaiting_input: _Optional[_Union[AwaitingInput, _Mapping]] = ..., gap: _Optional[_Union[OutputGap, _Mapping]] = ..., lost: _Optional[_Union[ProcessLost, _Mapping]] = ...) -> None: ...
 
 class StartResponse(_message.Message):
-    __slots__ = ("event",)
+    __slots__ = ("event", "more")
     EVENT_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
     event: ProcessEvent
-    def __init__(self, event: _Optional[_Union[ProcessEvent, _Mapping]] = ...) -> None: ...
+    more: _containers.RepeatedCompositeFieldContainer[ProcessEvent]
+    def __init__(self, event: _Optional[_Union[ProcessEvent, _Mapping]] = ..., more: _Optional[_Iterable[_Union[ProcessEvent, _Mapping]]] = ...) -> None: ...
 
 class AttachRequest(_message.Message):
     __slots__ = ("process_id", "after_seq")

@@ -112,16 +112,36 @@ class ResumeCall(_message.Message):
     def __init__(self, approval_id: _Optional[str] = ..., decision: _Optional[_Union[ApprovalDecision, str]] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("thread_id", "turn", "item", "resume")
+    __slots__ = ("thread_id", "turn", "item", "resume", "coalesce_ms")
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
     ITEM_FIELD_NUMBER: _ClassVar[int]
     RESUME_FIELD_NUMBER: _ClassVar[int]
+    COALESCE_MS_FIELD_NUMBER: _ClassVar[int]
     thread_id: str
     turn: _common_pb2.TurnContext
     item: _common_pb2.ToolCallItem
     resume: ResumeCall
-    def __init__(self, thread_id: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., item: _Optional[_Union[_common_pb2.ToolCallItem, _Mapping]] = ..., resume: _Optional[_Union[ResumeCall, _Mapping]] = ...) -> None: ...
+    coalesce_ms: int
+    def __init__(self, thread_id: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., item: _Optional[_Union[_common_pb2.ToolCallItem, _Mapping]] = ..., resume: _Optional[_Union[ResumeCall, _Mapping]] = ..., coalesce_ms: _Optional[int] = ...) -> None: ...
+
+class ExecuteBatch(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[ExecuteResponse]
+    def __init__(self, events: _Optional[_Iterable[_Union[ExecuteResponse, _Mapping]]] = ...) -> None: ...
+
+class ExecuteOnceRequest(_message.Message):
+    __slots__ = ("request",)
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    request: ExecuteRequest
+    def __init__(self, request: _Optional[_Union[ExecuteRequest, _Mapping]] = ...) -> None: ...
+
+class ExecuteOnceResponse(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[ExecuteResponse]
+    def __init__(self, events: _Optional[_Iterable[_Union[ExecuteResponse, _Mapping]]] = ...) -> None: ...
 
 class ApprovalRequired(_message.Message):
     __slots__ = ("approval_id", "call_id", "kind", "element_index", "argv", "cwd", "environment_id", "reason", "proposed_amendment", "approval_key_digest", "available_decisions", "element", "expires_in_ms")
@@ -234,7 +254,7 @@ class ApprovalWaiting(_message.Message):
     def __init__(self, approval_id: _Optional[str] = ..., remaining_ms: _Optional[int] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
-    __slots__ = ("projection", "approval_required", "started", "output", "terminal_interaction", "completed", "approval_pending", "approval_waiting")
+    __slots__ = ("projection", "approval_required", "started", "output", "terminal_interaction", "completed", "approval_pending", "approval_waiting", "batch")
     PROJECTION_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_REQUIRED_FIELD_NUMBER: _ClassVar[int]
     STARTED_FIELD_NUMBER: _ClassVar[int]
@@ -243,6 +263,7 @@ class ExecuteResponse(_message.Message):
     COMPLETED_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_PENDING_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_WAITING_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     projection: _projection_pb2.Projection
     approval_required: ApprovalRequired
     started: ExecutionStarted
@@ -251,7 +272,8 @@ class ExecuteResponse(_message.Message):
     completed: ExecutionCompleted
     approval_pending: ApprovalPending
     approval_waiting: ApprovalWaiting
-    def __init__(self, projection: _Optional[_Union[_projection_pb2.Projection, _Mapping]] = ..., approval_required: _Optional[_Union[ApprovalRequired, _Mapping]] = ..., started: _Optional[_Union[ExecutionStarted, _Mapping]] = ..., output: _Optional[_Union[ExecutionOutput, _Mapping]] = ..., terminal_interaction: _Optional[_Union[TerminalInteraction, _Mapping]] = ..., completed: _Optional[_Union[ExecutionCompleted, _Mapping]] = ..., approval_pending: _Optional[_Union[ApprovalPending, _Mapping]] = ..., approval_waiting: _Optional[_Union[ApprovalWaiting, _Mapping]] = ...) -> None: ...
+    batch: ExecuteBatch
+    def __init__(self, projection: _Optional[_Union[_projection_pb2.Projection, _Mapping]] = ..., approval_required: _Optional[_Union[ApprovalRequired, _Mapping]] = ..., started: _Optional[_Union[ExecutionStarted, _Mapping]] = ..., output: _Optional[_Union[ExecutionOutput, _Mapping]] = ..., terminal_interaction: _Optional[_Union[TerminalInteraction, _Mapping]] = ..., completed: _Optional[_Union[ExecutionCompleted, _Mapping]] = ..., approval_pending: _Optional[_Union[ApprovalPending, _Mapping]] = ..., approval_waiting: _Optional[_Union[ApprovalWaiting, _Mapping]] = ..., batch: _Optional[_Union[ExecuteBatch, _Mapping]] = ...) -> None: ...
 
 class ListEnvironmentsRequest(_message.Message):
     __slots__ = ("refresh",)

@@ -54,6 +54,11 @@ class ToolRouterServiceStub:
                 request_serializer=shellgate_dot_v1_dot_router__pb2.ExecuteRequest.SerializeToString,
                 response_deserializer=shellgate_dot_v1_dot_router__pb2.ExecuteResponse.FromString,
                 _registered_method=True)
+        self.ExecuteOnce = channel.unary_unary(
+                '/shellgate.v1.ToolRouterService/ExecuteOnce',
+                request_serializer=shellgate_dot_v1_dot_router__pb2.ExecuteOnceRequest.SerializeToString,
+                response_deserializer=shellgate_dot_v1_dot_router__pb2.ExecuteOnceResponse.FromString,
+                _registered_method=True)
         self.ListEnvironments = channel.unary_unary(
                 '/shellgate.v1.ToolRouterService/ListEnvironments',
                 request_serializer=shellgate_dot_v1_dot_router__pb2.ListEnvironmentsRequest.SerializeToString,
@@ -111,6 +116,15 @@ class ToolRouterServiceServicer:
     def Execute(self, request, context):
         """Runs the whole pipeline for one output item (or resumes one after an approval) and
         streams projection, approval, start, output and completion events.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExecuteOnce(self, request, context):
+        """Execute as one unary call: the same pipeline, approval and resume flow, answered with
+        every event of the stream except `output` and `approval_waiting` (the `completed` text
+        holds the output), once the call ends or parks for approval.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -175,6 +189,11 @@ def add_ToolRouterServiceServicer_to_server(servicer, server):
                     servicer.Execute,
                     request_deserializer=shellgate_dot_v1_dot_router__pb2.ExecuteRequest.FromString,
                     response_serializer=shellgate_dot_v1_dot_router__pb2.ExecuteResponse.SerializeToString,
+            ),
+            'ExecuteOnce': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExecuteOnce,
+                    request_deserializer=shellgate_dot_v1_dot_router__pb2.ExecuteOnceRequest.FromString,
+                    response_serializer=shellgate_dot_v1_dot_router__pb2.ExecuteOnceResponse.SerializeToString,
             ),
             'ListEnvironments': grpc.unary_unary_rpc_method_handler(
                     servicer.ListEnvironments,
@@ -293,6 +312,33 @@ class ToolRouterService:
             '/shellgate.v1.ToolRouterService/Execute',
             shellgate_dot_v1_dot_router__pb2.ExecuteRequest.SerializeToString,
             shellgate_dot_v1_dot_router__pb2.ExecuteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExecuteOnce(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/shellgate.v1.ToolRouterService/ExecuteOnce',
+            shellgate_dot_v1_dot_router__pb2.ExecuteOnceRequest.SerializeToString,
+            shellgate_dot_v1_dot_router__pb2.ExecuteOnceResponse.FromString,
             options,
             channel_credentials,
             insecure,

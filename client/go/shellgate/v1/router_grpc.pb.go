@@ -24,6 +24,10 @@ type ToolRouterServiceClient interface {
 	// Runs the whole pipeline for one output item (or resumes one after an approval) and
 	// streams projection, approval, start, output and completion events.
 	Execute(ctx context.Context, in *ExecuteRequest, opts ...grpc.CallOption) (ToolRouterService_ExecuteClient, error)
+	// Execute as one unary call: the same pipeline, approval and resume flow, answered with
+	// every event of the stream except `output` and `approval_waiting` (the `completed` text
+	// holds the output), once the call ends or parks for approval.
+	ExecuteOnce(ctx context.Context, in *ExecuteOnceRequest, opts ...grpc.CallOption) (*ExecuteOnceResponse, error)
 	// Lists the configured environments with reachability and their daemon's info.
 	ListEnvironments(ctx context.Context, in *ListEnvironmentsRequest, opts ...grpc.CallOption) (*ListEnvironmentsResponse, error)
 	// Lists the unified-exec sessions of a thread.
@@ -96,6 +100,15 @@ func (x *toolRouterServiceExecuteClient) Recv() (*ExecuteResponse, error) {
 	return m, nil
 }
 
+func (c *toolRouterServiceClient) ExecuteOnce(ctx context.Context, in *ExecuteOnceRequest, opts ...grpc.CallOption) (*ExecuteOnceResponse, error) {
+	out := new(ExecuteOnceResponse)
+	err := c.cc.Invoke(ctx, "/shellgate.v1.ToolRouterService/ExecuteOnce", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *toolRouterServiceClient) ListEnvironments(ctx context.Context, in *ListEnvironmentsRequest, opts ...grpc.CallOption) (*ListEnvironmentsResponse, error) {
 	out := new(ListEnvironmentsResponse)
 	err := c.cc.Invoke(ctx, "/shellgate.v1.ToolRouterService/ListEnvironments", in, out, opts...)
@@ -161,6 +174,10 @@ type ToolRouterServiceServer interface {
 	// Runs the whole pipeline for one output item (or resumes one after an approval) and
 	// streams projection, approval, start, output and completion events.
 	Execute(*ExecuteRequest, ToolRouterService_ExecuteServer) error
+	// Execute as one unary call: the same pipeline, approval and resume flow, answered with
+	// every event of the stream except `output` and `approval_waiting` (the `completed` text
+	// holds the output), once the call ends or parks for approval.
+	ExecuteOnce(context.Context, *ExecuteOnceRequest) (*ExecuteOnceResponse, error)
 	// Lists the configured environments with reachability and their daemon's info.
 	ListEnvironments(context.Context, *ListEnvironmentsRequest) (*ListEnvironmentsResponse, error)
 	// Lists the unified-exec sessions of a thread.
@@ -188,6 +205,9 @@ func (UnimplementedToolRouterServiceServer) Project(context.Context, *ProjectReq
 }
 func (UnimplementedToolRouterServiceServer) Execute(*ExecuteRequest, ToolRouterService_ExecuteServer) error {
 	return status.Errorf(codes.Unimplemented, "method Execute not implemented")
+}
+func (UnimplementedToolRouterServiceServer) ExecuteOnce(context.Context, *ExecuteOnceRequest) (*ExecuteOnceResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ExecuteOnce not implemented")
 }
 func (UnimplementedToolRouterServiceServer) ListEnvironments(context.Context, *ListEnvironmentsRequest) (*ListEnvironmentsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListEnvironments not implemented")
@@ -275,6 +295,24 @@ type toolRouterServiceExecuteServer struct {
 
 func (x *toolRouterServiceExecuteServer) Send(m *ExecuteResponse) error {
 	return x.ServerStream.SendMsg(m)
+}
+
+func _ToolRouterService_ExecuteOnce_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExecuteOnceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRouterServiceServer).ExecuteOnce(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/shellgate.v1.ToolRouterService/ExecuteOnce",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRouterServiceServer).ExecuteOnce(ctx, req.(*ExecuteOnceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
 }
 
 func _ToolRouterService_ListEnvironments_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -396,6 +434,10 @@ var _ToolRouterService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Project",
 			Handler:    _ToolRouterService_Project_Handler,
+		},
+		{
+			MethodName: "ExecuteOnce",
+			Handler:    _ToolRouterService_ExecuteOnce_Handler,
 		},
 		{
 			MethodName: "ListEnvironments",

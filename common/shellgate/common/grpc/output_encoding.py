@@ -16,6 +16,7 @@ import grpc
 
 # Tags: (field number << 3) | wire type; 0 = varint, 2 = length-delimited.
 _TAG_EVENT = b"\x0a"  # StartResponse/AttachResponse.event = 1
+_TAG_MORE = b"\x12"  # StartResponse.more = 2 (a coalesced Start stream)
 _TAG_OUTPUT = b"\x1a"  # ProcessEvent.output = 3
 _TAG_SEQ = b"\x08"  # OutputChunk.seq = 1
 _TAG_STREAM = b"\x10"  # OutputChunk.stream = 2
@@ -23,7 +24,7 @@ _TAG_DATA = b"\x1a"  # OutputChunk.data = 3
 _TAG_END_OFFSET = b"\x20"  # OutputChunk.end_offset = 4
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
     """Base-128 varint of a non-negative integer (as protobuf writes uint64 and enums ≥ 0)."""
     if value < 0x80:
         return bytes((value,))
@@ -33,6 +34,9 @@ def _varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_varint = varint
 
 
 def _varint_fields(fields: tuple[tuple[bytes, int], ...]) -> bytes:
@@ -81,6 +85,18 @@ def output_event(seq: int, stream: int, data: bytes, end_offset: int = 0) -> byt
         (_TAG_EVENT, _TAG_OUTPUT), ((_TAG_SEQ, seq), (_TAG_STREAM, stream)), _TAG_DATA, data,
         ((_TAG_END_OFFSET, end_offset),),
     )  # fmt: skip
+
+
+def start_batch(responses: list[bytes]) -> bytes:
+    """Serialized StartResponses joined into one: the first's `event`, the others' as `more`.
+
+    Every StartResponse is exactly one `event` field (tag 1) and `more` is tag 2 of the same
+    message type, so each later response is re-tagged in place — no decoding, no copy of
+    the payload beyond the join.
+    """
+    first, rest = responses[0], responses[1:]
+    assert all(r[:1] == _TAG_EVENT for r in responses)
+    return b"".join((first, *(_TAG_MORE + r[1:] for r in rest)))
 
 
 def serialize_response(response: Any) -> bytes:

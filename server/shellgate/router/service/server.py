@@ -202,12 +202,13 @@ def _services(app: RouterApp) -> tuple[Service, ...]:
     """ToolRouterService and ApprovalService, each servicer made when it is added."""
 
     def add_router(server: grpc.aio.Server) -> None:
-        # Execute yields its output chunks already serialized (see servicer.output_event_bytes).
+        # Execute yields its output chunks already serialized (see servicer.output_event_bytes);
+        # coalesced batches and ExecuteOnce's reply are serialized by hand too.
         add_with_pre_encoded(
             router_pb2_grpc.add_ToolRouterServiceServicer_to_server,
             ToolRouterServicer(app),
             server,
-            ("Execute",),
+            ("Execute", "ExecuteOnce"),
         )
 
     def add_approvals(server: grpc.aio.Server) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shellgate.common.enum_maps import SHELL_TYPES, STREAMS
-from shellgate.common.grpc.output_encoding import chunk_message
+from shellgate.common.grpc.output_encoding import chunk_message, varint
 from shellgate.router.projection import ProjectionMemo
 from shellgate.router.runtime.call.events import (
     ApprovalDecision,
@@ -106,6 +106,46 @@ def output_event_bytes(event: OutputEvent) -> bytes:
         (_TAG_SEQ, event.seq),
     )
     return chunk_message(_OUTPUT_PATH, fields, _TAG_DATA, event.data)
+
+
+# ExecuteBatch.events = 1; ExecuteResponse.batch = 9 (both length-delimited).
+_TAG_BATCH_EVENTS = b"\x0a"
+_TAG_BATCH = b"\x4a"
+
+
+def reply_bytes(reply: router_pb2.ExecuteResponse | bytes) -> bytes:
+    """One Execute reply serialized (hand-encoded output chunks already are)."""
+    if type(reply) is bytes:
+        return reply
+    assert isinstance(reply, router_pb2.ExecuteResponse)
+    data: bytes = reply.SerializeToString()
+    return data
+
+
+def batch_body(replies: list[bytes]) -> bytes:
+    """A serialized ExecuteBatch of serialized ExecuteResponses (also an ExecuteOnceResponse:
+    the same field)."""
+    return b"".join(_TAG_BATCH_EVENTS + varint(len(r)) + r for r in replies)
+
+
+def batch_response(replies: list[bytes]) -> bytes:
+    """A serialized ExecuteResponse whose `batch` holds `replies` (a coalesced stream)."""
+    body = batch_body(replies)
+    return _TAG_BATCH + varint(len(body)) + body
+
+
+def sent_at_once(event: ExecuteEvent) -> bool:
+    """Whether a coalesced stream sends this event without waiting for its window: the end
+    of the call, and approvals a person or the caller must see now."""
+    return isinstance(
+        event, CompletedEvent | ApprovalRequiredEvent | ApprovalPendingEvent | ApprovalWaitingEvent
+    )
+
+
+def in_execute_once(event: ExecuteEvent) -> bool:
+    """Whether ExecuteOnce's reply carries this event: not the streamed output (the
+    `completed` text holds it) nor an operator wait's keepalives."""
+    return not isinstance(event, OutputEvent | ApprovalWaitingEvent)
 
 
 def event_pb(

@@ -12,7 +12,9 @@ from typing import Any
 import grpc
 from shellgate.common.boundary import streaming, unary
 from shellgate.common.errors import InvalidArgumentError
+from shellgate.common.grpc.batching import coalesced
 from shellgate.common.log_setup import tag_log
+from shellgate.common.tasks import TaskSet
 from shellgate.common.tracing import set_attributes, span
 from shellgate.router.decode.tool_call import PayloadKind, ToolCall, ToolName
 from shellgate.router.decode.tools import list_tools
@@ -25,6 +27,7 @@ from shellgate.router.projection import (
 )
 from shellgate.router.runtime.call.context import RuntimeContext
 from shellgate.router.runtime.call.events import (
+    ApprovalRequiredEvent,
     CompletedEvent,
     ExecuteEvent,
     ProjectionEvent,
@@ -34,7 +37,16 @@ from shellgate.router.runtime.call.ledger import Attached, Recording, Replayed, 
 from shellgate.router.runtime.threads.registry import ThreadState, owned_thread_key
 from shellgate.router.service.app import VERSION, Caller, RouterApp
 from shellgate.router.service.metrics import CallClock, trace_event
-from shellgate.router.service.wire.events import DECISIONS, event_pb, status_pb
+from shellgate.router.service.wire.events import (
+    DECISIONS,
+    batch_body,
+    batch_response,
+    event_pb,
+    in_execute_once,
+    reply_bytes,
+    sent_at_once,
+    status_pb,
+)
 from shellgate.router.service.wire.projection import fill_projection
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
@@ -103,6 +115,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         # One generator for every call's chunk ids: seeding one per call reads the OS
         # entropy pool each time (calls all run on the event loop, so sharing is safe).
         self._rng = random.Random()
+        # ExecuteOnce calls whose reply is sent and whose generator is finishing.
+        self._finishing = TaskSet(log)
 
     def _caller(self, context: Ctx) -> Caller:
         if self._app.auth.open:
@@ -196,14 +210,43 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self, request: router_pb2.ExecuteRequest, context: Ctx
     ) -> AsyncIterator[router_pb2.ExecuteResponse | bytes]:
         """The whole pipeline for one item, or the continuation of a parked call."""
+        memo = self._app.memo
         # The trace context a caller sent (W3C traceparent) is the parent of the call's span.
         with span("shellgate.execute", metadata=context.invocation_metadata()) as trace:
-            async for reply in self._execute(request, context, trace):
-                yield reply
+            events = self._execute(request, context, trace)
+            if not request.coalesce_ms:
+                async for event in events:
+                    yield event_pb(event, memo)
+                return
+
+            async def marked() -> AsyncIterator[tuple[bytes, bool]]:
+                async for event in events:
+                    yield reply_bytes(event_pb(event, memo)), sent_at_once(event)
+
+            async for message in coalesced(marked(), request.coalesce_ms, batch_response):
+                yield message
+
+    @unary
+    async def ExecuteOnce(self, once: router_pb2.ExecuteOnceRequest, context: Ctx) -> bytes:
+        """Execute as one unary call: the stream's events but the output, in one reply."""
+        memo = self._app.memo
+        kept: list[bytes] = []
+        with span("shellgate.execute", metadata=context.invocation_metadata()) as trace:
+            events = self._execute(once.request, context, trace)
+            async for event in events:
+                if in_execute_once(event):
+                    kept.append(reply_bytes(event_pb(event, memo)))
+                if isinstance(event, CompletedEvent | ApprovalRequiredEvent):
+                    # The call is over: its bookkeeping after the end (the call ledger's
+                    # record) finishes in the background instead of delaying the reply, as
+                    # it does after a stream's last event.
+                    self._finishing.spawn(_drain(events), name="execute-once-finish")
+                    break
+        return batch_body(kept)
 
     async def _execute(
         self, request: router_pb2.ExecuteRequest, context: Ctx, trace: Any
-    ) -> AsyncIterator[router_pb2.ExecuteResponse | bytes]:
+    ) -> AsyncIterator[ExecuteEvent]:
         caller = self._caller(context)
         async with self._app.execute_admission.slot(caller.subject):
             which = request.WhichOneof("input")
@@ -264,7 +307,7 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
                         tool or "-", environment or "-", event.termination.value,
                         event.exit_code, event.wall_time_ms,
                     )  # fmt: skip
-                yield event_pb(event, self._app.memo)
+                yield event
 
     def _redacted(self, events: AsyncIterator[ExecuteEvent]) -> AsyncIterator[ExecuteEvent]:
         return events if self._app.redactor is None else self._app.redactor.events(events)
@@ -418,6 +461,11 @@ async def _after(
     yield first
     async for event in rest:
         yield event
+
+
+async def _drain(events: AsyncIterator[ExecuteEvent]) -> None:
+    async for _ in events:
+        pass
 
 
 async def _one(event: ExecuteEvent) -> AsyncIterator[ExecuteEvent]:

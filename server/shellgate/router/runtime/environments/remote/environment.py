@@ -49,6 +49,10 @@ __all__ = ["RemoteConfig", "RemoteEnvironment", "RemoteProcess"]
 
 # How stale a loopback daemon's generated token may be before it is read again.
 LOCAL_TOKEN_REFRESH_S = 1.0
+# The Start window (StartRequest.coalesce_ms): events of a command that ends within it come
+# in one message. Output of a longer one arrives at most this much later than it would
+# one event per message, far below any yield time or timeout the router applies.
+START_COALESCE_MS = 10
 _log = logging.getLogger(__name__)
 # Health answers that mean the daemon cannot take calls now (the circuit opens).
 _DOWN_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
@@ -306,6 +310,9 @@ class RemoteEnvironment:
             stdin_open=request.stdin_open,
             shell_mode=shell_pb2.SHELL_MODE_DIRECT,
             detach=detach,
+            # One message for a short command instead of four (started, output, exited,
+            # closed); a daemon that predates the field ignores it and streams as before.
+            coalesce_ms=START_COALESCE_MS,
         )
         if detach and self.owner_ttl_ms is not None:
             start.owner_ttl_ms = self.owner_ttl_ms
@@ -343,7 +350,9 @@ class RemoteEnvironment:
             call.cancel()
             raise SpawnFailure(f"unexpected first Start event {kind}")
         started = first.event.started
-        handle = RemoteProcess(self, call, started.process_id, started.pid or None)
+        handle = RemoteProcess(
+            self, call, started.process_id, started.pid or None, pending=tuple(first.more)
+        )
         return Spawned(handle, started.process_id, started.sandboxed)
 
     async def attach(self, process_id: str, after_seq: int, after_offset: int = 0) -> RemoteProcess:

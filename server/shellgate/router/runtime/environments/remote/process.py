@@ -14,6 +14,7 @@ import grpc.aio
 from shellgate.common.enum_maps import SIGNALS, STREAMS
 from shellgate.common.errors import FailedPreconditionError, NotFoundError, ProcessExitedError
 from shellgate.common.grpc.status import error_from_status
+from shellgate.common.head_tail import DrainedCapture, HeadTailSnapshot
 from shellgate.common.output_channel import OutputChannel
 from shellgate.common.process.base import ExitStatus, OutputChunk, Signal, Stream
 from shellgate.common.tasks import cancel_and_wait
@@ -52,6 +53,7 @@ class RemoteProcess:
         *,
         after_seq: int = 0,
         after_offset: int = 0,
+        pending: tuple[exec_pb2.ProcessEvent, ...] = (),
     ) -> None:
         self._env = env
         self._call = call
@@ -72,6 +74,8 @@ class RemoteProcess:
         self.delivered_offset = after_offset
         self._received_offset = after_offset
         self._exit: asyncio.Future[ExitStatus] = asyncio.get_running_loop().create_future()
+        # Events that came in the same message as `started` (a coalesced Start stream).
+        self._pending = pending
         # Owned by this handle: release() and terminate() cancel and await it.
         self._reader = asyncio.create_task(self._read(), name=f"remote-read-{process_id}")
 
@@ -91,6 +95,9 @@ class RemoteProcess:
 
     async def _read(self) -> None:
         try:
+            for event in self._pending:
+                if await self._handle(event):
+                    return
             while True:
                 # read() only: grpc.aio forbids mixing it with async iteration, and the
                 # first event was already read with it.
@@ -101,20 +108,12 @@ class RemoteProcess:
                             ExitStatus(environment_lost="exec-server stream ended early")
                         )
                     break
-                event = message.event
-                kind = event.WhichOneof("event")
-                if kind == "output":
-                    out = event.output
-                    stream = STREAMS.domain(out.stream) or Stream.STDOUT
-                    omitted = self._omitted_before(out.end_offset, len(out.data))
-                    await self._output.send((stream, out.seq, out.end_offset, omitted), out.data)
-                elif kind == "exited":
-                    self._set_exit(_status(event.exited.status))
-                elif kind == "closed":
+                if await self._handle(message.event):
                     break
-                elif kind == "lost":
-                    self._set_exit(ExitStatus(environment_lost=event.lost.reason))
-                    break
+                # A coalesced stream's later events in the same message.
+                for event in message.more:
+                    if await self._handle(event):
+                        return
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 # Re-attach to a process the daemon no longer keeps: the daemon is fine.
@@ -127,6 +126,23 @@ class RemoteProcess:
             raise
         finally:
             self._output.close()
+
+    async def _handle(self, event: exec_pb2.ProcessEvent) -> bool:
+        """Apply one daemon event; True when the stream is over (closed, lost)."""
+        kind = event.WhichOneof("event")
+        if kind == "output":
+            out = event.output
+            stream = STREAMS.domain(out.stream) or Stream.STDOUT
+            omitted = self._omitted_before(out.end_offset, len(out.data))
+            await self._output.send((stream, out.seq, out.end_offset, omitted), out.data)
+        elif kind == "exited":
+            self._set_exit(_status(event.exited.status))
+        elif kind == "closed":
+            return True
+        elif kind == "lost":
+            self._set_exit(ExitStatus(environment_lost=event.lost.reason))
+            return True
+        return False
 
     def _omitted_before(self, end_offset: int, size: int) -> int:
         """Bytes the daemon evicted between the previous chunk and this one (an `OutputGap`
@@ -163,6 +179,34 @@ class RemoteProcess:
             if isinstance(error, FailedPreconditionError):
                 raise error from exc
             raise
+
+    async def drain_capture(self) -> DrainedCapture | None:
+        """Take the session's capture on the daemon (SessionOutputService.Drain).
+
+        None when there is none to take: a daemon without the service (UNIMPLEMENTED), a
+        process started without one, or one the daemon no longer keeps (NOT_FOUND); the
+        caller then uses the output it read itself. Other RPC errors propagate.
+        """
+        try:
+            reply = await self._env.drain_session(self.process_id)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.NOT_FOUND):
+                return None
+            raise
+        if not reply.captured:
+            return None
+        status = reply.exit_status if reply.HasField("exit_status") else None
+        kind = status.WhichOneof("status") if status is not None else None
+        return DrainedCapture(
+            snapshot=HeadTailSnapshot(reply.head, reply.tail, reply.omitted_bytes),
+            through_seq=reply.through_seq,
+            through_offset=reply.through_offset,
+            exit_code=status.code if status is not None and kind == "code" else None,
+            signal=status.signal if status is not None and kind == "signal" else None,
+            failure=reply.failure,
+            exited=reply.exited,
+            closed=reply.closed,
+        )
 
     async def write(self, data: bytes) -> None:
         """Write to the remote stdin/PTY."""
