@@ -23,6 +23,7 @@ __all__ = [
     "TextFormatter",
     "configure_logging",
     "log_context",
+    "log_ids",
     "tag_log",
 ]
 
@@ -54,6 +55,11 @@ def tag_log(thread_id: str = "", call_id: str = "") -> None:
     """
     _thread_id.set(thread_id)
     _call_id.set(call_id)
+
+
+def log_ids() -> tuple[str, str]:
+    """The (thread id, call id) the current task is tagged with ("" when none)."""
+    return _thread_id.get(), _call_id.get()
 
 
 def _timestamp(record: logging.LogRecord) -> str:

@@ -30,7 +30,9 @@ from shellgate.router.projection import ProjectionMemo
 from shellgate.router.runtime.approvals.desk import OperatorDesk
 from shellgate.router.runtime.audit import AuditSink, AuditTee
 from shellgate.router.runtime.call.ledger import CallLedger
+from shellgate.router.runtime.environments.egress import EnvironmentEgress, network_rules
 from shellgate.router.runtime.environments.registry import (
+    LOCAL_ENVIRONMENT_ID,
     EnvironmentRegistry,
     LocalEnvironment,
     gather_host_shell_facts,
@@ -136,11 +138,20 @@ class RouterApp:
         if config.rules_dirs:
             self.policy_store = PolicyStore([Path(d).expanduser() for d in config.rules_dirs])
             self.policy_store.load_initial()
+        # `[network]`: the local environment's egress proxy, with the rules' network hosts.
+        store = self.policy_store
+        rules = network_rules(lambda: store.policy) if store is not None else None
+        self.egress = (
+            EnvironmentEgress(LOCAL_ENVIRONMENT_ID, config.network.policy(), rules)
+            if config.network.enabled
+            else None
+        )
         local = (
             LocalEnvironment(
                 cwd=config.local_cwd or os.getcwd(),
                 masked_paths=config.secret_files(),
                 run_as=_run_as(config.run_as),
+                egress=self.egress,
             )
             if config.local_environment
             else None
@@ -241,6 +252,8 @@ class RouterApp:
             for name, help_text, read in self.audit.gauges():
                 metrics.gauge(name, help_text, read)
         self.audit_sink = AuditTee(*sinks)
+        if self.egress is not None:
+            self.egress.observe(self.audit_sink.record)
         if self.policy_store is not None:
             self.policy_store.on_reload = lambda result: _reloaded(metrics, result)
         threads = self.threads

@@ -21,6 +21,7 @@ from shellgate.common.config_schema import (
     read_toml,
     validate_table,
 )
+from shellgate.common.egress.config import NETWORK_TABLE, NetworkConfig
 from shellgate.common.grpc.connections import CONNECTIONS_TABLE, ConnectionLimits
 from shellgate.common.grpc.health_listener import check_health_listen
 from shellgate.common.grpc.listen import is_loopback_host
@@ -195,6 +196,7 @@ class RouterConfig(AuditSettings):
     otel_command_text: bool = False
     # Who decides approvals, operator deadlines, operators, the webhook (docs/approvals.md).
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
+    network: NetworkConfig = field(default_factory=NetworkConfig)  # docs/sandbox.md "Egress"
     # The file this configuration was read from (empty: none); set by load_config.
     source_file: str = ""
 
@@ -279,6 +281,7 @@ class RouterConfig(AuditSettings):
                 "no environments: enable local_environment, add [[environments]] or [[discovery]]",
             )
         self.approvals.validate()
+        self.network.policy()  # a deny-list `*` is refused here, with its key
         self.validate_audit()
         if self.redis_url and self.redis_url_file:
             raise ConfigError("redis_url_file", "redis_url and redis_url_file are exclusive: set one")
@@ -385,6 +388,7 @@ ROUTER_TABLE = model_of(
             )
         ],
         "approvals": APPROVALS_TABLE,
+        "network": NETWORK_TABLE,
         "discovery": list[  # type: ignore[misc]
             model_of(DnsDiscoveryConfig, types={"port": Port}, flatten=("dial",))
         ],

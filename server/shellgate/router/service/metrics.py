@@ -177,6 +177,11 @@ class Metrics:
             "Approval webhook POST attempts by outcome (delivered, retried, failed).",
             ["outcome"], registry=r,
         )  # fmt: skip
+        self.egress = Counter(
+            "shellgate_egress_decisions",
+            "Egress proxy decisions about sandboxed commands' requests (docs/sandbox.md).",
+            ["decision", "reason", "protocol"], registry=r,
+        )  # fmt: skip
         self.gauges: dict[str, tuple[str, Callable[[], float]]] = {}
         # Gauges with one label: name -> (help, label name, read -> {label value: value}).
         self.labelled_gauges: dict[str, tuple[str, str, Callable[[], dict[str, float]]]] = {}
@@ -244,6 +249,10 @@ class Metrics:
 
     def record(self, entry: dict[str, Any]) -> None:
         """AuditSink: count decisions by decision and source (both from fixed sets)."""
+        if entry.get("type") == "egress":
+            # Every label is one of the proxy's fixed words (policy.Verdict, Reason, Protocol).
+            self.egress.labels(entry["decision"], entry["reason"], entry["protocol"]).inc()
+            return
         if entry.get("type") != "decision":
             return
         decision = entry.get("decision", "")

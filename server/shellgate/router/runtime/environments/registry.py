@@ -21,6 +21,7 @@ from shellgate.common.sandbox_masks import user_named
 from shellgate.router.apply_patch.fs import PatchFileSystem
 from shellgate.router.apply_patch.local_fs import LocalFileSystem
 from shellgate.router.handler.shells import HostShellFacts, Shell, host_user_shell
+from shellgate.router.runtime.environments.egress import EnvironmentEgress
 from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.environments.remote.info import EnvironmentInfo
 from shellgate.router.runtime.environments.spawn import Spawned, SpawnFailure
@@ -84,8 +85,11 @@ class LocalEnvironment:
         backend: LocalBackend | None = None,
         masked_paths: tuple[str, ...] = (),
         run_as: RunAs | None = None,
+        egress: EnvironmentEgress | None = None,
     ) -> None:
         self.cwd = cwd or os.getcwd()
+        # `[network]` enabled: sandboxed commands with network go through its proxy only.
+        self.egress = egress
         # The router's own credentials (token files, keys, its config): empty in a sandbox.
         self._masked_paths = masked_paths
         # Under run_as bubblewrap runs as that user: masks go only where it can reach.
@@ -121,6 +125,8 @@ class LocalEnvironment:
         env = dict(request.env)
         argv = request.argv
         if sandbox.mode is not SandboxMode.NONE:
+            if self.egress is not None:
+                sandbox = await self.egress.govern(sandbox)
             try:
                 argv, extra = wrap_argv(
                     request.argv, request.cwd, sandbox,
@@ -158,8 +164,10 @@ class LocalEnvironment:
         return identify_cwd(path)
 
     async def aclose(self) -> None:
-        """Kill every process this environment started."""
+        """Kill every process this environment started, then stop its egress proxy."""
         await self._backend.aclose()
+        if self.egress is not None:
+            await self.egress.aclose()
 
 
 @dataclass(frozen=True)

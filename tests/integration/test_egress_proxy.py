@@ -1,0 +1,139 @@
+"""Egress control: with `[network]` on, a sandboxed command with network reaches only the
+hosts the policy allows, through the environment's egress proxy (docs/sandbox.md "Egress").
+
+A real router (in a mount namespace whose resolv.conf points at a test name server, as the
+discovery tests do) runs real commands under bubblewrap: curl and Python's urllib reach the
+allowed host through the proxy; a denied host, a host outside the list, a name that
+resolves to 127.0.0.1, a raw IP and every way around the proxy are refused; limited mode
+refuses a POST; the audit log holds one record per egress decision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import urllib.request
+from pathlib import Path
+
+import grpc
+import pytest
+from shellgate.common.sandbox import sandbox_unavailable_reason
+from shellgate.v1 import router_pb2_grpc
+
+from tests.integration.egress_support import (
+    ALLOWED_IP,
+    LOOPBACK_IP,
+    NETWORK,
+    RAW_IP,
+    egress_records,
+    name_server,
+    origins,
+    run,
+    unix_listener,
+)
+from tests.router_harness import router_subprocess
+
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(bool(sandbox_unavailable_reason()), reason="no bubblewrap sandbox"),
+]
+DENIED = "Codex blocked this request: domain denied by policy."
+NOT_ALLOWED = "Codex blocked this request: domain not in allowlist (this is not a denylist block)."
+LOCAL = "Codex blocked this request: local/private addresses not allowed."
+LIMITED = "Codex blocked this request: method not allowed in limited mode."
+PY_GET = ("python3 -c \"import urllib.request as u; "
+          "print(u.urlopen('http://allowed.shellgate.test:{port}/', timeout=20).read().decode())\"")  # fmt: skip
+PY_DIRECT = ("python3 -c \"import socket\ntry:\n socket.create_connection(('{ip}', {port}), "
+             "timeout=5)\nexcept OSError as e: print('direct:', e)\"")  # fmt: skip
+PY_UNIX = ("python3 -c \"import socket\ntry:\n socket.socket(socket.AF_UNIX).connect('{path}')\n"
+           "except OSError as e: print('unix:', e)\"")  # fmt: skip
+
+
+@contextlib.contextmanager
+def governed_router(folder: Path, network: str):
+    """A router whose local environment's egress is governed by `network`."""
+    config = folder / "router.toml"
+    config.write_text(f'audit_log = "{folder / "audit.log"}"\naudit_fsync = "always"\n{network}')
+    with (
+        name_server(folder) as wrapper,
+        router_subprocess(["--config", str(config)], wrapper=wrapper) as (_proc, port),
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        yield router_pb2_grpc.ToolRouterServiceStub(channel)
+
+
+def test_only_allowed_hosts_are_reached_through_the_proxy(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    host_socket = unix_listener(tmp_path / "host.sock")
+    with origins() as web, governed_router(tmp_path, NETWORK) as stub:
+        port = web.port
+        url = f"http://allowed.shellgate.test:{port}/"
+        # The allowed host answers curl (plain, through CONNECT, over SOCKS5) and urllib.
+        assert f"origin {ALLOWED_IP} answered GET" in run(stub, f"curl -sS {url}", work)
+        tunnel = run(stub, f"curl -sS -p {url}", work)
+        assert f"origin {ALLOWED_IP} answered GET" in tunnel, tunnel
+        socks = run(stub, f"curl -sS -x socks5h://127.0.0.1:3128 {url}", work)
+        assert f"origin {ALLOWED_IP} answered GET" in socks, socks
+        text = run(stub, PY_GET.format(port=port), work)
+        assert f"origin {ALLOWED_IP} answered GET" in text, text
+        assert web.hits[ALLOWED_IP] == ["GET"] * 4
+        # Refused with Codex's texts, which the model reads in the command's output.
+        denied = run(stub, f"curl -sS -i http://denied.shellgate.test:{port}/", work)
+        assert "403" in denied and "x-proxy-error: blocked-by-denylist" in denied, denied
+        assert DENIED in denied
+        assert NOT_ALLOWED in run(stub, f"curl -sS http://other.example.test:{port}/", work)
+        assert LOCAL in run(stub, f"curl -sS http://rebind.shellgate.test:{port}/", work)
+        assert NOT_ALLOWED in run(stub, f"curl -sS http://{RAW_IP}:{port}/", work)
+        socks_denied = run(stub, f"curl -sS -x socks5h://127.0.0.1:3128 "
+                                 f"http://denied.shellgate.test:{port}/", work)  # fmt: skip
+        assert "curl: (97)" in socks_denied, socks_denied
+        # No way around the proxy: no route, no DNS, no host unix socket.
+        bypass = run(stub, f"curl -sS --noproxy '*' http://{ALLOWED_IP}:{port}/", work)
+        assert "curl: (7)" in bypass, bypass
+        text = run(stub, PY_DIRECT.format(ip=ALLOWED_IP, port=port), work)
+        assert "direct: [Errno 111] Connection refused" in text, text
+        text = run(stub, f"curl -sS --noproxy '*' {url}", work)
+        assert "curl: (6)" in text, text
+        text = run(stub, PY_UNIX.format(path=tmp_path / "host.sock"), work)
+        assert "unix: [Errno 1] Operation not permitted" in text, text
+        # Only the allowed requests reached a server.
+        assert web.hits[ALLOWED_IP] == ["GET"] * 4
+        assert web.hits[LOOPBACK_IP] == [] and web.hits[RAW_IP] == []
+        # The servers themselves answer from outside the sandbox (the refusals were real).
+        with urllib.request.urlopen(f"http://{RAW_IP}:{port}/", timeout=10) as answer:
+            assert answer.read().decode() == f"origin {RAW_IP} answered GET\n"
+    host_socket.close()
+    records = egress_records(tmp_path / "audit.log")
+    seen = [(r["host"], r["protocol"], r["decision"], r["reason"]) for r in records]
+    assert seen == [
+        ("allowed.shellgate.test", "http", "allow", "allowed"),
+        ("allowed.shellgate.test", "https_connect", "allow", "allowed"),
+        ("allowed.shellgate.test", "socks5_tcp", "allow", "allowed"),
+        ("allowed.shellgate.test", "http", "allow", "allowed"),
+        ("denied.shellgate.test", "http", "deny", "denied"),
+        ("other.example.test", "http", "deny", "not_allowed"),
+        ("rebind.shellgate.test", "http", "deny", "not_allowed_local"),
+        (RAW_IP, "http", "deny", "not_allowed"),
+        ("denied.shellgate.test", "socks5_tcp", "deny", "denied"),
+    ]
+    assert {r["environment"] for r in records} == {"local"}
+    assert all(r["call_id"] and r["port"] == port for r in records), records
+
+
+def test_limited_mode_refuses_a_post(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    with origins() as web, governed_router(tmp_path, NETWORK + 'mode = "limited"\n') as stub:
+        url = f"http://allowed.shellgate.test:{web.port}/"
+        assert f"origin {ALLOWED_IP} answered GET" in run(stub, f"curl -sS {url}", work)
+        assert LIMITED in run(stub, f"curl -sS -d x=1 {url}", work)
+        # HTTPS CONNECT would hide the method: refused too.
+        assert "curl: (56)" in run(stub, f"curl -sS -p {url}", work)
+        assert web.hits[ALLOWED_IP] == ["GET"]
+    reasons = [(r["protocol"], r["method"], r["reason"])
+               for r in egress_records(tmp_path / "audit.log")]  # fmt: skip
+    assert reasons == [
+        ("http", "GET", "allowed"),
+        ("http", "POST", "method_not_allowed"),
+        ("https_connect", "CONNECT", "method_not_allowed"),
+    ]
