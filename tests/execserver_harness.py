@@ -57,13 +57,15 @@ def daemon_subprocess(
     *,
     local_token: bool = False,
     nofile: int | None = None,
+    wrapper: Sequence[str] = (),
 ) -> Iterator[Daemon]:
     """Run `shellgate-execserver serve --listen 127.0.0.1:0 --print-port`; SIGTERM on exit.
 
     Without `local_token` the daemon trusts local callers (`--no-local-token`); `nofile`
-    sets the child's descriptor limit (soft and hard, so it cannot raise it).
+    sets the child's descriptor limit (soft and hard, so it cannot raise it); `wrapper` is
+    a command that execs the daemon as its last arguments (e.g. into a mount namespace).
     """
-    args = [*nofile_prefix(nofile), sys.executable, "-m", "shellgate.execserver.cli", "serve",
+    args = [*wrapper, *nofile_prefix(nofile), sys.executable, "-m", "shellgate.execserver.cli", "serve",
             "--listen", "127.0.0.1:0", "--print-port", *extra_args]  # fmt: skip
     if not local_token:
         args.append("--no-local-token")

@@ -17,8 +17,11 @@ from pathlib import Path
 import grpc
 import pytest
 from shellgate.common.sandbox import sandbox_unavailable_reason
+from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 from shellgate.v1 import router_pb2_grpc
 
+from tests.child import stop_child
+from tests.execserver_harness import daemon_subprocess
 from tests.integration.egress_support import (
     ALLOWED_IP,
     LOOPBACK_IP,
@@ -30,7 +33,7 @@ from tests.integration.egress_support import (
     run,
     unix_listener,
 )
-from tests.router_harness import router_subprocess
+from tests.router_harness import router_config, router_subprocess, running_router
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -137,3 +140,47 @@ def test_limited_mode_refuses_a_post(tmp_path: Path) -> None:
         ("http", "POST", "method_not_allowed"),
         ("https_connect", "CONNECT", "method_not_allowed"),
     ]
+
+
+def test_a_daemon_governs_its_own_commands(tmp_path: Path) -> None:
+    """The same policy on a daemon: its own proxy, its own lists, the same refusals."""
+    work = tmp_path / "work"
+    work.mkdir()
+    config = tmp_path / "execserver.toml"
+    config.write_text(f'root = "{work}"\n{NETWORK}')
+    with (
+        origins() as web,
+        name_server(tmp_path) as wrapper,
+        daemon_subprocess(["--config", str(config)], wrapper=wrapper) as daemon,
+    ):
+        box = RemoteConfig("box", daemon.target, dial=DialSettings(insecure=True))
+        with running_router(router_config(local_cwd=str(work), environments=(box,))) as router:
+            port, stub = web.port, router.stub
+            url = f"http://allowed.shellgate.test:{port}/"
+            assert f"origin {ALLOWED_IP} answered GET" in run(stub, f"curl -sS {url}", work,
+                                                             env="box")  # fmt: skip
+            text = run(stub, PY_GET.format(port=port), work, env="box")
+            assert f"origin {ALLOWED_IP} answered GET" in text, text
+            assert DENIED in run(stub, f"curl -sS http://denied.shellgate.test:{port}/", work,
+                                 env="box")  # fmt: skip
+            assert LOCAL in run(stub, f"curl -sS http://rebind.shellgate.test:{port}/", work,
+                                env="box")  # fmt: skip
+            assert NOT_ALLOWED in run(stub, f"curl -sS http://{RAW_IP}:{port}/", work, env="box")
+            bypass = run(stub, f"curl -sS --noproxy '*' http://{ALLOWED_IP}:{port}/", work,
+                         env="box")  # fmt: skip
+            assert "curl: (7)" in bypass, bypass
+        assert web.hits[ALLOWED_IP] == ["GET", "GET"]
+        assert web.hits[LOOPBACK_IP] == [] and web.hits[RAW_IP] == []
+        # The daemon's log line per decision (it keeps no audit log of its own).
+        stop_child(daemon.proc)
+        assert daemon.proc.stderr is not None
+        log = daemon.proc.stderr.read().decode()
+    decisions = [line.split("egress ", 1)[1].split(" caller=")[0]
+                 for line in log.splitlines() if " egress " in line]  # fmt: skip
+    assert decisions == [
+        f"allow allowed.shellgate.test:{port} protocol=http method=GET reason=allowed",
+        f"allow allowed.shellgate.test:{port} protocol=http method=GET reason=allowed",
+        f"deny denied.shellgate.test:{port} protocol=http method=GET reason=denied",
+        f"deny rebind.shellgate.test:{port} protocol=http method=GET reason=not_allowed_local",
+        f"deny {RAW_IP}:{port} protocol=http method=GET reason=not_allowed",
+    ], log[-3000:]

@@ -18,6 +18,7 @@ from shellgate.common.config_schema import (
     read_toml,
     validate_table,
 )
+from shellgate.common.egress.config import NETWORK_TABLE, NetworkConfig
 from shellgate.common.grpc.connections import CONNECTIONS_TABLE, ConnectionLimits
 from shellgate.common.grpc.listen import is_loopback_host
 from shellgate.common.process.limits import MIB, ProcessLimits
@@ -132,6 +133,8 @@ class ServerConfig:
     # More files or folders every local sandbox shows empty, beside the credentials named
     # here (secret_files) and the token folders (shellgate.common.sandbox_masks).
     masked_paths: tuple[str, ...] = ()
+    # This daemon's egress policy for its sandboxed commands (docs/sandbox.md "Egress").
+    network: NetworkConfig = field(default_factory=NetworkConfig)
     # The file this configuration was read from (empty: none); set by load_config.
     source_file: str = ""
 
@@ -164,6 +167,7 @@ SERVER_TABLE = model_of(
         "health_listen": OptionalListenAddress,
         "metrics_listen": OptionalListenAddress,
         "connections": CONNECTIONS_TABLE,
+        "network": NETWORK_TABLE,
         "codex_ws": model_of(
             CodexWsLimits,
             types={
@@ -204,6 +208,10 @@ def parse_config(
         raise ConfigError(key, "tls_cert_file and tls_key_file must be set together")
     if config.backend == "ssh" and not config.ssh.host:
         raise ConfigError("ssh.host", 'required with backend = "ssh"')
+    if config.network.enabled and config.backend != "local":
+        # The proxy's socket is on this host; an SSH host's sandbox cannot reach it.
+        raise ConfigError("network.enabled", 'egress control needs backend = "local"')
+    config.network.policy()  # a deny-list `*` is refused here, with its key
     return config
 
 

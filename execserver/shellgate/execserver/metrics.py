@@ -6,9 +6,12 @@ sets. docs/operations.md lists every metric; tests/integration/test_metrics.py s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+from shellgate.execserver.egress import EGRESS_COUNTS
 
 __all__ = ["ExecServerMetrics"]
 
@@ -47,6 +50,7 @@ class ExecServerMetrics:
             registry=r,
         )  # fmt: skip
         processes_gauge.set_function(processes)
+        r.register(_EgressCollector())
 
     def rpc_rejected(self, code: str) -> None:
         """Count an RPC answered with an error status (code name only)."""
@@ -55,3 +59,18 @@ class ExecServerMetrics:
     def render(self) -> bytes:
         """The Prometheus text exposition."""
         return generate_latest(self.registry)
+
+
+class _EgressCollector(Collector):
+    """The egress proxy's decisions (execserver/egress.py), read at scrape time."""
+
+    def collect(self) -> Iterator[Metric]:
+        """One counter: decision, reason and protocol, each from the proxy's fixed words."""
+        family = CounterMetricFamily(
+            "shellgate_execserver_egress_decisions",
+            "Egress proxy decisions about sandboxed commands' requests (docs/sandbox.md).",
+            labels=["decision", "reason", "protocol"],
+        )
+        for labels, count in sorted(EGRESS_COUNTS.items()):
+            family.add_metric(list(labels), count)
+        yield family

@@ -16,6 +16,7 @@ from shellgate.common.sandbox import SandboxMode, SandboxSpec, wrap_argv
 from shellgate.common.sandbox_masks import user_named
 from shellgate.execserver import validate
 from shellgate.execserver.config import ServerConfig
+from shellgate.execserver.egress import govern
 from shellgate.execserver.info import HostInfo
 from shellgate.execserver.process_table import StartSpec
 
@@ -80,9 +81,11 @@ def build_start_spec(
     argv = order.argv
     sandboxed = False
     if order.sandbox is not None:
+        # `[network]` on: a command with network reaches only what this daemon's policy allows.
+        sandbox = govern(order.sandbox, config.network, caller, order.owner)
         # The host that runs the process decides (the SSH backend probed its remote).
         argv, extra = wrap_argv(
-            argv, cwd, order.sandbox,
+            argv, cwd, sandbox,
             bwrap=host.bwrap_path or None,
             unavailable_reason=host.sandbox_unavailable_reason if not host.sandbox else "",
             masked_paths=config.secret_files() if host.backend == "local" else (),

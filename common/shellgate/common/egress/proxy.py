@@ -84,8 +84,8 @@ class EgressProxy:
         self._observer = observer
         self._folder = folder
         self._server: asyncio.AbstractServer | None = None
+        self._server_task: asyncio.Task[None] | None = None
         self._path = ""
-        self._lock = asyncio.Lock()
         self._slots = asyncio.Semaphore(_MAX_CONNECTIONS)
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -94,32 +94,53 @@ class EgressProxy:
         """Where the proxy listens ("" before it started)."""
         return self._path
 
+    def listen(self) -> str:
+        """Listen (once, from the event loop's thread); the socket's path.
+
+        The socket listens before this returns, so a command spawned right after connects
+        even before the serving task has run.
+        """
+        if self._server_task is None:
+            # A folder only this user can enter: the socket is no one else's way out.
+            folder = self._folder or tempfile.mkdtemp(prefix="shellgate-egress-")
+            os.chmod(folder, 0o700)
+            path = os.path.join(folder, "proxy.sock")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.bind(path)
+            sock.listen(128)
+            self._path = path
+            self._server_task = asyncio.get_running_loop().create_task(
+                self._run(sock), name="egress-proxy"
+            )
+        return self._path
+
+    async def _run(self, sock: socket.socket) -> None:
+        self._server = await asyncio.start_unix_server(self._serve, sock=sock)
+        await self._server.serve_forever()
+
     async def start(self) -> str:
         """Listen (once); the socket's path."""
-        async with self._lock:
-            if self._server is None:
-                # A folder only this user can enter: the socket is no one else's way out.
-                folder = self._folder or tempfile.mkdtemp(prefix="shellgate-egress-")
-                os.chmod(folder, 0o700)
-                path = os.path.join(folder, "proxy.sock")
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-                self._server = await asyncio.start_unix_server(self._serve, path=path)
-                self._path = path
-            return self._path
+        return self.listen()
+
+    def add_route(self, route: Route) -> tuple[str, str]:
+        """Listen if needed and register `route`: (socket path, route id)."""
+        return self.listen(), self.routes.add(route)
 
     async def open_route(self, route: Route) -> tuple[str, str]:
-        """Start if needed and register `route`: (socket path, route id)."""
-        path = await self.start()
-        return path, self.routes.add(route)
+        """`add_route` from a coroutine."""
+        return self.add_route(route)
 
     async def aclose(self) -> None:
         """Stop listening and end every open connection."""
         if self._server is not None:
             self._server.close()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
-            self._server = None
+        if self._server_task is not None:
+            self._server_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._server_task
+            self._server_task = self._server = None
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
