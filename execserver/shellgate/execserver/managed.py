@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from shellgate.common.head_tail import HeadTailBuffer, HeadTailSnapshot
 from shellgate.common.process.base import ExitStatus, ProcessHandle, Signal, SpawnRequest
 from shellgate.common.process.retention import Retention
 from shellgate.common.tasks import TaskSet, cancel_and_wait
@@ -28,6 +29,18 @@ class ProcessState(enum.Enum):
     AWAITING_INPUT = "awaiting_input"
     EXITED = "exited"
     CLOSED = "closed"
+
+
+@dataclass(frozen=True)
+class CaptureDrain:
+    """What one Drain took from a session's capture, and where in the output it ends."""
+
+    snapshot: HeadTailSnapshot
+    # The seq and end offset of the last output chunk captured (this and earlier drains).
+    through_seq: int
+    through_offset: int
+    # Closed when drained: the snapshot holds the last of the output.
+    closed: bool
 
 
 @dataclass
@@ -64,6 +77,15 @@ class ManagedProcess:
     denied_at_exit: bool = False
     # Stdin writes so far: a follower resets its idle-probe backoff when this moves.
     inputs: int = 0
+    # A detached (unified-exec) process's head/tail capture since the last Drain, fed by the
+    # pump itself: the one writer, so every router polling the session reads the same text
+    # however much retention evicted, and each byte leaves it once (SessionOutputService).
+    capture: HeadTailBuffer | None = None
+    capture_seq: int = 0
+    capture_offset: int = 0
+    # Set by the Drain that took the last of the output (after the close): from then on
+    # the process is kept only for exited_retention_ms, like any other closed process.
+    capture_final: bool = False
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     # The pump and the timeout watchdog: owned here, ended by dispose(); a failure is logged.
     _tasks: TaskSet = field(default_factory=lambda: TaskSet(log))
@@ -216,7 +238,10 @@ class ManagedProcess:
                     await self._pace(len(chunk.data))
                     if scan:
                         self._scanner.feed(chunk.stream, chunk.data)
-                    self.retention.add_output(chunk.stream, chunk.data)
+                    added = self.retention.add_output(chunk.stream, chunk.data)
+                    if self.capture is not None:
+                        self.capture.push(chunk.data)
+                        self.capture_seq, self.capture_offset = added.seq, added.end
                     self._notify()
             finally:
                 # Closing the generator abandons the streams (the backend stops reading).
@@ -252,6 +277,28 @@ class ManagedProcess:
             # The spec's timeout: SIGKILL the whole group at expiry.
             with contextlib.suppress(Exception):
                 await self.handle.signal(Signal.KILL)
+
+    def drain_capture(self) -> CaptureDrain | None:
+        """Take the capture (it starts over empty); None when the process keeps none.
+
+        Synchronous on the loop, as the pump's push is: a drain sees every chunk wholly
+        or not at all, so concurrent drains split the output without loss or overlap.
+        """
+        if self.capture is None:
+            return None
+        closed = self.closed
+        drained = CaptureDrain(
+            self.capture.drain(), self.capture_seq, self.capture_offset, closed
+        )
+        if closed:
+            self.capture_final = True
+        self.touch()
+        return drained
+
+    @property
+    def awaits_final_drain(self) -> bool:
+        """A closed session whose last output and exit no Drain has returned yet."""
+        return self.capture is not None and not self.capture_final
 
     def exit_status(self) -> ExitStatus | None:
         """The exit status once known."""

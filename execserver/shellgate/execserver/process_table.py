@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 
 from shellgate.common.errors import DrainingError, LimitExceededError, ProcessNotFoundError
+from shellgate.common.head_tail import UNIFIED_EXEC_OUTPUT_MAX_BYTES, HeadTailBuffer
 from shellgate.common.process.base import Backend, SpawnRequest
 from shellgate.common.process.retention import Retention
 from shellgate.common.tasks import TaskSet
@@ -151,6 +152,8 @@ class ProcessTable:
             exit_drain_ms=self._limits.exit_drain_ms,
             exit_drain_cap_ms=self._limits.exit_drain_cap_ms,
             stall_ms=self._limits.slow_consumer_stall_ms,
+            # A detached process is a unified-exec session: Codex's per-process budget.
+            capture=HeadTailBuffer(UNIFIED_EXEC_OUTPUT_MAX_BYTES) if spec.detach else None,
         )
         self._add(proc)
         proc.start_tasks(spec.timeout_ms)
@@ -191,15 +194,31 @@ class ProcessTable:
             await proc.dispose()
 
     async def sweep(self) -> None:
-        """Drop closed processes past retention; kill detached ones idle past their TTL."""
+        """Drop closed processes past retention; kill detached ones idle past their TTL.
+
+        A closed session whose last output no Drain has taken yet is kept like a running
+        detached one: until its owner TTL passes without use (a router's poll or status
+        check renews it while the session's thread lives), so its exit code and final
+        output outlive the process for the session's life; Starts short of room still
+        evict the oldest closed processes first (bounded by the process limits).
+        """
         now = self._clock()
         for key, (_, expires) in list(self._idempotent.items()):
             if expires <= now:
                 del self._idempotent[key]
         doomed: list[str] = []
         for proc in self._procs.values():
-            if proc.closed_at is not None:
-                if now - proc.closed_at >= self._limits.exited_retention_ms / 1000:
+            if proc.closed_at is not None and proc.awaits_final_drain:
+                if now - max(proc.closed_at, proc.last_activity) >= proc.owner_ttl_ms / 1000:
+                    doomed.append(proc.process_id)
+            elif proc.closed_at is not None:
+                # A session's retention counts from its final drain (a re-poll still finds it).
+                since = (
+                    max(proc.closed_at, proc.last_activity)
+                    if proc.capture is not None
+                    else proc.closed_at
+                )
+                if now - since >= self._limits.exited_retention_ms / 1000:
                     doomed.append(proc.process_id)
             elif (
                 proc.detached

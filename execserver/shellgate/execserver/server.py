@@ -31,6 +31,11 @@ from shellgate.execserver.config import ServerConfig
 from shellgate.execserver.info import HostInfo, local_host_info
 from shellgate.execserver.process_table import ProcessTable, TableLimits
 from shellgate.execserver.servicer import ExecServicer
+from shellgate.execserver.session_output import SERVICE_NAME as SESSION_OUTPUT_SERVICE
+from shellgate.execserver.session_output import (
+    SessionOutputServicer,
+    add_session_output_service,
+)
 from shellgate.v1 import exec_pb2, exec_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -145,8 +150,17 @@ async def start_server(config: ServerConfig) -> RunningServer:
     limits = table_limits(config)
     table = ProcessTable(backend, limits)
     servicer = ExecServicer(config, table, host_info, auth)
+    # Same table, same caller check (ExecServicer's own lookup): a session's capture is
+    # its process's, visible only to the caller that started it (spec 06 §9).
+    drains = SessionOutputServicer(servicer._get, servicer.metrics.rpc_rejected)
     built = build_server(
-        services=(Service(SERVICE_NAME, lambda server: add_exec_service(servicer, server)),),
+        services=(
+            Service(SERVICE_NAME, lambda server: add_exec_service(servicer, server)),
+            Service(
+                SESSION_OUTPUT_SERVICE,
+                lambda server: add_session_output_service(drains, server),
+            ),
+        ),
         listen=config.listen,
         credentials=creds,
         connections=config.connections,

@@ -131,14 +131,14 @@ async def collect(proc: UnifiedProcess, deadline: float, interrupt: asyncio.Even
                     await waiter
 
 
-def _respond(
+async def _respond(
     proc: UnifiedProcess,
     manager: SessionManager,
     policy: TruncationPolicy,
     wall_ms: float,
     rng: random.Random,
 ) -> UnifiedResponse:
-    snap = proc.drain()
+    snap = await proc.take_output()
     raw = snap.raw_byte_count
     if snap.omitted_bytes:
         head, tail = decode_utf8_lossy(snap.head), decode_utf8_lossy(snap.tail)
@@ -244,7 +244,7 @@ async def exec_command_start(
         completed = await collect(proc, deadline, request.interrupt)
         wall_ms = (clock() - start) * 1000
         policy = envelope.output_policy or TruncationPolicy.tokens(10_000)
-        response = _respond(proc, manager, policy, wall_ms, rng)
+        response = await _respond(proc, manager, policy, wall_ms, rng)
         response.warnings = warnings
         response.interrupted = not completed
         if proc.exited and completed:
@@ -313,7 +313,7 @@ async def write_stdin(request: RuntimeRequest, call: WriteStdinCall) -> UnifiedR
         completed = await collect(proc, deadline, interrupt)
         # The write_stdin wait counts from the call's start (a write answers after ~250 ms).
         wall_ms = (clock() - start) * 1000
-        response = _respond(proc, manager, policy, wall_ms, rng)
+        response = await _respond(proc, manager, policy, wall_ms, rng)
         response.interrupted = not completed
         if proc.exited and completed:
             reported = True

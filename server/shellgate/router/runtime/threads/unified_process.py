@@ -1,4 +1,11 @@
-"""One unified-exec process: a background pump into a head/tail buffer, exit and close state."""
+"""One unified-exec process: a background pump into a head/tail buffer, exit and close state.
+
+Where a session's model-visible output is captured: a daemon process keeps its own capture
+(the exec-server's SessionOutputService, one writer for every replica: see
+`shellgate.execserver.session_output`), and each poll takes it there; the buffer here is
+the capture of the embedded environment's processes, and the fallback for a daemon that
+keeps none (or no longer keeps the process), fed only with bytes no daemon drain returned.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +17,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from shellgate.common.head_tail import DrainedCapture
 from shellgate.common.output_channel import RoomCheck, pause_until
 from shellgate.common.process.base import ExitStatus, OutputChunk, ProcessHandle
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.output.head_tail import HeadTailBuffer, HeadTailSnapshot
 from shellgate.router.runtime.threads.output_tap import OutputTap
 
-__all__ = ["OutputListener", "ProcessMeta", "ReattachableHandle", "UnifiedProcess"]
+__all__ = [
+    "CapturedHandle",
+    "OutputListener",
+    "ProcessMeta",
+    "ReattachableHandle",
+    "UnifiedProcess",
+]
 
 # Receives every chunk with its per-process seq while a request is attached.
 OutputListener = Callable[[OutputChunk, int], None]
@@ -34,6 +48,21 @@ class ReattachableHandle(ProcessHandle, Protocol):
     async def release(self) -> None:
         """Stop following the process; it keeps running on its daemon."""
         ...
+
+
+@runtime_checkable
+class CapturedHandle(Protocol):
+    """A handle whose process keeps its own head/tail capture (a daemon's session)."""
+
+    async def drain_capture(self) -> DrainedCapture | None:
+        """Take the capture; None when there is none to take."""
+        ...
+
+
+def _drained_status(drained: DrainedCapture) -> ExitStatus:
+    if drained.failure:
+        return ExitStatus(environment_lost=drained.failure)
+    return ExitStatus(code=drained.exit_code, signal=drained.signal)
 
 
 @dataclass(frozen=True)
@@ -66,6 +95,8 @@ class UnifiedProcess:
         self.handle = handle
         # Decided once: remote handles can be re-attached and released, local ones cannot.
         self._reattachable = handle if isinstance(handle, ReattachableHandle) else None
+        # Until a drain says otherwise, a daemon's process is polled from its own capture.
+        self._captured = handle if isinstance(handle, CapturedHandle) else None
         self.clock = clock
         self.last_used = clock()
         self.last_used_at_ms = meta.started_at_ms
@@ -88,6 +119,9 @@ class UnifiedProcess:
         # The same positions as daemon output offsets (bytes), to count eviction gaps.
         self.backend_offset = initial_offset
         self.drained_offset = initial_offset
+        # The output offset a daemon drain returned through: the buffer here skips those
+        # bytes when the stream delivers them later, so a fallback never repeats them.
+        self._taken_offset = initial_offset
         # Set on every state change (output, exit, close); waiters clear it before checking.
         self.changed = asyncio.Event()
         # Owned by this process object: `terminate`/`release` cancel and await them.
@@ -123,8 +157,7 @@ class UnifiedProcess:
                 remote = self._reattachable
                 self.backend_seq = remote.delivered_seq if remote else self._seq
                 self.backend_offset = remote.delivered_offset if remote else 0
-                self.buffer.skip(chunk.omitted_before)
-                self.buffer.push(chunk.data)
+                self._capture(chunk)
                 if self.listener is not None:
                     self.listener(chunk, self._seq)
                 for tap in self._taps:
@@ -143,6 +176,16 @@ class UnifiedProcess:
             for tap in self._taps:
                 tap.close()
             self.changed.set()
+
+    def _capture(self, chunk: OutputChunk) -> None:
+        data, lost = chunk.data, chunk.omitted_before
+        if self._reattachable is not None and self.backend_offset:
+            # Bytes (and gap bytes) a daemon drain already returned are not this buffer's.
+            start = self.backend_offset - len(data)
+            lost = max(0, min(lost, start - self._taken_offset))
+            data = data[max(0, self._taken_offset - start) :]
+        self.buffer.skip(lost)
+        self.buffer.push(data)
 
     async def _watch_exit(self) -> None:
         try:
@@ -187,6 +230,35 @@ class UnifiedProcess:
         self.drained_seq = self.backend_seq
         self.drained_offset = self.backend_offset
         return self.buffer.drain()
+
+    async def take_output(self) -> HeadTailSnapshot:
+        """Output no response has returned yet: the daemon's capture when it keeps one
+        (the same text on every replica), else this router's buffer (`drain`)."""
+        captured = self._captured
+        if captured is not None:
+            try:
+                drained = await captured.drain_capture()
+            except Exception as exc:
+                # The daemon cannot be asked now: what this router read is all there is.
+                _log.warning("session %d: daemon drain failed: %s", self.process_id, exc)
+                drained = None
+            if drained is not None:
+                return self._took(drained)
+            # Nothing to take there (an older daemon, or it forgot the process): from now
+            # on the buffer here is this session's capture.
+            self._captured = None
+        return self.drain()
+
+    def _took(self, drained: DrainedCapture) -> HeadTailSnapshot:
+        self.drained_seq, self.drained_offset = drained.through_seq, drained.through_offset
+        self._taken_offset = max(self._taken_offset, drained.through_offset)
+        # The buffer's copy of those bytes was returned by the daemon: start it over.
+        self.buffer.drain()
+        if drained.closed and self.exit_status is None:
+            # The daemon saw the end and this drain holds the last output: report it now.
+            self.exit_status = _drained_status(drained)
+            self.changed.set()
+        return drained.snapshot
 
     async def release(self) -> None:
         """Stop following a detached remote process without killing it."""

@@ -39,7 +39,13 @@ from shellgate.router.runtime.environments.spawn import (
     Spawned,
     SpawnFailure,
 )
-from shellgate.v1 import exec_pb2, exec_pb2_grpc, shell_pb2
+from shellgate.v1 import (
+    exec_pb2,
+    exec_pb2_grpc,
+    session_output_pb2,
+    session_output_pb2_grpc,
+    shell_pb2,
+)
 
 # grpc.aio.EOF is missing from the type stubs.
 _EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
@@ -387,6 +393,18 @@ class RemoteEnvironment:
         if reply.HasField("exit_status") and reply.exit_status.WhichOneof("status") == "signal":
             return True, ExitStatus(signal=reply.exit_status.signal)
         return True, ExitStatus(code=reply.exit_status.code)
+
+    async def drain_session(self, process_id: str) -> session_output_pb2.DrainResponse:
+        """SessionOutputService.Drain: the session's capture on the daemon, taken now."""
+        await self.stub()
+        assert self._channel is not None
+        stub = session_output_pb2_grpc.SessionOutputServiceStub(self._channel)
+        reply: session_output_pb2.DrainResponse = await stub.Drain(
+            session_output_pb2.DrainRequest(process_id=process_id),
+            timeout=self.config.dial.call_timeout_ms / 1000,
+            metadata=self.metadata(),
+        )
+        return reply
 
     async def terminate_process(self, process_id: str) -> bool:
         """Kill a daemon process by id; False when the daemon no longer knows it."""
