@@ -3,9 +3,10 @@
 Starts the router as the bench does (not pinned: CPU per call is what it measures), drives
 the named load from this process for `--seconds`, and records the server with `py-spy record` (pip-installable)
 into `--output` (SVG flame graph; `--format raw` gives collapsed stacks for grep/sort).
-Loads: project, execute, concurrent (64 × `sleep 0.2`), bytes (64 MiB of `yes`), and
+Loads: project, execute, once (the same through ExecuteOnce), concurrent (64 × `sleep 0.2`), bytes (64 MiB of `yes`), and
 start (ExecService Start of `true` on the daemon, which is then the process profiled) and
-remote (`exec_command` of `echo hi` through a router whose only environment is the daemon).
+remote (`exec_command` of `echo hi` through a router whose only environment is the daemon;
+remote_once the same through ExecuteOnce).
 `--cpu` skips py-spy and prints the server's CPU time per call from /proc/<pid>/stat (and
 this client's, to tell which side bounds a stream): on a shared machine that decides a
 change where wall-clock medians are noise.
@@ -28,7 +29,7 @@ from bench.peers import Peers
 from bench.procs import scratch_home
 from bench.suites.router_benches import _router_channel
 
-LOADS = ("project", "execute", "concurrent", "bytes", "start", "remote")
+LOADS = ("project", "execute", "once", "concurrent", "bytes", "start", "remote", "remote_once")
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
@@ -48,7 +49,7 @@ async def _drive(peers: Peers, load: str, seconds: float) -> int:
             await sg_exec.run(stub, ["true"], peers.env, peers.home)
             done += 1
         return done
-    remote = load == "remote"
+    remote = load in ("remote", "remote_once")
     stub, _ = router.stubs(await _router_channel(peers, remote=remote))
     turn_pb = router.turn(peers.home, environment=peers.REMOTE_ENVIRONMENT if remote else "local")
     done = 0
@@ -66,12 +67,20 @@ async def _drive(peers: Peers, load: str, seconds: float) -> int:
         return done
     command = {
         "execute": "echo hi",
+        "once": "echo hi",
         "remote": "echo hi",
+        "remote_once": "echo hi",
         "concurrent": "sleep 0.2",
         "bytes": "yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c 67108864",
     }[load]
     item = router.exec_item("echo hi") if remote else router.shell_item(command)
     width = 64 if load == "concurrent" else 1
+    if load in ("once", "remote_once"):
+        # ExecuteOnce: the unary fast path of the same call.
+        while time.perf_counter() < deadline:
+            await router.execute_once(stub, item, turn_pb)
+            done += 1
+        return done
     while time.perf_counter() < deadline:
         await asyncio.gather(*(router.execute(stub, item, turn_pb) for _ in range(width)))
         done += width
@@ -82,7 +91,8 @@ async def _main(args: argparse.Namespace) -> None:
     with scratch_home() as home:
         peers = Peers(home)
         try:
-            server = {"start": peers.daemon, "remote": peers.router_remote}.get(args.load)
+            server = {"start": peers.daemon, "remote": peers.router_remote,
+                      "remote_once": peers.router_remote}.get(args.load)  # fmt: skip
             pid = (server or peers.router)().pid
             await _drive(peers, args.load, 1.0)  # warm-up: imports, caches, first parse
             if args.cpu:

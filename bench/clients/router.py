@@ -60,36 +60,64 @@ def health_request() -> Any:
     return health_pb2.HealthCheckRequest(service="")
 
 
-async def execute(stub: Any, item: str, turn_pb: Any) -> RunTimes:
-    """Execute one item; time to `completed`, output bytes seen on the stream.
-
-    Timed to the `completed` event, which carries the tool output the harness needs (like
-    the ExecService client, timed to `closed`); the stream's trailing status follows it.
-    """
+def _request(item: str, turn_pb: Any, coalesce_ms: int = 0) -> Any:
     # A fresh call_id per Execute: the router answers a repeated one as a retry of the
     # first call (its stored result) instead of running it again.
     raw = json.loads(item)
     raw["call_id"] = f"{raw.get('call_id', 'call')}-{next(_CALL_NUMBERS)}"
-    request = router_pb2.ExecuteRequest(
-        thread_id=THREAD, turn=turn_pb, item=common_pb2.ToolCallItem(raw_json=json.dumps(raw))
-    )
+    return router_pb2.ExecuteRequest(
+        thread_id=THREAD, turn=turn_pb, item=common_pb2.ToolCallItem(raw_json=json.dumps(raw)),
+        coalesce_ms=coalesce_ms,
+    )  # fmt: skip
+
+
+def _check_completed(done: Any) -> int | None:
+    if done.termination != router_pb2.TERMINATION_REASON_EXITED:
+        raise RuntimeError(f"router Execute ended with {done.termination}: "
+                           f"{done.output_text[:300]}")  # fmt: skip
+    return done.exit_code if done.HasField("exit_code") else None
+
+
+async def execute(stub: Any, item: str, turn_pb: Any, coalesce_ms: int = 0) -> RunTimes:
+    """Execute one item; time to `completed`, output bytes seen on the stream.
+
+    Timed to the `completed` event, which carries the tool output the harness needs (like
+    the ExecService client, timed to `closed`); the stream's trailing status follows it.
+    `coalesce_ms` > 0 asks for the coalesced stream (events arrive in `batch` messages).
+    """
+    request = _request(item, turn_pb, coalesce_ms)
     t0 = time.perf_counter()
     nbytes = 0
     code: int | None = None
     call = stub.Execute(request)
     async for message in call:
         kind = message.WhichOneof("event")
-        if kind == "output":
-            nbytes += len(message.output.data)
-        elif kind == "completed":
-            done = message.completed
-            code = done.exit_code if done.HasField("exit_code") else None
-            if done.termination != router_pb2.TERMINATION_REASON_EXITED:
-                raise RuntimeError(f"router Execute ended with {done.termination}: "
-                                   f"{done.output_text[:300]}")  # fmt: skip
+        events = message.batch.events if kind == "batch" else (message,)
+        done = None
+        for event in events:
+            kind = event.WhichOneof("event")
+            if kind == "output":
+                nbytes += len(event.output.data)
+            elif kind == "completed":
+                done = event.completed
+            elif kind == "approval_required":
+                raise RuntimeError("router asked for approval (turn should say never)")
+        if done is not None:
+            code = _check_completed(done)
             finish_in_background(call)
             break
-        elif kind == "approval_required":
-            raise RuntimeError("router asked for approval (turn should say never)")
     t = time.perf_counter() - t0
     return RunTimes(t, t, nbytes, code)
+
+
+async def execute_once(stub: Any, item: str, turn_pb: Any) -> RunTimes:
+    """ExecuteOnce of one item (unary): time to the reply, which ends in `completed`."""
+    request = _request(item, turn_pb)
+    t0 = time.perf_counter()
+    reply = await stub.ExecuteOnce(router_pb2.ExecuteOnceRequest(request=request))
+    t = time.perf_counter() - t0
+    last = reply.events[-1]
+    if last.WhichOneof("event") != "completed":
+        raise RuntimeError(f"router ExecuteOnce ended with {last.WhichOneof('event')}")
+    code = _check_completed(last.completed)
+    return RunTimes(t, t, len(last.completed.output_text), code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import signal
@@ -77,6 +78,31 @@ def test_project_seed_heredoc_experiment(router: Router) -> None:
     assert requirement.skip.bypass_sandbox is True
     assert not requirement.skip.HasField("proposed_amendment")
     assert re.fullmatch(r"[0-9a-f]{64}", command.approval.digest)
+
+
+def test_project_answers_repeat_until_the_rules_or_the_turn_change(router: Router) -> None:
+    """Kept Project answers (wire/project_cache.py) are the pipeline's own: the same request
+    answers the same bytes, and a rules change or another turn projects again."""
+    item = function_item("exec_command", {"cmd": "make deploy"})
+
+    def project(approval: int = common_pb2.APPROVAL_POLICY_KIND_UNTRUSTED) -> bytes:
+        request = router_pb2.ProjectRequest(thread_id="t", turn=turn(approval=approval), item=item)
+        return router.stub.Project(request, timeout=10).SerializeToString(deterministic=True)
+
+    def requirement(answer: bytes) -> str | None:
+        projection = router_pb2.ProjectResponse.FromString(answer).projection
+        return projection.shell.elements[0].command.requirement.WhichOneof("requirement")
+
+    first = project()
+    assert requirement(first) == "needs_approval"
+    assert project() == first
+    # Another turn (approval policy never): its own answer, not the kept one.
+    assert requirement(project(common_pb2.APPROVAL_POLICY_KIND_NEVER)) != "needs_approval"
+    store = router.running.app.policy_store
+    assert store is not None
+    # An amendment replaces the rules object: the kept answer no longer applies.
+    router.call(asyncio.to_thread(store.append_prefix_rule, ["make", "deploy"]))
+    assert requirement(project()) == "skip"
 
 
 def test_project_serde_error_text(router: Router) -> None:

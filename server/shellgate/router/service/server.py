@@ -203,12 +203,12 @@ def _services(app: RouterApp) -> tuple[Service, ...]:
 
     def add_router(server: grpc.aio.Server) -> None:
         # Execute yields its output chunks already serialized (see servicer.output_event_bytes);
-        # coalesced batches and ExecuteOnce's reply are serialized by hand too.
+        # coalesced batches, ExecuteOnce's reply and Project's (kept) answers are bytes too.
         add_with_pre_encoded(
             router_pb2_grpc.add_ToolRouterServiceServicer_to_server,
             ToolRouterServicer(app),
             server,
-            ("Execute", "ExecuteOnce"),
+            ("Execute", "ExecuteOnce", "Project"),
         )
 
     def add_approvals(server: grpc.aio.Server) -> None:

@@ -35,7 +35,7 @@ from shellgate.router.runtime.call.events import (
 from shellgate.router.runtime.call.execute import execute_call, resume_call
 from shellgate.router.runtime.call.ledger import Attached, Recording, Replayed, item_digest
 from shellgate.router.runtime.threads.registry import ThreadState, owned_thread_key
-from shellgate.router.service.app import VERSION, Caller, RouterApp
+from shellgate.router.service.app import Caller, RouterApp
 from shellgate.router.service.metrics import CallClock, trace_event
 from shellgate.router.service.wire.events import (
     DECISIONS,
@@ -45,9 +45,10 @@ from shellgate.router.service.wire.events import (
     in_execute_once,
     reply_bytes,
     sent_at_once,
-    status_pb,
 )
+from shellgate.router.service.wire.project_cache import ProjectCache
 from shellgate.router.service.wire.projection import fill_projection
+from shellgate.router.service.wire.thread_rpcs import ThreadRpcs
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
@@ -104,7 +105,7 @@ def item_of(item: common_pb2.ToolCallItem, max_bytes: int) -> str | ToolCall:
 
 log = logging.getLogger(__name__)
 
-class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ignore[misc]
+class ToolRouterServicer(ThreadRpcs, router_pb2_grpc.ToolRouterServiceServicer):  # type: ignore[misc]
     """The gRPC face of a RouterApp."""
 
     def __init__(self, app: RouterApp) -> None:
@@ -117,6 +118,8 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
         self._rng = random.Random()
         # ExecuteOnce calls whose reply is sent and whose generator is finishing.
         self._finishing = TaskSet(log)
+        # Project answers for repeated identical requests (wire/project_cache.py).
+        self._projections = ProjectCache()
 
     def _caller(self, context: Ctx) -> Caller:
         if self._app.auth.open:
@@ -195,15 +198,31 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
     @unary
     async def Project(
         self, request: router_pb2.ProjectRequest, context: Ctx
-    ) -> router_pb2.ProjectResponse:
-        """The dry run: decode and project, no side effects."""
+    ) -> bytes:
+        """The dry run: decode and project, no side effects (serialized ProjectResponse)."""
         caller = self._caller(context)
         async with self._app.project_admission.slot(caller.subject):
-            projected, _ = await self._project(request, caller, None)
+            with span("shellgate.project"):
+                return await self._project_answer(request, caller)
+
+    async def _project_answer(self, request: router_pb2.ProjectRequest, caller: Caller) -> bytes:
+        turn = await self._app.turn(request.thread_id, request.turn, caller)
+        item = item_of(request.item, self._app.config.limits.max_item_bytes)
+        host = self._host(None)
+        key = request.item.SerializeToString(deterministic=True) if _inline(item, turn) else None
+        if key is not None and (answer := self._projections.get(key, turn, host)) is not None:
+            return answer
+        if key is not None:
+            projected = project(item, turn, host)
+        else:
+            projected = await self._app.run_cpu(project, item, turn, host)
         response = router_pb2.ProjectResponse()
         # Filled in place: a constructed Projection handed to the response would be copied.
-        fill_projection(response.projection, projected, self._app.memo)
-        return response
+        fill_projection(response.projection, self._with_reachability(projected), self._app.memo)
+        answer = response.SerializeToString()
+        if key is not None:
+            self._projections.put(key, turn, host, answer)
+        return answer
 
     @streaming
     async def Execute(
@@ -355,104 +374,6 @@ class ToolRouterServicer(router_pb2_grpc.ToolRouterServiceServicer):  # type: ig
             session = thread.sessions.get(outcome.params.session_id)
             if session is not None:
                 self._app.check_environment(caller, session.meta.environment_id)
-
-    @unary
-    async def ListEnvironments(
-        self, request: router_pb2.ListEnvironmentsRequest, context: Ctx
-    ) -> router_pb2.ListEnvironmentsResponse:
-        """Every configured environment with reachability and reported info."""
-        caller = self._caller(context)
-        statuses = await self._app.environments.statuses(
-            refresh=request.refresh, visible=caller.environments
-        )
-        return router_pb2.ListEnvironmentsResponse(environments=[status_pb(s) for s in statuses])
-
-    async def _thread(self, context: Ctx, thread_id: str) -> ThreadState:
-        """The caller's existing thread (threads belong to the authenticated subject)."""
-        key = owned_thread_key(self._caller(context).subject, thread_id)
-        return await self._app.threads.get(key)
-
-    @unary
-    async def ListSessions(
-        self, request: router_pb2.ListSessionsRequest, context: Ctx
-    ) -> router_pb2.ListSessionsResponse:
-        """Unified-exec sessions of a thread."""
-        thread = await self._thread(context, request.thread_id)
-        return router_pb2.ListSessionsResponse(
-            sessions=[
-                router_pb2.SessionInfo(
-                    session_id=s.session_id,
-                    environment_id=s.environment_id,
-                    call_id=s.call_id,
-                    argv=list(s.argv),
-                    tty=s.tty,
-                    running=s.running,
-                    exit_code=s.exit_code,
-                    started_at_ms=s.started_at_ms,
-                    last_used_at_ms=s.last_used_at_ms,
-                )
-                for s in await thread.sessions.list_sessions()
-            ]
-        )
-
-    @unary
-    async def TerminateSession(
-        self, request: router_pb2.TerminateSessionRequest, context: Ctx
-    ) -> router_pb2.TerminateSessionResponse:
-        """Kill one unified-exec session (unknown → NOT_FOUND)."""
-        key = owned_thread_key(self._caller(context).subject, request.thread_id)
-        # An unknown session id is NOT_FOUND (UnknownSessionError) at the boundary; a local
-        # session held by another replica is terminated there (redis_bus).
-        was_running = await self._app.threads.terminate_session(key, request.session_id)
-        return router_pb2.TerminateSessionResponse(was_running=was_running)
-
-    @unary
-    async def Interrupt(
-        self, request: router_pb2.InterruptRequest, context: Ctx
-    ) -> router_pb2.InterruptResponse:
-        """Interrupt an in-flight Execute of a call."""
-        key = owned_thread_key(self._caller(context).subject, request.thread_id)
-        # Reaches the replica that runs the call (redis_bus); none runs it → NOT_FOUND.
-        await self._app.threads.interrupt(key, request.call_id)
-        return router_pb2.InterruptResponse()
-
-    @unary
-    async def EndThread(
-        self, request: router_pb2.EndThreadRequest, context: Ctx
-    ) -> router_pb2.EndThreadResponse:
-        """Kill a thread's sessions and drop its approvals and pending calls (idempotent)."""
-        key = owned_thread_key(self._caller(context).subject, request.thread_id)
-        # An unknown or already ended thread answers zero counts, not NOT_FOUND.
-        ended = await self._app.threads.end(key)
-        return router_pb2.EndThreadResponse(
-            terminated_sessions=ended.terminated_sessions,
-            dropped_pending_approvals=ended.dropped_pending_approvals,
-        )
-
-    @unary
-    async def GetServerInfo(
-        self, request: router_pb2.GetServerInfoRequest, context: Ctx
-    ) -> router_pb2.GetServerInfoResponse:
-        """Version, environments, rules files and the last rules error."""
-        caller = self._caller(context)
-        statuses = await self._app.environments.statuses()
-        out = router_pb2.GetServerInfoResponse(
-            version=VERSION,
-            instance_id=self._app.instance_id,
-            environments=[
-                status_pb(s)
-                for s in statuses
-                if caller.environments is None or s.environment_id in caller.environments
-            ],
-        )
-        store = self._app.policy_store
-        if store is not None:
-            out.rules_files.extend(str(p) for p in store.files)
-            if store.last_error:
-                out.last_rules_error.message = store.last_error.splitlines()[0]
-                out.last_rules_error.rendered = store.last_error
-                out.last_rules_error.at_ms = store.last_error_at_ms
-        return out
 
 
 async def _after(
