@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 import pytest
+from shellgate.router.runtime.threads.registry import owned_thread_key
 from shellgate.router.service.approvals_config import ApprovalsConfig
 from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_pb2
 
@@ -236,6 +237,31 @@ def test_who_may_decide(router: Router) -> None:
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
     assert _reason(err.value) == "already_decided"
     assert completed(list(stream)).output_text == DENIED_TEXT
+
+
+def test_the_approval_lives_once_on_the_board(router: Router) -> None:
+    # The thread's pending record of an operator-routed approval carries no call: only a
+    # slot the pending caps count. With the board entry gone, a caller still cannot resume.
+    stream = _open(router, "once", "o1")
+    _, pending = _until_pending(stream)
+    shared = router.running.app.threads.shared
+    key = owned_thread_key("agent", "once")
+    record = router.call(shared.take_pending(key, pending.approval_id))
+    assert record is not None and record.payload == ""
+    assert record.call_id == "o1"
+    router.call(shared.put_pending(key, record, 30_000))
+    board = router.running.app.operator.approvals.board
+    router.call(board.withdraw(pending.approval_id))
+    resume = router_pb2.ExecuteRequest(
+        thread_id="once",
+        resume=router_pb2.ResumeCall(
+            approval_id=pending.approval_id, decision=router_pb2.APPROVAL_DECISION_APPROVED
+        ),
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        list(router.stub.Execute(resume, metadata=_md("agent"), timeout=10))
+    assert _reason(err.value) == "operator_route"
+    stream.cancel()
 
 
 def test_caller_disconnect_withdraws_the_approval(router: Router, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from shellgate.router.runtime.approvals.vocabulary import (
 )
 
 __all__ = [
+    "BOARD_SLOT",
     "TOMBSTONE_MS",
     "BoardEntry",
     "InMemoryBoard",
@@ -34,6 +35,11 @@ __all__ = [
 
 # How long a settled entry answers late decisions past its deadline (then NOT_FOUND).
 TOMBSTONE_MS = 10 * 60 * 1000
+
+# The thread's pending record of an operator-routed approval carries no call: the approval
+# lives once, here on the board (view, waiting replica, status); the thread's record only
+# holds its place in the per-thread and router-wide pending caps.
+BOARD_SLOT = ""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from shellgate.common.tasks import cancel_and_wait
 from shellgate.common.tracing import record_approval_wait
 from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import ProjectedCall
+from shellgate.router.runtime.approvals.board import BOARD_SLOT
 from shellgate.router.runtime.approvals.offer import require_offered
 from shellgate.router.runtime.approvals.parked_codec import decode_parked, rebuild
 from shellgate.router.runtime.approvals.route import route_taken
@@ -84,6 +85,9 @@ async def resume_call(
         # Only an operator decides an operator-routed approval (ApprovalService).
         raise OperatorRouteError(f"approval {approval_id} is decided by an operator")
     pending = await ctx.thread.take_pending(approval_id)
+    if pending.payload == BOARD_SLOT:
+        # Its board entry is gone (settled long ago, or its replica died): still not ours.
+        raise OperatorRouteError(f"approval {approval_id} is decided by an operator")
     stored = decode_parked(pending.payload)
     try:
         # Checked before the re-projection: a wrong answer costs no pipeline run.

@@ -25,6 +25,7 @@ from shellgate.router.projection import (
     ToolErrorOutcome,
     WriteStdinCall,
 )
+from shellgate.router.runtime.approvals.board import BOARD_SLOT
 from shellgate.router.runtime.approvals.operator_wait import Decided
 from shellgate.router.runtime.approvals.parked_codec import encode_parked
 from shellgate.router.runtime.approvals.route import approval_route
@@ -146,12 +147,10 @@ class CallRunner:
     async def _await_operator(self, awaiting: AwaitingApproval) -> Decided:
         operator = self.ctx.operator
         assert operator is not None
-        # Recorded in the thread as a pending approval too (so stored twice: here and on the
-        # board): the per-thread and router-wide pending caps count the thread's records.
-        # A caller's resume of its id is refused by the board entry (route.route_taken).
-        pending = await self.ctx.thread.add_pending(
-            self.call.projected.call_id, encode_parked(awaiting)
-        )
+        # The approval lives on the board only; the thread holds a slot without the call
+        # (board.BOARD_SLOT) so the pending caps count it. A caller's resume of its id is
+        # refused by the board entry (route.route_taken), or by the empty slot after it.
+        pending = await self.ctx.thread.add_pending(self.call.projected.call_id, BOARD_SLOT)
         try:
             details = self._approval_event(awaiting, pending.approval_id, 0)
             return await operator.wait(
