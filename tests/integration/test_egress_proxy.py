@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from shellgate.common.sandbox import sandbox_unavailable_reason
 from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 from shellgate.v1 import router_pb2_grpc
@@ -33,8 +35,10 @@ from tests.integration.egress_support import (
     run,
     unix_listener,
 )
+from tests.integration.test_metrics import free_port
 from tests.router_harness import router_config, router_subprocess, running_router
 
+Stub = router_pb2_grpc.ToolRouterServiceStub
 pytestmark = [
     pytest.mark.sandbox,
     pytest.mark.skipif(bool(sandbox_unavailable_reason()), reason="no bubblewrap sandbox"),
@@ -52,10 +56,11 @@ PY_UNIX = ("python3 -c \"import socket\ntry:\n socket.socket(socket.AF_UNIX).con
 
 
 @contextlib.contextmanager
-def governed_router(folder: Path, network: str):
+def governed_router(folder: Path, network: str, extra: str = "") -> Iterator[Stub]:
     """A router whose local environment's egress is governed by `network`."""
     config = folder / "router.toml"
-    config.write_text(f'audit_log = "{folder / "audit.log"}"\naudit_fsync = "always"\n{network}')
+    audit = f'audit_log = "{folder / "audit.log"}"\naudit_fsync = "always"\n'
+    config.write_text(f"{audit}{extra}{network}")
     with (
         name_server(folder) as wrapper,
         router_subprocess(["--config", str(config)], wrapper=wrapper) as (_proc, port),
@@ -147,7 +152,8 @@ def test_a_daemon_governs_its_own_commands(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     config = tmp_path / "execserver.toml"
-    config.write_text(f'root = "{work}"\n{NETWORK}')
+    metrics_port = free_port()
+    config.write_text(f'root = "{work}"\nmetrics_listen = "127.0.0.1:{metrics_port}"\n{NETWORK}')
     with (
         origins() as web,
         name_server(tmp_path) as wrapper,
@@ -171,6 +177,11 @@ def test_a_daemon_governs_its_own_commands(tmp_path: Path) -> None:
             assert "curl: (7)" in bypass, bypass
         assert web.hits[ALLOWED_IP] == ["GET", "GET"]
         assert web.hits[LOOPBACK_IP] == [] and web.hits[RAW_IP] == []
+        scraped = _counted(_get(metrics_port), "shellgate_execserver_egress_decisions")
+        assert scraped == {
+            ("allow", "allowed", "http"): 2.0, ("deny", "denied", "http"): 1.0,
+            ("deny", "not_allowed_local", "http"): 1.0, ("deny", "not_allowed", "http"): 1.0,
+        }  # fmt: skip
         # The daemon's log line per decision (it keeps no audit log of its own).
         stop_child(daemon.proc)
         assert daemon.proc.stderr is not None
@@ -184,3 +195,56 @@ def test_a_daemon_governs_its_own_commands(tmp_path: Path) -> None:
         f"deny rebind.shellgate.test:{port} protocol=http method=GET reason=not_allowed_local",
         f"deny {RAW_IP}:{port} protocol=http method=GET reason=not_allowed",
     ], log[-3000:]
+
+
+def test_network_rules_join_the_lists_and_every_decision_is_counted(tmp_path: Path) -> None:
+    """`network_rule` allow / deny join the lists; a prompt host is refused (no network
+    approvals yet); shellgate_egress_decisions_total counts what the audit log records."""
+    work = tmp_path / "work"
+    work.mkdir()
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "net.rules").write_text(
+        'network_rule(host="other.example.test", protocol="http", decision="allow")\n'
+        'network_rule(host="allowed.shellgate.test", protocol="http", decision="deny")\n'
+        'network_rule(host="asked.example.test", protocol="http", decision="prompt")\n'
+    )
+    metrics_port = free_port()
+    extra = f'rules_dirs = ["{rules}"]\nmetrics_listen = "127.0.0.1:{metrics_port}"\n'
+    with origins() as web, governed_router(tmp_path, NETWORK, extra) as stub:
+        port = web.port
+        allowed = run(stub, f"curl -sS http://other.example.test:{port}/", work)
+        assert f"origin {ALLOWED_IP} answered GET" in allowed, allowed
+        assert DENIED in run(stub, f"curl -sS http://allowed.shellgate.test:{port}/", work)
+        asked = run(stub, f"curl -sS -i http://asked.example.test:{port}/", work)
+        assert "Codex blocked this request by network policy." in asked, asked
+        assert "x-proxy-error: blocked-by-policy" in asked, asked
+        counted = _counted(_get(metrics_port), "shellgate_egress_decisions")
+        assert web.hits[ALLOWED_IP] == ["GET"]
+    assert counted == {
+        ("allow", "allowed", "http"): 1.0,
+        ("deny", "denied", "http"): 1.0,
+        ("deny", "policy_denied", "http"): 1.0,
+    }
+    seen = [(r["host"], r["reason"]) for r in egress_records(tmp_path / "audit.log")]
+    assert seen == [
+        ("other.example.test", "allowed"),
+        ("allowed.shellgate.test", "denied"),
+        ("asked.example.test", "policy_denied"),
+    ]
+
+
+def _get(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        return str(reply.read().decode())
+
+
+def _counted(text: str, family_name: str) -> dict[tuple[str, str, str], float]:
+    """(decision, reason, protocol) -> count of one egress counter family."""
+    return {
+        (s.labels["decision"], s.labels["reason"], s.labels["protocol"]): s.value
+        for family in text_string_to_metric_families(text)
+        if family.name == family_name
+        for s in family.samples
+        if s.name.endswith("_total")
+    }

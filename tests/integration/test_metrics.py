@@ -25,6 +25,8 @@ NEEDS_REDIS = re.compile(r"^shellgate_shared_state_")
 # Moved only by operator-routed approvals: tests/integration/test_operator_approvals.py
 # (decisions) and test_approval_webhook.py (deliveries) scrape them.
 NEEDS_OPERATOR = re.compile(r"^shellgate_(operator_decisions|approval_webhook_deliveries)")
+# Moved only by a governed sandboxed command's requests: tests/integration/test_egress_proxy.py.
+NEEDS_EGRESS = re.compile(r"^shellgate_(execserver_)?egress_decisions")
 
 
 def documented() -> dict[str, str]:
@@ -144,6 +146,9 @@ def test_every_documented_metric_moves(tmp_path: Path) -> None:
             continue
         if NEEDS_OPERATOR.match(name):
             assert "operator route" in daemon_kind, name
+            continue
+        if NEEDS_EGRESS.match(name):
+            assert "egress" in daemon_kind, name
             continue
         # A labelled metric has no series before its first event: absent counts as 0.
         assert any(name in s for s in snaps), f"{name} is documented but never served"
