@@ -162,16 +162,18 @@ class ApprovalPolicy(_message.Message):
     def __init__(self, kind: _Optional[_Union[ApprovalPolicyKind, str]] = ..., granular: _Optional[_Union[GranularApprovalPolicy, _Mapping]] = ...) -> None: ...
 
 class PermissionProfile(_message.Message):
-    __slots__ = ("kind", "writable_roots", "network_access", "active_profile_id")
+    __slots__ = ("kind", "writable_roots", "network_access", "active_profile_id", "egress")
     KIND_FIELD_NUMBER: _ClassVar[int]
     WRITABLE_ROOTS_FIELD_NUMBER: _ClassVar[int]
     NETWORK_ACCESS_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_PROFILE_ID_FIELD_NUMBER: _ClassVar[int]
+    EGRESS_FIELD_NUMBER: _ClassVar[int]
     kind: PermissionProfileKind
     writable_roots: _containers.RepeatedScalarFieldContainer[str]
     network_access: bool
     active_profile_id: str
-    def __init__(self, kind: _Optional[_Union[PermissionProfileKind, str]] = ..., writable_roots: _Optional[_Iterable[str]] = ..., network_access: _Optional[bool] = ..., active_profile_id: _Optional[str] = ...) -> None: ...
+    egress: _shell_pb2.EgressNarrowing
+    def __init__(self, kind: _Optional[_Union[PermissionProfileKind, str]] = ..., writable_roots: _Optional[_Iterable[str]] = ..., network_access: _Optional[bool] = ..., active_profile_id: _Optional[str] = ..., egress: _Optional[_Union[_shell_pb2.EgressNarrowing, _Mapping]] = ...) -> None: ...
 
 class NetworkPermissions(_message.Message):
     __slots__ = ("enabled",)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18shellgate/v1/shell.proto\x12\x0cshellgate.v1\"@\n\tShellInfo\x12%\n\x04type\x18\x01 \x01(\x0e\x32\x17.shellgate.v1.ShellType\x12\x0c\n\x04path\x18\x02 \x01(\t\"\xa1\x02\n\x16ShellEnvironmentPolicy\x12\x36\n\x07inherit\x18\x01 \x01(\x0e\x32%.shellgate.v1.ShellEnvironmentInherit\x12$\n\x17ignore_default_excludes\x18\x02 \x01(\x08H\x00\x88\x01\x01\x12\x0f\n\x07\x65xclude\x18\x03 \x03(\t\x12:\n\x03set\x18\x04 \x03(\x0b\x32-.shellgate.v1.ShellEnvironmentPolicy.SetEntry\x12\x14\n\x0cinclude_only\x18\x05 \x03(\t\x1a*\n\x08SetEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x1a\n\x18_ignore_default_excludes\"i\n\x0eSandboxRequest\x12\'\n\x04mode\x18\x01 \x01(\x0e\x32\x19.shellgate.v1.SandboxMode\x12\x16\n\x0ewritable_roots\x18\x02 \x03(\t\x12\x16\n\x0enetwork_access\x18\x03 \x01(\x08*\x92\x01\n\tShellType\x12\x1a\n\x16SHELL_TYPE_UNSPECIFIED\x10\x00\x12\x12\n\x0eSHELL_TYPE_ZSH\x10\x01\x12\x13\n\x0fSHELL_TYPE_BASH\x10\x02\x12\x19\n\x15SHELL_TYPE_POWERSHELL\x10\x03\x12\x11\n\rSHELL_TYPE_SH\x10\x04\x12\x12\n\x0eSHELL_TYPE_CMD\x10\x05*W\n\tShellMode\x12\x1a\n\x16SHELL_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11SHELL_MODE_DIRECT\x10\x01\x12\x17\n\x13SHELL_MODE_ZSH_FORK\x10\x02*\xaf\x01\n\x17ShellEnvironmentInherit\x12)\n%SHELL_ENVIRONMENT_INHERIT_UNSPECIFIED\x10\x00\x12!\n\x1dSHELL_ENVIRONMENT_INHERIT_ALL\x10\x01\x12\"\n\x1eSHELL_ENVIRONMENT_INHERIT_CORE\x10\x02\x12\"\n\x1eSHELL_ENVIRONMENT_INHERIT_NONE\x10\x03*\x80\x01\n\x0bSandboxMode\x12\x1c\n\x18SANDBOX_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11SANDBOX_MODE_NONE\x10\x01\x12\x1a\n\x16SANDBOX_MODE_READ_ONLY\x10\x02\x12 \n\x1cSANDBOX_MODE_WORKSPACE_WRITE\x10\x03\x42\x91\x01\n\x10\x64\x65v.shellgate.v1B\nShellProtoP\x01ZAgithub.com/shellgate/shellgate/client/go/shellgate/v1;shellgatev1\xaa\x02\x0cShellgate.V1\xca\x02\x0cShellgate\\V1\xea\x02\rShellgate::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18shellgate/v1/shell.proto\x12\x0cshellgate.v1\"@\n\tShellInfo\x12%\n\x04type\x18\x01 \x01(\x0e\x32\x17.shellgate.v1.ShellType\x12\x0c\n\x04path\x18\x02 \x01(\t\"\xa1\x02\n\x16ShellEnvironmentPolicy\x12\x36\n\x07inherit\x18\x01 \x01(\x0e\x32%.shellgate.v1.ShellEnvironmentInherit\x12$\n\x17ignore_default_excludes\x18\x02 \x01(\x08H\x00\x88\x01\x01\x12\x0f\n\x07\x65xclude\x18\x03 \x03(\t\x12:\n\x03set\x18\x04 \x03(\x0b\x32-.shellgate.v1.ShellEnvironmentPolicy.SetEntry\x12\x14\n\x0cinclude_only\x18\x05 \x03(\t\x1a*\n\x08SetEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x1a\n\x18_ignore_default_excludes\"\xa8\x01\n\x0eSandboxRequest\x12\'\n\x04mode\x18\x01 \x01(\x0e\x32\x19.shellgate.v1.SandboxMode\x12\x16\n\x0ewritable_roots\x18\x02 \x03(\t\x12\x16\n\x0enetwork_access\x18\x03 \x01(\x08\x12\x32\n\x06\x65gress\x18\x04 \x01(\x0b\x32\x1d.shellgate.v1.EgressNarrowingH\x00\x88\x01\x01\x42\t\n\x07_egress\"j\n\x0f\x45gressNarrowing\x12&\n\x04mode\x18\x01 \x01(\x0e\x32\x18.shellgate.v1.EgressMode\x12\x17\n\x0f\x61llowed_domains\x18\x02 \x03(\t\x12\x16\n\x0e\x64\x65nied_domains\x18\x03 \x03(\t*\x92\x01\n\tShellType\x12\x1a\n\x16SHELL_TYPE_UNSPECIFIED\x10\x00\x12\x12\n\x0eSHELL_TYPE_ZSH\x10\x01\x12\x13\n\x0fSHELL_TYPE_BASH\x10\x02\x12\x19\n\x15SHELL_TYPE_POWERSHELL\x10\x03\x12\x11\n\rSHELL_TYPE_SH\x10\x04\x12\x12\n\x0eSHELL_TYPE_CMD\x10\x05*W\n\tShellMode\x12\x1a\n\x16SHELL_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11SHELL_MODE_DIRECT\x10\x01\x12\x17\n\x13SHELL_MODE_ZSH_FORK\x10\x02*\xaf\x01\n\x17ShellEnvironmentInherit\x12)\n%SHELL_ENVIRONMENT_INHERIT_UNSPECIFIED\x10\x00\x12!\n\x1dSHELL_ENVIRONMENT_INHERIT_ALL\x10\x01\x12\"\n\x1eSHELL_ENVIRONMENT_INHERIT_CORE\x10\x02\x12\"\n\x1eSHELL_ENVIRONMENT_INHERIT_NONE\x10\x03*\x80\x01\n\x0bSandboxMode\x12\x1c\n\x18SANDBOX_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11SANDBOX_MODE_NONE\x10\x01\x12\x1a\n\x16SANDBOX_MODE_READ_ONLY\x10\x02\x12 \n\x1cSANDBOX_MODE_WORKSPACE_WRITE\x10\x03*X\n\nEgressMode\x12\x1b\n\x17\x45GRESS_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45GRESS_MODE_FULL\x10\x01\x12\x17\n\x13\x45GRESS_MODE_LIMITED\x10\x02\x42\x91\x01\n\x10\x64\x65v.shellgate.v1B\nShellProtoP\x01ZAgithub.com/shellgate/shellgate/client/go/shellgate/v1;shellgatev1\xaa\x02\x0cShellgate.V1\xca\x02\x0cShellgate\\V1\xea\x02\rShellgate::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,20 +34,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\020dev.shellgate.v1B\nShellProtoP\001ZAgithub.com/shellgate/shellgate/client/go/shellgate/v1;shellgatev1\252\002\014Shellgate.V1\312\002\014Shellgate\\V1\352\002\rShellgate::V1'
   _globals['_SHELLENVIRONMENTPOLICY_SETENTRY']._loaded_options = None
   _globals['_SHELLENVIRONMENTPOLICY_SETENTRY']._serialized_options = b'8\001'
-  _globals['_SHELLTYPE']._serialized_start=508
-  _globals['_SHELLTYPE']._serialized_end=654
-  _globals['_SHELLMODE']._serialized_start=656
-  _globals['_SHELLMODE']._serialized_end=743
-  _globals['_SHELLENVIRONMENTINHERIT']._serialized_start=746
-  _globals['_SHELLENVIRONMENTINHERIT']._serialized_end=921
-  _globals['_SANDBOXMODE']._serialized_start=924
-  _globals['_SANDBOXMODE']._serialized_end=1052
+  _globals['_SHELLTYPE']._serialized_start=680
+  _globals['_SHELLTYPE']._serialized_end=826
+  _globals['_SHELLMODE']._serialized_start=828
+  _globals['_SHELLMODE']._serialized_end=915
+  _globals['_SHELLENVIRONMENTINHERIT']._serialized_start=918
+  _globals['_SHELLENVIRONMENTINHERIT']._serialized_end=1093
+  _globals['_SANDBOXMODE']._serialized_start=1096
+  _globals['_SANDBOXMODE']._serialized_end=1224
+  _globals['_EGRESSMODE']._serialized_start=1226
+  _globals['_EGRESSMODE']._serialized_end=1314
   _globals['_SHELLINFO']._serialized_start=42
   _globals['_SHELLINFO']._serialized_end=106
   _globals['_SHELLENVIRONMENTPOLICY']._serialized_start=109
   _globals['_SHELLENVIRONMENTPOLICY']._serialized_end=398
   _globals['_SHELLENVIRONMENTPOLICY_SETENTRY']._serialized_start=328
   _globals['_SHELLENVIRONMENTPOLICY_SETENTRY']._serialized_end=370
-  _globals['_SANDBOXREQUEST']._serialized_start=400
-  _globals['_SANDBOXREQUEST']._serialized_end=505
+  _globals['_SANDBOXREQUEST']._serialized_start=401
+  _globals['_SANDBOXREQUEST']._serialized_end=569
+  _globals['_EGRESSNARROWING']._serialized_start=571
+  _globals['_EGRESSNARROWING']._serialized_end=677
 # @@protoc_insertion_point(module_scope)

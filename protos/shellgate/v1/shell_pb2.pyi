@@ -35,6 +35,12 @@ class SandboxMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SANDBOX_MODE_NONE: _ClassVar[SandboxMode]
     SANDBOX_MODE_READ_ONLY: _ClassVar[SandboxMode]
     SANDBOX_MODE_WORKSPACE_WRITE: _ClassVar[SandboxMode]
+
+class EgressMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EGRESS_MODE_UNSPECIFIED: _ClassVar[EgressMode]
+    EGRESS_MODE_FULL: _ClassVar[EgressMode]
+    EGRESS_MODE_LIMITED: _ClassVar[EgressMode]
 SHELL_TYPE_UNSPECIFIED: ShellType
 SHELL_TYPE_ZSH: ShellType
 SHELL_TYPE_BASH: ShellType
@@ -52,6 +58,9 @@ SANDBOX_MODE_UNSPECIFIED: SandboxMode
 SANDBOX_MODE_NONE: SandboxMode
 SANDBOX_MODE_READ_ONLY: SandboxMode
 SANDBOX_MODE_WORKSPACE_WRITE: SandboxMode
+EGRESS_MODE_UNSPECIFIED: EgressMode
+EGRESS_MODE_FULL: EgressMode
+EGRESS_MODE_LIMITED: EgressMode
 
 class ShellInfo(_message.Message):
     __slots__ = ("type", "path")
@@ -83,11 +92,23 @@ class ShellEnvironmentPolicy(_message.Message):
     def __init__(self, inherit: _Optional[_Union[ShellEnvironmentInherit, str]] = ..., ignore_default_excludes: _Optional[bool] = ..., exclude: _Optional[_Iterable[str]] = ..., set: _Optional[_Mapping[str, str]] = ..., include_only: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SandboxRequest(_message.Message):
-    __slots__ = ("mode", "writable_roots", "network_access")
+    __slots__ = ("mode", "writable_roots", "network_access", "egress")
     MODE_FIELD_NUMBER: _ClassVar[int]
     WRITABLE_ROOTS_FIELD_NUMBER: _ClassVar[int]
     NETWORK_ACCESS_FIELD_NUMBER: _ClassVar[int]
+    EGRESS_FIELD_NUMBER: _ClassVar[int]
     mode: SandboxMode
     writable_roots: _containers.RepeatedScalarFieldContainer[str]
     network_access: bool
-    def __init__(self, mode: _Optional[_Union[SandboxMode, str]] = ..., writable_roots: _Optional[_Iterable[str]] = ..., network_access: _Optional[bool] = ...) -> None: ...
+    egress: EgressNarrowing
+    def __init__(self, mode: _Optional[_Union[SandboxMode, str]] = ..., writable_roots: _Optional[_Iterable[str]] = ..., network_access: _Optional[bool] = ..., egress: _Optional[_Union[EgressNarrowing, _Mapping]] = ...) -> None: ...
+
+class EgressNarrowing(_message.Message):
+    __slots__ = ("mode", "allowed_domains", "denied_domains")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_DOMAINS_FIELD_NUMBER: _ClassVar[int]
+    DENIED_DOMAINS_FIELD_NUMBER: _ClassVar[int]
+    mode: EgressMode
+    allowed_domains: _containers.RepeatedScalarFieldContainer[str]
+    denied_domains: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, mode: _Optional[_Union[EgressMode, str]] = ..., allowed_domains: _Optional[_Iterable[str]] = ..., denied_domains: _Optional[_Iterable[str]] = ...) -> None: ...
