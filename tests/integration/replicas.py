@@ -202,11 +202,13 @@ def fleet(
     aof: bool = False,
     extra_config: str = "",
     rules: str = "",
+    daemon_config: str = "",
 ) -> Iterator[Fleet]:
     """`routers` replicas, one Redis and `daemons` daemons (environments box1, box2, …).
 
     `extra_config` is TOML placed before the environment tables (top-level keys and whole
-    tables such as `[limits]`); `rules` becomes `rules/base.rules`.
+    tables such as `[limits]`); `rules` becomes `rules/base.rules`; `daemon_config` is the
+    daemons' own TOML (`serve --config`, e.g. `exited_retention_ms = 1000`).
     """
     folder.mkdir(parents=True, exist_ok=True)
     token_file = folder / "daemon-tokens"
@@ -221,11 +223,12 @@ def fleet(
             for index in range(daemons):
                 root = folder / f"daemon{index + 1}"
                 root.mkdir(exist_ok=True)
-                running.append(
-                    stack.enter_context(
-                        daemon_subprocess(["--token-file", str(token_file), "--root", str(root)])
-                    )
-                )
+                args = ["--token-file", str(token_file), "--root", str(root)]
+                if daemon_config:
+                    config_file = folder / f"daemon{index + 1}.toml"
+                    config_file.write_text(daemon_config)
+                    args += ["--config", str(config_file)]
+                running.append(stack.enter_context(daemon_subprocess(args)))
             config_path = folder / "router.toml"
             config_path.write_text(_config_text(folder, redis.url, running, extra_config))
             if rules:
