@@ -2,7 +2,8 @@
 
 Options: `--only NAME[,NAME]` (repeatable), `--quick` (smaller sizes, shorter bounds),
 `--smoke` (a few iterations of everything, for the test suite), `--output PATH` (JSON),
-`--no-readme`, `--no-install` (do not pip-install SWE-ReX when it is absent).
+`--no-readme`, `--no-install` (do not pip-install SWE-ReX when it is absent), `--compare REF`
+(this checkout and commit REF side by side: bench/compare.py).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from typing import Any
 
 from shellgate.common.process_tuning import tune_malloc
 
+from bench.compare import compare
 from bench.core import FULL, QUICK, SMOKE, Mode, Result
 from bench.interpret import interpretation
 from bench.machine import describe
 from bench.peers import Peers, codex_binary
 from bench.procs import scratch_home
-from bench.report import write
+from bench.report import write, write_compare
 from bench.suites.exec_benches import EXEC_BENCHES
 from bench.suites.memory_benches import MEMORY_BENCHES
 from bench.suites.router_benches import ROUTER_BENCHES
@@ -54,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     p.add_argument("--no-install", action="store_true", help="never pip-install SWE-ReX")
+    p.add_argument(
+        "--compare",
+        metavar="REF",
+        help="run this checkout and commit REF side by side instead (bench/compare.py); "
+        "writes bench/results/compare.json and the README's compare table",
+    )
     return p
 
 
@@ -108,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown bench {unknown}; known: {', '.join(BENCHES)}", file=sys.stderr)
         return 2
+    if args.compare:
+        return _compare(args.compare, mode, args)
     swerex = _ensure_swerex(mode, not args.no_install)
     # The clients of every peer run in this process; the daemon's malloc thresholds keep
     # their large message buffers from re-faulting the heap top on every message too.
@@ -132,6 +142,26 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         print(f"{r.name:20s} {r.verdict:8s} {r.seconds:7.1f} s  {r.note[:80]}")
     return 1 if any(r.verdict == "error" for r in results) else 0
+
+
+def _compare(ref: str, mode: Mode, args: argparse.Namespace) -> int:
+    tune_malloc()
+    t0 = time.perf_counter()
+    result = asyncio.run(compare(ref, mode))
+    result.seconds = round(time.perf_counter() - t0, 2)
+    run: dict[str, Any] = {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "mode": mode.name,
+        "command": f"python -m bench --compare {shlex.quote(ref)}"
+        + (f" --{mode.name}" if mode.name != "full" else ""),
+        "machine": describe(codex_binary()),
+        "total_seconds": result.seconds,
+        "results": [result.as_dict()],
+    }
+    readme = None if args.no_readme or mode is SMOKE else HERE / "README.md"
+    write_compare(run, args.output or HERE / "results" / "compare.json", readme)
+    print(f"{result.name:20s} {result.verdict:8s} {result.seconds:7.1f} s  {result.metrics}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -60,8 +60,11 @@ def router_available() -> bool:
 class Peers:
     """Lazily started peers; `close` stops every one of them."""
 
-    def __init__(self, home: str) -> None:
+    def __init__(self, home: str, tree: Path | None = None) -> None:
         self.home = home
+        # Another checkout whose shellgate the daemons and routers run (`--compare REF`);
+        # None runs this one.
+        self._tree_path = procs.tree_pythonpath(tree) if tree is not None else None
         self.env = procs.clean_env(home)
         self._stack = contextlib.ExitStack()
         self._astack = contextlib.AsyncExitStack()
@@ -93,9 +96,15 @@ class Peers:
                 "--root",
                 self.home,
             ]
-            env = {**os.environ, "HOME": self.home}
+            env = self._server_env()
             self._servers[name] = self._stack.enter_context(procs.serve(argv, env=env))
         return self._servers[name]
+
+    def _server_env(self) -> dict[str, str]:
+        env = {**os.environ, "HOME": self.home}
+        if self._tree_path is not None:
+            env["PYTHONPATH"] = self._tree_path
+        return env
 
     def codex_front(self) -> str:
         """A second daemon (same config) also speaking Codex's protocol; its ws:// URL.
@@ -181,7 +190,7 @@ class Peers:
                 "127.0.0.1:0",
                 "--print-port",
             ]
-            env = {**os.environ, "HOME": self.home}
+            env = self._server_env()
             self._servers["router"] = self._stack.enter_context(
                 procs.serve(argv, env=env, cwd=self.home)
             )
@@ -215,7 +224,7 @@ class Peers:
             argv = [procs.python(), "-m", "shellgate.router.cli.main", "serve",
                     "--no-local-token", "--config", str(cfg), "--listen", "127.0.0.1:0",
                     "--print-port"]  # fmt: skip
-            env = {**os.environ, "HOME": self.home}
+            env = self._server_env()
             self._servers["router_remote"] = self._stack.enter_context(
                 procs.serve(argv, env=env, cwd=self.home)
             )

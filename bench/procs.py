@@ -202,3 +202,13 @@ def scratch_home() -> Iterator[str]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+# The folders of a checkout that hold shellgate's packages (the editable install's paths).
+PACKAGE_DIRS = ("server", "common", "execserver", "protos", "client", "mcp")
+
+
+def tree_pythonpath(tree: Path) -> str:
+    """PYTHONPATH that makes `python -m shellgate…` import another checkout's packages: its
+    folders come before the installed ones (site .pth entries follow PYTHONPATH)."""
+    return os.pathsep.join(str(tree / d) for d in PACKAGE_DIRS)

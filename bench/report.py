@@ -11,6 +11,8 @@ from bench.machine import one_line
 
 BEGIN = "<!-- bench:results:begin -->"
 END = "<!-- bench:results:end -->"
+COMPARE_BEGIN = "<!-- bench:compare:begin -->"
+COMPARE_END = "<!-- bench:compare:end -->"
 
 
 def _fmt(value: Any, unit: str = "") -> str:
@@ -96,4 +98,28 @@ def write(run: dict[str, Any], json_path: Path, readme: Path | None, interpretat
         text = before + block + after
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
+    readme.write_text(text)
+
+
+def write_compare(run: dict[str, Any], json_path: Path, readme: Path | None) -> None:
+    """`--compare`: the JSON, and its table between the README's compare markers."""
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(run, indent=2, default=str) + "\n")
+    if readme is None:
+        return
+    block = "\n".join((
+        COMPARE_BEGIN,
+        f"Run: {run['date']} · mode `{run['mode']}` · {run['total_seconds']} s  ",
+        f"Machine: {one_line(run['machine'])}  ",
+        f"Reproduce: `{run['command']}`",
+        "",
+        table(run["results"]),
+        COMPARE_END,
+    ))  # fmt: skip
+    text = readme.read_text()
+    if COMPARE_BEGIN in text and COMPARE_END in text:
+        before, rest = text.split(COMPARE_BEGIN, 1)
+        text = before + block + rest.split(COMPARE_END, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n## Two commits side by side (`--compare`)\n\n" + block + "\n"
     readme.write_text(text)

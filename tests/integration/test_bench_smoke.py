@@ -71,3 +71,30 @@ def test_only_rejects_an_unknown_bench() -> None:
                           cwd=REPO, capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
     assert done.returncode == 2
     assert "unknown bench" in done.stderr
+
+
+@pytest.mark.slow
+def test_compare_runs_two_commits_side_by_side(tmp_path: Path) -> None:
+    """`--compare REF`: REF's servers run from its exported tree (here the last commit that
+    has no ExecuteOnce, so only this checkout offers it), this checkout's from here."""
+    ref = subprocess.run(
+        ["git", "log", "-1", "--format=%h", "-S", "rpc ExecuteOnce", "--", "protos/shellgate/v1/router.proto"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    out = tmp_path / "compare.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--compare", f"{ref}~1", "--smoke", "--output", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(out.read_text())
+    (row,) = run["results"]
+    names = set(row["contenders"])
+    sides = {name.split("@", 1)[1] for name in names}
+    assert len(sides) == 2 and "new" in sides
+    (old,) = sides - {"new"}
+    for bench in ("execute", "remote", "project", "spawn"):
+        assert {f"{bench}@new", f"{bench}@{old}"} <= names
+        assert row["metrics"][f"{bench}_new_vs_ref_p50"] > 0
+    # The fast path exists only in this checkout: the old tree's servers really ran.
+    assert "execute_once@new" in names and f"execute_once@{old}" not in names
