@@ -1,5 +1,6 @@
 """The process table's owner TTL and exited retention follow its injected clock, on real
-processes (moved from tests/unit/test_execserver_retention.py: it spawns)."""
+processes (moved from tests/unit/test_execserver_retention.py: it spawns); a detached
+session's capture and exit outlive the exited retention until a drain took them."""
 
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ def test_owner_ttl_and_exited_retention_follow_the_injected_clock() -> None:
         )
         env = dict(os.environ)
 
-        def spec(argv: tuple[str, ...]) -> StartSpec:
+        def spec(argv: tuple[str, ...], detach: bool) -> StartSpec:
             return StartSpec(
-                "c", "o", SpawnRequest(argv, "/tmp", env), True, None, None, None, False
+                "c", "o", SpawnRequest(argv, "/tmp", env), detach, None, None, None, False
             )
 
-        sleeper, _ = await table.start(spec(("sleep", "30")))
-        quick, _ = await table.start(spec(("true",)))
+        sleeper, _ = await table.start(spec(("sleep", "30"), True))
+        quick, _ = await table.start(spec(("true",), False))
         await eventually_async(lambda: quick.closed, "`true` closed", interval_s=0.02)
         now[0] += 29
         await table.sweep()
@@ -42,6 +43,65 @@ def test_owner_ttl_and_exited_retention_follow_the_injected_clock() -> None:
         now[0] += 60
         await table.sweep()
         assert table.list("c") == [] and sleeper.exited
+        await table.shutdown()
+
+    asyncio.run(main())
+
+
+def test_a_session_reports_its_exit_and_last_output_a_minute_after_it_exited() -> None:
+    now = [1000.0]
+
+    async def main() -> None:
+        table = ProcessTable(
+            LocalBackend(ProcessLimits(kill_grace_ms=200)),
+            TableLimits(exited_retention_ms=30_000, owner_ttl_ms=600_000),
+            clock=lambda: now[0],
+        )
+        request = SpawnRequest(("sh", "-c", "echo last words; exit 7"), "/tmp", dict(os.environ))
+        session, _ = await table.start(StartSpec("c", "o", request, True, None, None, None, False))
+        await eventually_async(lambda: session.closed, "the session closed", interval_s=0.02)
+        # 60 s after the exit, twice the exited retention: still there, exit and output kept.
+        now[0] += 60
+        await table.sweep()
+        assert table.get("c", session.process_id) is session
+        drained = session.drain_capture()
+        assert drained is not None and drained.closed
+        assert drained.snapshot.to_bytes() == b"last words\n"
+        status = session.exit_status()
+        assert status is not None and status.code == 7
+        # Reported: from that drain on it is any closed process, gone after the retention.
+        assert session.drain_capture().snapshot.to_bytes() == b""  # type: ignore[union-attr]
+        now[0] += 29
+        await table.sweep()
+        assert table.list("c") == [session]
+        now[0] += 2
+        await table.sweep()
+        assert table.list("c") == []
+        await table.shutdown()
+
+    asyncio.run(main())
+
+
+def test_an_undrained_session_goes_at_its_owner_ttl_renewed_by_use() -> None:
+    now = [1000.0]
+
+    async def main() -> None:
+        table = ProcessTable(
+            LocalBackend(ProcessLimits(kill_grace_ms=200)),
+            TableLimits(exited_retention_ms=30_000, owner_ttl_ms=60_000),
+            clock=lambda: now[0],
+        )
+        request = SpawnRequest(("true",), "/tmp", dict(os.environ))
+        session, _ = await table.start(StartSpec("c", "o", request, True, None, None, None, False))
+        await eventually_async(lambda: session.closed, "the session closed", interval_s=0.02)
+        now[0] += 50
+        session.touch()  # a router's status check (Read) while the thread lives
+        now[0] += 50
+        await table.sweep()
+        assert table.list("c") == [session]
+        now[0] += 11
+        await table.sweep()
+        assert table.list("c") == []
         await table.shutdown()
 
     asyncio.run(main())
