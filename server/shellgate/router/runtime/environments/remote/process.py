@@ -110,8 +110,10 @@ class RemoteProcess:
                     break
                 if await self._handle(message.event):
                     break
-                # A coalesced stream's later events in the same message.
-                for event in message.more:
+                # A coalesced Start stream's later events in the same message (an
+                # AttachResponse has no `more`: reading it raised, and a re-attached
+                # session never saw its exit).
+                for event in getattr(message, "more", ()):
                     if await self._handle(event):
                         return
         except grpc.aio.AioRpcError as exc:
