@@ -191,18 +191,19 @@ async def bench_concurrency(peers: Peers, mode: Mode) -> Result:
                  unit="s")  # fmt: skip
     run = await runners(peers, with_floor=True)
 
-    def wall(runner: Runner) -> Callable[[], Awaitable[float]]:
+    def wall(name: str, runner: Runner) -> Callable[[], Awaitable[float]]:
         async def sample() -> float:
             t0 = time.perf_counter()
             results = await asyncio.gather(*(runner(["sleep", "0.2"]) for _ in range(n)))
-            if any(r.exit_code != 0 for r in results):
-                raise RuntimeError("a sleep failed")
+            failed = [r.exit_code for r in results if r.exit_code != 0]
+            if failed:
+                raise RuntimeError(f"{name}: {len(failed)} of {n} sleeps failed: {failed[:5]}")
             return time.perf_counter() - t0
 
         return sample
 
     cap = max(2, min(mode.max_iterations, 15))
-    samples = await alternate({k: wall(r) for k, r in run.items()}, mode, max_iterations=cap,
+    samples = await alternate({k: wall(k, r) for k, r in run.items()}, mode, max_iterations=cap,
                               warmup=min(mode.warmup, 1))  # fmt: skip
     stats = {name: res.add(name, values) for name, values in samples.items()}
     vs_raw = ratio(stats["shellgate"].p50, stats["raw"].p50)

@@ -78,3 +78,18 @@ def test_async_wait_until_ready() -> None:
 
     with fake_router() as fake:
         assert asyncio.run(main()) == "9.9.9"
+
+
+def test_a_coalescing_client_hands_out_the_same_events_from_fewer_messages() -> None:
+    # A real router: ClientOptions.coalesce_ms asks for batches, the client unpacks them.
+    with router_subprocess(["--log-level", "WARNING"]) as (_proc, port):
+        kinds = {}
+        for window in (0, 1000):
+            options = ClientOptions(target=f"127.0.0.1:{port}", coalesce_ms=window)
+            with Client(options=options) as client:
+                item = exec_command_item("echo hi", call_id=f"co-{window}")
+                events = list(client.execute(item, thread_id=f"t-co-{window}"))
+            kinds[window] = [type(e).__name__ for e in events]
+            assert events[-1].output_text.endswith("hi\n")  # type: ignore[union-attr]
+        assert kinds[1000] == kinds[0]
+        assert kinds[0][0] == "ProjectionEvent" and kinds[0][-1] == "Completed"

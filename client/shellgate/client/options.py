@@ -98,6 +98,10 @@ class ClientOptions:
     keepalive_timeout_s: float = DEFAULT_KEEPALIVE_TIMEOUT_S
     # 1 turns retries off; gRPC retries only IDEMPOTENT_METHODS, and only on UNAVAILABLE.
     retry_attempts: int = DEFAULT_RETRY_ATTEMPTS
+    # Execute streams ask for coalescing (ExecuteRequest.coalesce_ms): events arriving within
+    # this many milliseconds come in one message (the client hands them out one by one).
+    # 0 keeps one event per message.
+    coalesce_ms: int = 0
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """Per-call metadata: the bearer token when one is set."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from shellgate.client.events import Decision
 from shellgate.client.items import ItemLike, to_tool_call_item
@@ -73,3 +74,12 @@ class ThreadBook:
         if thread_id is not None:
             return thread_id
         return self._approvals.pop(approval_id, self.default)
+
+
+def unbatched(
+    response: router_pb2.ExecuteResponse,
+) -> Sequence[router_pb2.ExecuteResponse]:
+    """The events of one Execute message: a coalesced stream's `batch` holds several."""
+    if response.WhichOneof("event") == "batch":
+        return response.batch.events
+    return (response,)

@@ -20,7 +20,7 @@ from shellgate.client.records import (
     SessionInfo,
     ToolSpec,
 )
-from shellgate.client.requests import ThreadBook, execute_request, resume_request
+from shellgate.client.requests import ThreadBook, execute_request, resume_request, unbatched
 from shellgate.client.turn import TurnLike
 from shellgate.v1 import projection_pb2, router_pb2, router_pb2_grpc
 
@@ -104,6 +104,7 @@ class Client:
     def _stream(
         self, request: router_pb2.ExecuteRequest, timeout_s: float | None
     ) -> Iterator[Event]:
+        request.coalesce_ms = self.options.coalesce_ms
         call = self._stub.Execute(
             request,
             timeout=timeout_s if timeout_s is not None else self.options.execute_timeout_s,
@@ -111,9 +112,10 @@ class Client:
         )
         try:
             for response in call:
-                event = stream_event(response, self._threads, request.thread_id)
-                if event is not None:
-                    yield event
+                for one in unbatched(response):
+                    event = stream_event(one, self._threads, request.thread_id)
+                    if event is not None:
+                        yield event
         except grpc.RpcError as error:
             raise from_rpc_error(error) from None
         finally:
