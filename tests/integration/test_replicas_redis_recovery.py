@@ -142,7 +142,8 @@ def test_every_rpc_recovers_after_redis_restarts_and_nothing_logs_a_traceback(
         for outage, aof in enumerate((True, False), start=1):
             f.redis.stop(kill=True)
             calls_during_outage(f, sid)
-            eventually(lambda: all(r.log().count(DOWN) == outage for r in f.routers),
+            eventually(lambda n=outage: all(r.log().count(DOWN) == n  # type: ignore[misc]
+                                            for r in f.routers),
                        "every replica logged the outage", RECOVERY_S)  # fmt: skip
             f.redis.start(aof=aof)
             for replica in f.routers:

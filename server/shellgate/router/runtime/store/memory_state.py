@@ -72,6 +72,14 @@ class InMemorySharedState:
         live = sum(1 for _, exp in t.pending.values() if exp > now)
         return sorted(t.sessions.values(), key=lambda r: r.session_id), live
 
+    async def drop_idle_thread(self, thread_id: str, generation: str, idle_ms: int) -> bool:
+        """Delete the thread (one router: its registry knows it is idle)."""
+        t = self._threads.get(thread_id)
+        if t is not None and t.generation not in ("", generation):
+            return False
+        await self.drop_thread(thread_id)
+        return True
+
     async def check_reset(self) -> bool:
         """Never: this memory lives as long as the router."""
         return False

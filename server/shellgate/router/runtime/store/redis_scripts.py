@@ -6,10 +6,18 @@ script to the slot of its keys); the keys it builds from them carry the same has
 
 from __future__ import annotations
 
-__all__ = ["ACQUIRE_LEASE", "CLAIM", "LEASE_OWNED", "PUT_ABSENT", "TOUCH", "UPDATE_SESSION"]
+__all__ = [
+    "ACQUIRE_LEASE",
+    "CLAIM",
+    "DROP",
+    "LEASE_OWNED",
+    "PUT_ABSENT",
+    "TOUCH",
+    "UPDATE_SESSION",
+]
 
 # KEYS: the thread's fixed keys (`redis_state._FIXED`: meta, approved, grants, pendings,
-# ids, sessions), all under one hash tag (one slot); the per-session and per-approval keys
+# ids, sessions, calls), all under one hash tag (one slot); the per-session and per-approval keys
 # are built from KEYS[1]'s base and carry the same tag, so the script touches one slot only
 # (Redis Cluster routes it by KEYS[1]). ARGV: generation, ttl_ms, create (1/0). Returns the
 # generation or nil.
@@ -24,6 +32,9 @@ if not g then
   end
   for _, aid in ipairs(redis.call('SMEMBERS', KEYS[4])) do
     redis.call('DEL', base .. 'pending:' .. aid)
+  end
+  for _, key in ipairs(redis.call('SMEMBERS', KEYS[7])) do
+    redis.call('DEL', base .. 'call:' .. key)
   end
   for i = 2, #KEYS do
     redis.call('DEL', KEYS[i])
@@ -113,9 +124,58 @@ if ARGV[2] == '0' then return redis.call('DEL', KEYS[1]) end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 """
 
-# KEYS: a call record. ARGV: record JSON, ttl_ms. Stores it when absent (returns nil), else
-# returns the record there: one claimant wins on every replica.
+# KEYS: a call record, the thread's `calls` index. ARGV: record JSON, ttl_ms, the record's
+# key in the index, the thread ttl_ms. Stores it when absent (returns nil), else returns the
+# record there: one claimant wins on every replica.
 CLAIM = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('SADD', KEYS[2], ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  return false
+end
 return redis.call('GET', KEYS[1])
+"""
+
+# KEYS: the thread's fixed keys (as TOUCH). ARGV: generation, thread ttl_ms, min_idle_ms,
+# force (1/0). Deletes every key of the thread — its fixed keys and the session records,
+# leases (and their queues), pending records and call records they index. Unless forced
+# (EndThread), only a thread idle everywhere: still of `generation` (or gone), untouched by
+# any replica for min_idle_ms (its TTL is refreshed on every use, so the time since the last
+# use anywhere is ttl_ms - PTTL), with no session record, no live pending approval (a parked
+# call's record lives as long as its pending one) and no running call. 1 = deleted, 0 = kept (another replica may be using it).
+DROP = """
+local base = string.sub(KEYS[1], 1, -5)
+if ARGV[4] ~= '1' then
+  local g = redis.call('GET', KEYS[1])
+  if g and g ~= ARGV[1] then return 0 end
+  if g then
+    local left = redis.call('PTTL', KEYS[1])
+    if left > 0 and tonumber(ARGV[2]) - left < tonumber(ARGV[3]) then return 0 end
+  end
+  if redis.call('SCARD', KEYS[6]) > 0 then return 0 end
+  for _, aid in ipairs(redis.call('SMEMBERS', KEYS[4])) do
+    if redis.call('EXISTS', base .. 'pending:' .. aid) == 1 then return 0 end
+  end
+  for _, key in ipairs(redis.call('SMEMBERS', KEYS[7])) do
+    local record = redis.call('GET', base .. 'call:' .. key)
+    if record and string.find(record, '"state":"running"', 1, true) then return 0 end
+  end
+end
+local function drop_lease(sid)
+  local lease = base .. 'lease:' .. sid
+  redis.call('DEL', lease, lease .. ':queue', lease .. ':queue:n')
+end
+for _, sid in ipairs(redis.call('SMEMBERS', KEYS[6])) do
+  redis.call('DEL', base .. 'sess:' .. sid)
+  drop_lease(sid)
+end
+for _, sid in ipairs(redis.call('SMEMBERS', KEYS[5])) do drop_lease(sid) end
+for _, aid in ipairs(redis.call('SMEMBERS', KEYS[4])) do
+  redis.call('DEL', base .. 'pending:' .. aid)
+end
+for _, key in ipairs(redis.call('SMEMBERS', KEYS[7])) do
+  redis.call('DEL', base .. 'call:' .. key)
+end
+for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
+return 1
 """

@@ -22,6 +22,7 @@ from shellgate.router.runtime.store.redis_link import RedisLink
 from shellgate.router.runtime.store.redis_scripts import (
     ACQUIRE_LEASE,
     CLAIM,
+    DROP,
     LEASE_OWNED,
     PUT_ABSENT,
     TOUCH,
@@ -41,7 +42,8 @@ __all__ = ["DEFAULT_PREFIX", "WAITER_TTL_MS", "RedisSharedState"]
 DEFAULT_PREFIX = "shellgate:"
 # A queued lease waiter that has not retried for this long no longer holds its place.
 WAITER_TTL_MS = 1_000
-_DATA = ("approved", "grants", "pendings", "ids", "sessions")
+# `calls` indexes the thread's call records (so ending or evicting it deletes them too).
+_DATA = ("approved", "grants", "pendings", "ids", "sessions", "calls")
 
 # A thread's fixed keys, in the order redis_scripts.TOUCH reads them as KEYS.
 _FIXED = ("meta", *_DATA)
@@ -72,6 +74,7 @@ class RedisSharedState:
         self._touch = client.register_script(TOUCH)
         self._put_absent = client.register_script(PUT_ABSENT)
         self._claim = client.register_script(CLAIM)
+        self._drop = client.register_script(DROP)
         # The epoch marker: a random value set once into an empty Redis. It vanishing (or
         # changing) means Redis lost its data; `on_reset` then re-publishes what this
         # replica holds (see check_reset).
@@ -184,18 +187,23 @@ class RedisSharedState:
         return await self._gen(thread_id, "", False)
 
     async def drop_thread(self, thread_id: str) -> tuple[list[SessionRecord], int]:
-        """Delete the thread's keys; its remote sessions and live pending count."""
-        b = self.base(thread_id)
+        """Delete every key of the thread; its remote sessions and live pending count."""
         sessions = await self.list_sessions(thread_id)
-        aids = await self._run("drop", lambda: _await(self._r.smembers(b + "pendings")))
-        pending_keys = [b + "pending:" + (a.decode() if isinstance(a, bytes) else a) for a in aids]
-        live = 0
-        if pending_keys:
-            live = int(await self._run("drop", lambda: _await(self._r.exists(*pending_keys))))
-        keys = [b + "meta", *(b + k for k in _DATA), *pending_keys]
-        keys += [b + f"sess:{r.session_id}" for r in sessions]
-        await self._run("drop", lambda: _await(self._r.delete(*keys)))
+        live = len(await self.live_pending_ids(thread_id))
+        await self._drop_keys(thread_id, "", 0, force=True)
         return sessions, live
+
+    async def drop_idle_thread(self, thread_id: str, generation: str, idle_ms: int) -> bool:
+        """Delete the thread's keys if no replica used it for `idle_ms` and nothing of it is
+        live (sessions, pending approvals, calls not done); whether they were deleted."""
+        return await self._drop_keys(thread_id, generation, idle_ms, force=False)
+
+    async def _drop_keys(self, thread_id: str, generation: str, idle_ms: int, *,
+                         force: bool) -> bool:  # fmt: skip
+        b = self.base(thread_id)
+        keys = [b + k for k in _FIXED]
+        args: list[str | int] = [generation, self._ttl, max(0, int(idle_ms)), int(force)]
+        return bool(await self._run("drop", lambda: self._drop(keys=keys, args=args)))
 
     async def approve(self, thread_id: str, digest: str) -> None:
         """Record an approval key digest (sealed)."""
@@ -389,16 +397,20 @@ class RedisSharedState:
         Call records carry the thread generation in `key`, so an ended thread's records are
         unreachable and simply expire (`completed_call_ttl_ms`).
         """
-        keys = [self.base(thread_id) + "call:" + key]
-        args: list[str | int] = [record.to_json(), self._call_ttl(ttl_ms)]
+        b = self.base(thread_id)
+        keys = [b + "call:" + key, b + "calls"]
+        args: list[str | int] = [record.to_json(), self._call_ttl(ttl_ms), key, self._ttl]
         value = await self._run("call", lambda: _await(self._claim(keys=keys, args=args)))
         return None if value is None else CallRecord.from_json(value)
 
     async def put_call(self, thread_id: str, key: str, record: CallRecord, ttl_ms: int) -> None:
         """Store (replace) a record."""
-        name, text = self.base(thread_id) + "call:" + key, record.to_json()
-        ttl = self._call_ttl(ttl_ms)
-        await self._run("call", lambda: _await(self._r.set(name, text, px=ttl)))
+        b = self.base(thread_id)
+        pipe = self._r.pipeline(transaction=True)
+        pipe.set(b + "call:" + key, record.to_json(), px=self._call_ttl(ttl_ms))
+        pipe.sadd(b + "calls", key)
+        pipe.pexpire(b + "calls", self._ttl)
+        await self._run("call", pipe.execute)
 
     def _call_ttl(self, ttl_ms: int) -> int:
         # No key of a thread outlives the thread's idle TTL (an idle thread leaves nothing).
@@ -406,8 +418,11 @@ class RedisSharedState:
 
     async def drop_call(self, thread_id: str, key: str) -> None:
         """Forget a record."""
-        name = self.base(thread_id) + "call:" + key
-        await self._run("call", lambda: _await(self._r.delete(name)))
+        b = self.base(thread_id)
+        pipe = self._r.pipeline(transaction=True)
+        pipe.delete(b + "call:" + key)
+        pipe.srem(b + "calls", key)
+        await self._run("call", pipe.execute)
 
     async def aclose(self) -> None:
         """Close the connection pools."""

@@ -113,6 +113,11 @@ class SharedState(Protocol):
         """Delete everything of the thread; its remote sessions and pending count."""
         ...
 
+    async def drop_idle_thread(self, thread_id: str, generation: str, idle_ms: int) -> bool:
+        """Delete the thread (this generation) when no router used it for `idle_ms` and
+        nothing of it is live anywhere; whether it was deleted (an evicted thread)."""
+        ...
+
     async def check_reset(self) -> bool:
         """Whether the store lost its data since last asked (its holders then re-publish)."""
         ...

@@ -28,7 +28,13 @@ from shellgate.router.runtime.threads.state import (
     PendingApproval,
     ThreadState,
 )
-from shellgate.router.runtime.threads.tally import StateLimits, least_recently_used
+from shellgate.router.runtime.threads.tally import (
+    SUBJECT_DIGEST_CHARS,
+    StateLimits,
+    eviction_victim,
+    fair_share,
+    subject_of,
+)
 
 __all__ = [
     "DEFAULT_APPROVAL_TTL_MS",
@@ -51,7 +57,9 @@ DEFAULT_THREAD_IDLE_TTL_MS = 24 * 3_600_000
 _THREAD_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 # Registry keys: a caller's thread id, optionally behind its subject's namespace.
 _THREAD_KEY = re.compile(r"[A-Za-z0-9._:-]{1,160}")
-_SUBJECT_DIGEST_CHARS = 16
+# An evicted thread's shared keys are deleted only when no replica used it since this one
+# did; this much of the measured idle time is allowed for the store round trip.
+_SHARED_IDLE_SLACK_MS = 250
 
 Clock = Callable[[], float]
 
@@ -74,7 +82,7 @@ def owned_thread_key(subject: str, thread_id: str) -> str:
     """
     validate_thread_id(thread_id)
     digest = hashlib.sha256(subject.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{digest[:_SUBJECT_DIGEST_CHARS]}.{thread_id}"
+    return f"{digest[:SUBJECT_DIGEST_CHARS]}.{thread_id}"
 
 
 def _check_key(key: str) -> str:
@@ -212,40 +220,47 @@ class ThreadRegistry:
             return None
         return {"was_running": await state.sessions.terminate(session_id)}
 
-    def _check_room(self) -> None:
-        # `max_threads` bounds the threads held here; when no idle one could be evicted
-        # (_make_room), a new thread is refused rather than killing live sessions.
-        if len(self._threads) >= self._max_threads:
-            raise LimitExceededError(
-                f"thread limit reached: this router holds {len(self._threads)} threads, none "
-                f"idle (limits.max_threads = {self._max_threads}); end threads with EndThread",
-                limit="limits.max_threads",
-            )
-
-    async def _make_room(self) -> None:
-        """At max_threads, end the least recently used thread with nothing live here."""
-        if len(self._threads) < self._max_threads:
-            return
-        idle = (t for t in self._threads.values() if not (t.inflight or t.parked or t.sessions))
-        victim = least_recently_used(idle)
-        if victim is not None:
+    async def _make_room(self, thread_id: str) -> None:
+        """At max_threads, end an idle thread for `thread_id`'s subject: one of its own
+        first, another subject's only while that one holds more than its fair share
+        (docs/limits.md); with none, RESOURCE_EXHAUSTED rather than killing live work."""
+        subject = subject_of(thread_id)
+        # A loop: another call may take the room freed while this one closed the victim.
+        while len(self._threads) >= self._max_threads:
+            victim = eviction_victim(self._threads.values(), subject, self._max_threads)
+            if victim is None:
+                share = fair_share(
+                    self._max_threads, [*(subject_of(k) for k in self._threads), subject]
+                )
+                raise LimitExceededError(
+                    f"thread limit reached: this router holds {len(self._threads)} threads "
+                    f"(limits.max_threads = {self._max_threads}), none of this caller's is "
+                    f"idle and no other caller's idle threads exceed its fair share of "
+                    f"{share}; end threads with EndThread",
+                    limit="limits.max_threads",
+                )  # fmt: skip
             await self._close_here(victim)
 
     async def _close_here(self, state: ThreadState) -> None:
-        """Close this router's part of a thread (and the shared part when it is in memory)."""
+        """Close this router's part of a thread (evicted or idle past its TTL) and, when no
+        router uses it any more, its shared keys (so the store holds only live threads)."""
         del self._threads[state.thread_id]
         await state.close_local()
         if not self.shared.distributed:
             await self.shared.drop_thread(state.thread_id)
             return
+        idle_ms = int((self._clock() - state.last_used) * 1000) - _SHARED_IDLE_SLACK_MS
         with contextlib.suppress(SharedStateUnavailableError):
+            if await self.shared.drop_idle_thread(state.thread_id, state.generation, idle_ms):
+                return  # idle everywhere, nothing live: every key of it is gone
             if not await self.shared.thread_alive(state.thread_id):
                 # Expired everywhere (Redis dropped its keys): nobody else will kill the
                 # thread's daemon processes, and Redis expiry alone does not.
                 await state.sessions.kill_known()
 
-    def _new(self, thread_id: str, generation: str) -> ThreadState:
-        self._check_room()
+    async def _new(self, thread_id: str, generation: str) -> ThreadState:
+        await self._make_room(thread_id)
+        # No await from here on: the room made is this thread's.
         sessions = self._session_factory(thread_id)
         sessions.bind(thread_id, self.shared, self._environments, self._instance_id)
         state = ThreadState(
@@ -280,18 +295,18 @@ class ThreadRegistry:
                 await state.sessions.kill_known()
             state = None
         if state is None and generation is not None:
-            state = self._new(thread_id, generation)
+            state = await self._new(thread_id, generation)
         if state is not None:
             state.touch()
             with contextlib.suppress(SharedStateUnavailableError):
                 await state.sessions.refresh()
         return state
 
-    def _degraded(self, thread_id: str) -> ThreadState:
+    async def _degraded(self, thread_id: str) -> ThreadState:
         """This replica's part of the thread while the store is down (new ones provisional)."""
         state = self._threads.get(thread_id)
         if state is None:
-            state = self._new(thread_id, uuid.uuid4().hex)
+            state = await self._new(thread_id, uuid.uuid4().hex)
             state.provisional = True
         state.touch()  # calls needing shared state answer UNAVAILABLE from the store itself
         return state
@@ -307,13 +322,13 @@ class ThreadRegistry:
         """The thread, created on first use (any router); local-only while the store is down."""
         _check_key(thread_id)
         if (state := self._threads.get(thread_id)) is None:
-            await self._make_room()
-            self._check_room()  # before the shared record exists, so a refusal leaves none
+            # Before the shared record exists, so a refusal leaves none (_new checks again).
+            await self._make_room(thread_id)
         candidate = state.generation if state is not None and state.provisional else ""
         try:
             generation = await self.shared.ensure_thread(thread_id, candidate or uuid.uuid4().hex)
         except SharedStateUnavailableError:
-            return self._degraded(thread_id)
+            return await self._degraded(thread_id)
         synced = await self._sync(thread_id, generation)
         assert synced is not None
         return synced
@@ -326,7 +341,7 @@ class ThreadRegistry:
         except SharedStateUnavailableError:
             if thread_id not in self._threads:
                 raise
-            return self._degraded(thread_id)
+            return await self._degraded(thread_id)
         state = await self._sync(thread_id, generation)
         if state is None:
             raise UnknownThreadError(f"unknown thread {thread_id}")
@@ -351,8 +366,8 @@ class ThreadRegistry:
     async def sweep_idle(self) -> list[str]:
         """End threads idle here longer than the TTL (nothing in flight); returns their ids.
 
-        With a distributed store only this router's part is closed: the shared keys expire
-        by themselves with the same TTL, and another router may still be using the thread.
+        With a distributed store the shared keys go too only when no other router used the
+        thread since (_close_here); otherwise they stay for it and expire with the same TTL.
         """
         now = self._clock()
         idle = [

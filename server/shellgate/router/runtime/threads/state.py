@@ -96,6 +96,11 @@ class ThreadState:
         """Mark the thread as used now (resets its idle TTL)."""
         self.last_used = self._clock()
 
+    @property
+    def busy(self) -> bool:
+        """Whether something of it is live here (a call, a parked call, a session)."""
+        return bool(self.inflight or self.parked or self.sessions)
+
     # --- approvals and grants (shared) ---------------------------------------------------
 
     async def is_approved_for_session(self, digest: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -10,13 +11,20 @@ from shellgate.common.errors import LimitExceededError
 from shellgate.router.output.unified_rules import MAX_UNIFIED_EXEC_PROCESSES
 
 __all__ = [
+    "SUBJECT_DIGEST_CHARS",
     "CountedDict",
     "CountedSet",
     "StateLimits",
     "Tally",
+    "eviction_victim",
+    "fair_share",
     "least_recently_used",
+    "subject_of",
 ]
 
+# Owned thread keys start with this many hex digits of the subject's digest and a dot.
+SUBJECT_DIGEST_CHARS = 16
+_HEX = frozenset("0123456789abcdef")
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
@@ -134,3 +142,49 @@ class CountedSet(set[K]):
         if item in self:
             self.tally.count -= 1
         super().discard(item)
+
+
+class _Evictable(_Used, Protocol):
+    thread_id: str
+
+    @property
+    def busy(self) -> bool: ...
+
+
+E = TypeVar("E", bound=_Evictable)
+
+
+def subject_of(thread_key: str) -> str:
+    """The subject part of an owned thread key (`registry.owned_thread_key`), else ''."""
+    head, dot, _ = thread_key.partition(".")
+    if dot and len(head) == SUBJECT_DIGEST_CHARS and all(c in _HEX for c in head):
+        return head
+    return ""
+
+
+def fair_share(max_threads: int, subjects: Iterable[str]) -> int:
+    """`max_threads` split evenly between the subjects holding threads (at least 1)."""
+    return max(1, max_threads // max(1, len(set(subjects))))
+
+
+def eviction_victim(threads: Iterable[E], subject: str, max_threads: int) -> E | None:
+    """The idle thread to end so `subject` gets a new one, or None (docs/limits.md).
+
+    Below its fair share, a subject takes room from the subject most over its share (that
+    one's least recently used idle thread); otherwise it ends its own least recently used
+    idle thread first, and another subject's only while that one is over its share. No
+    subject's new threads ever push another below its share.
+    """
+    held = list(threads)
+    idle = [t for t in held if not t.busy]
+    counts = Counter(subject_of(t.thread_id) for t in held)
+    share = fair_share(max_threads, [*counts, subject])
+    over = sorted((s for s in counts if s != subject and counts[s] > share),
+                  key=lambda s: -counts[s])  # fmt: skip
+    own = [t for t in idle if subject_of(t.thread_id) == subject]
+    if counts[subject] < share or not own:
+        for other in over:
+            victim = least_recently_used(t for t in idle if subject_of(t.thread_id) == other)
+            if victim is not None:
+                return victim
+    return least_recently_used(own)
