@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
+from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc, shell_pb2
 
 from tests.integration.test_discovery_dns import NAMESERVER, _namespaces_work
 from tests.router_harness import completed, function_item, turn
@@ -138,15 +138,19 @@ def origins() -> Iterator[Origins]:
 
 
 def governed_request(
-    command: str, cwd: Path, *, env: str = "local", call: str = "", approval: int = 0
+    command: str, cwd: Path, *, env: str = "local", call: str = "", approval: int = 0,
+    egress: shell_pb2.EgressNarrowing | None = None,
 ) -> router_pb2.ExecuteRequest:
-    """exec_command under workspace-write with the network on (the proxy governs it)."""
+    """exec_command under workspace-write with the network on (the proxy governs it), the
+    turn's narrowing `egress` if given."""
     call = call or f"c-{uuid.uuid4().hex[:8]}"
     ctx = turn(cwd=str(cwd), environment_id=env,
                approval=approval or common_pb2.APPROVAL_POLICY_KIND_NEVER)  # fmt: skip
     ctx.permission_profile.CopyFrom(common_pb2.PermissionProfile(
         kind=common_pb2.PERMISSION_PROFILE_KIND_WORKSPACE_WRITE, network_access=True,
     ))  # fmt: skip
+    if egress is not None:
+        ctx.permission_profile.egress.CopyFrom(egress)
     return router_pb2.ExecuteRequest(
         thread_id=f"t-{call}", turn=ctx,
         item=function_item("exec_command", {"cmd": command, "yield_time_ms": 30000}, call),

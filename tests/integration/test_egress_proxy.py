@@ -20,7 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from shellgate.common.sandbox import sandbox_unavailable_reason
 from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
-from shellgate.v1 import router_pb2_grpc
+from shellgate.v1 import router_pb2_grpc, shell_pb2
 
 from tests.child import stop_child
 from tests.execserver_harness import daemon_subprocess
@@ -56,16 +56,21 @@ PY_UNIX = ("python3 -c \"import socket\ntry:\n socket.socket(socket.AF_UNIX).con
 
 
 @contextlib.contextmanager
-def governed_router(folder: Path, network: str, extra: str = "") -> Iterator[Stub]:
-    """A router whose local environment's egress is governed by `network`."""
+def governed_router(
+    folder: Path, network: str, extra: str = "", wrapper: list[str] | None = None
+) -> Iterator[Stub]:
+    """A router whose local environment's egress is governed by `network` (in the test name
+    server's mount namespace: its own, or the one `wrapper` enters)."""
     config = folder / "router.toml"
     audit = f'audit_log = "{folder / "audit.log"}"\naudit_fsync = "always"\n'
     config.write_text(f"{audit}{extra}{network}")
-    with (
-        name_server(folder) as wrapper,
-        router_subprocess(["--config", str(config)], wrapper=wrapper) as (_proc, port),
-        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
-    ):
+    with contextlib.ExitStack() as stack:
+        if wrapper is None:
+            wrapper = stack.enter_context(name_server(folder))
+        _proc, port = stack.enter_context(
+            router_subprocess(["--config", str(config)], wrapper=wrapper)
+        )
+        channel = stack.enter_context(grpc.insecure_channel(f"127.0.0.1:{port}"))
         yield router_pb2_grpc.ToolRouterServiceStub(channel)
 
 
@@ -248,3 +253,44 @@ def _counted(text: str, family_name: str) -> dict[tuple[str, str, str], float]:
         for s in family.samples
         if s.name.endswith("_total")
     }
+
+
+def _narrowing_checks(stub: Stub, work: Path, port: int, env: str) -> None:
+    """A turn narrows its environment's policy and cannot widen it."""
+    only = shell_pb2.EgressNarrowing(
+        mode=shell_pb2.EGRESS_MODE_LIMITED, allowed_domains=["allowed.shellgate.test"]
+    )
+    url = f"http://allowed.shellgate.test:{port}/"
+    got = run(stub, f"curl -sS {url}", work, env=env, egress=only)
+    assert f"origin {ALLOWED_IP} answered GET" in got, got
+    assert LIMITED in run(stub, f"curl -sS -d x=1 {url}", work, env=env, egress=only)
+    other = f"curl -sS http://denied-by-turn.shellgate.test:{port}/"
+    assert NOT_ALLOWED in run(stub, other, work, env=env, egress=only)
+    deny = shell_pb2.EgressNarrowing(denied_domains=["allowed.shellgate.test"])
+    assert DENIED in run(stub, f"curl -sS {url}", work, env=env, egress=deny)
+    widen = shell_pb2.EgressNarrowing(allowed_domains=["other.example.test", "*"])
+    text = run(stub, f"curl -sS http://other.example.test:{port}/", work, env=env, egress=widen)
+    assert NOT_ALLOWED in text, text
+    # Without a narrowing the environment's policy holds as it is.
+    assert "answered POST" in run(stub, f"curl -sS -d x=1 {url}", work, env=env)
+
+
+def test_a_turn_narrows_its_environment_s_policy_locally_and_on_a_daemon(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    config = tmp_path / "execserver.toml"
+    config.write_text(f'root = "{work}"\n{NETWORK}')
+    with (
+        origins() as web,
+        name_server(tmp_path) as wrapper,
+        governed_router(tmp_path, NETWORK, wrapper=wrapper) as stub,
+        daemon_subprocess(["--config", str(config)], wrapper=wrapper) as daemon,
+    ):
+        _narrowing_checks(stub, work, web.port, "local")
+        box = RemoteConfig("box", daemon.target, dial=DialSettings(insecure=True))
+        with running_router(router_config(local_cwd=str(work), environments=(box,))) as router:
+            _narrowing_checks(router.stub, work, web.port, "box")
+        assert web.hits[ALLOWED_IP] == ["GET", "POST", "GET", "POST"]
+    reasons = [r["reason"] for r in egress_records(tmp_path / "audit.log")]
+    assert reasons == ["allowed", "method_not_allowed", "not_allowed", "denied", "not_allowed",
+                       "allowed"]  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from shellgate.common.egress import socks5
 from shellgate.common.egress.policy import (
+    EgressNarrowing,
     NetworkMode,
     NetworkPolicy,
     Protocol,
@@ -79,15 +80,16 @@ def test_local_addresses_pass_only_as_listed_literals_or_with_local_binding() ->
 def test_a_turn_only_narrows() -> None:
     base = NetworkPolicy(True, allowed_domains=("*.example.com", "10.0.0.5"),
                          allow_local_binding=False)  # fmt: skip
-    turn = NetworkPolicy(True, mode=NetworkMode.LIMITED,
-                         allowed_domains=("api.example.com", "evil.test", "10.0.0.5"),
-                         denied_domains=("old.example.com",), allow_local_binding=True)  # fmt: skip
+    turn = EgressNarrowing(NetworkMode.LIMITED, ("api.example.com", "evil.test", "10.0.0.5"),
+                           ("old.example.com",))  # fmt: skip
     narrowed = base.narrowed(turn)
+    assert base.narrowed(EgressNarrowing()) == base.narrowed(None) == base
     assert _reason(narrowed, "api.example.com") == "allowed"
     assert _reason(narrowed, "web.example.com") == "not_allowed"  # outside the turn's list
     assert _reason(narrowed, "evil.test") == "not_allowed"  # outside the environment's
     assert _reason(narrowed, "api.example.com", "POST") == "method_not_allowed"
-    assert not narrowed.allow_local_binding
+    assert _reason(narrowed, "old.example.com") == "denied"
+    assert not narrowed.decide_addresses("api.example.com", ["10.0.0.6"]).allowed
     assert narrowed.decide_addresses("api.example.com", ["10.0.0.5"]).allowed
 
 

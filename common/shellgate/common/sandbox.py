@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from shellgate.common.egress.bridge import bridge_argv, proxy_env
+from shellgate.common.egress.policy import EgressNarrowing
 from shellgate.common.errors import SandboxUnavailableError
 from shellgate.common.process.cwd_pin import CwdIdentity, sandbox_cwd_check_argv
 from shellgate.common.protected_names import POINTER_MAX_CHARS, gitdir_target
@@ -60,6 +61,8 @@ class SandboxSpec:
     # and this command's route there; set by the environment at the spawn, never by callers.
     egress_socket: str = ""
     egress_route: str = ""
+    # How the turn narrows the environment's egress policy (PermissionProfile.egress).
+    egress_narrowing: EgressNarrowing | None = None
 
     @property
     def proxied(self) -> bool:

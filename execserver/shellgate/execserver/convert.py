@@ -3,6 +3,7 @@ that imports generated code)."""
 
 from __future__ import annotations
 
+from shellgate.common.egress.wire import narrowing_from_pb
 from shellgate.common.enum_maps import INHERIT, SANDBOX_MODES, SHELL_TYPES, STREAMS
 from shellgate.common.env_policy import ShellEnvironmentPolicy
 from shellgate.common.errors import InvalidArgumentError
@@ -50,7 +51,10 @@ def sandbox_from_pb(request: shell_pb.SandboxRequest) -> SandboxSpec:
     mode = SANDBOX_MODES.domain(request.mode)
     if mode is None:
         raise InvalidArgumentError("sandbox.mode is not a known value")
-    return SandboxSpec(mode, tuple(request.writable_roots), request.network_access)
+    narrowing = narrowing_from_pb(request.egress) if request.HasField("egress") else None
+    return SandboxSpec(
+        mode, tuple(request.writable_roots), request.network_access, egress_narrowing=narrowing
+    )
 
 
 def start_order_from_pb(request: pb.StartRequest) -> StartOrder:

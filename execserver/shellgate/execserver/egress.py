@@ -49,6 +49,7 @@ def govern(spec: SandboxSpec, network: NetworkConfig, caller: str, owner: str) -
     proxy = _proxies.get(network)
     if proxy is None:
         proxy = _proxies[network] = EgressProxy(_observed)
-    route = Route(network.policy(), None, {"caller": caller, "owner": owner})
+    policy = network.policy().narrowed(spec.egress_narrowing)
+    route = Route(policy, None, {"caller": caller, "owner": owner})
     path, route_id = proxy.add_route(route)
     return replace(spec, egress_socket=path, egress_route=route_id)

@@ -6,6 +6,7 @@ import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from shellgate.common.egress.policy import EgressNarrowing
 from shellgate.common.env_policy import (
     ShellEnvironmentPolicy,
     apply_unified_exec_env,
@@ -95,6 +96,8 @@ class ExecutionEnvelope:
     preapproved: bool
     justification: str | None
     prefix_rule: tuple[str, ...] | None
+    # How the turn narrows the environment's egress policy; not part of the approval key.
+    egress: EgressNarrowing | None = None
 
     @property
     def env_map(self) -> dict[str, str]:
@@ -154,6 +157,7 @@ class CommandSite:
     preapproved: bool = False
     justification: str | None = None
     prefix_rule: Sequence[str] | None = None
+    egress: EgressNarrowing | None = None
 
 
 # How an envelope builder gets a site's environment: `site_environment`, or a memo's.
@@ -199,6 +203,7 @@ def _envelope(
         preapproved=site.preapproved,
         justification=site.justification,
         prefix_rule=None if site.prefix_rule is None else tuple(site.prefix_rule),
+        egress=site.egress,
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from shellgate.common.egress.policy import EgressNarrowing
 from shellgate.common.env_policy import UNIFIED_EXEC_ENV, ShellEnvironmentPolicy
 from shellgate.router.apply_patch import (
     ApplyPatchAction,
@@ -99,6 +100,8 @@ class RouterTurn:
     permission_profile: SandboxProfile = SandboxProfile.WORKSPACE_WRITE
     # Whether the turn's commands have the network: `permission_profile.network(flag)`.
     network_access: bool = False
+    # How the turn narrows its environment's egress policy (PermissionProfile.egress).
+    egress: EgressNarrowing | None = None
     active_profile_id: str | None = None
     env_policy: ShellEnvironmentPolicy = DEFAULT_ENV_POLICY
     truncation: TruncationPolicy = DEFAULT_TRUNCATION
@@ -320,7 +323,8 @@ def _envelope(
         remote=cmd.remote, cwd=cmd.cwd, sandbox_cwd=cmd.sandbox_cwd, parent_env=parent_env,
         env_policy=turn.env_policy, thread_id=turn.thread_id, platform=host.platform,
         active_profile=turn.active_profile_id, requested=requested, effective=effective,
-        network_access=turn.network_access, preapproved=permissions.preapproved,
+        network_access=turn.network_access, egress=turn.egress,
+        preapproved=permissions.preapproved,
         justification=justification, prefix_rule=prefix_rule,
     )  # fmt: skip
     if cmd.tool == "exec_command":

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 __all__ = [
     "Decision",
+    "EgressNarrowing",
     "NetworkMode",
     "NetworkPolicy",
     "Protocol",
@@ -181,6 +182,16 @@ ALLOWED = Decision(Verdict.ALLOW, Reason.ALLOWED)
 
 
 @dataclass(frozen=True)
+class EgressNarrowing:
+    """How a turn narrows its environment's policy (`PermissionProfile.egress`)."""
+
+    mode: NetworkMode | None = None
+    # When non-empty, a host must match one of these as well as the environment's list.
+    allowed_domains: tuple[str, ...] = ()
+    denied_domains: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class NetworkPolicy:
     """A `[network]` table: what sandboxed commands may reach through the proxy."""
 
@@ -213,21 +224,22 @@ class NetworkPolicy:
             prompt_domains=(*self.prompt_domains, *prompt),
         )
 
-    def narrowed(self, turn: NetworkPolicy | None) -> NetworkPolicy:
+    def narrowed(self, turn: EgressNarrowing | None) -> NetworkPolicy:
         """This policy as a turn narrows it: a turn can only take away.
 
-        A host must be allowed by both; either's deny denies; limited wins over full; local
-        addresses need both to allow them; a turn adds no prompt hosts.
+        Its allow-list (when it has one) must match too; its denies add to these; its
+        limited mode wins over full. It adds no prompt hosts and never allows local
+        addresses the environment refuses.
         """
         if turn is None:
             return self
         limited = NetworkMode.LIMITED in (self.mode, turn.mode)
+        extra = (turn.allowed_domains,) if turn.allowed_domains else ()
         return replace(
             self,
             mode=NetworkMode.LIMITED if limited else NetworkMode.FULL,
             denied_domains=(*self.denied_domains, *turn.denied_domains),
-            allow_local_binding=self.allow_local_binding and turn.allow_local_binding,
-            narrowing=(*self.narrowing, turn.allowed_domains, *turn.narrowing),
+            narrowing=(*self.narrowing, *extra),
         )
 
     def _host_allowed(self, host: str) -> bool:
@@ -262,8 +274,7 @@ class NetworkPolicy:
 
     def _local_allowed(self, address: str) -> bool:
         """A local address passes only as an allow-listed IP literal (never by a wildcard)."""
+        # The environment's list alone: a turn narrows hosts (checked before the lookup),
+        # and can never add a local address the environment does not list.
         ip = _ip(address)
-        lists = (self.allowed_domains, *self.narrowing)
-        return ip is not None and all(
-            any(_ip(normalize_host(p)) == ip for p in patterns) for patterns in lists
-        )
+        return ip is not None and any(_ip(normalize_host(p)) == ip for p in self.allowed_domains)

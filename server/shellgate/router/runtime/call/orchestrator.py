@@ -181,7 +181,7 @@ def choose_sandbox(
     if profile is SandboxProfile.WORKSPACE_WRITE:
         return SandboxSpec(
             SandboxMode.WORKSPACE_WRITE, writable_roots(envelope, extra_roots),
-            envelope.network_access,
+            envelope.network_access, egress_narrowing=envelope.egress,
         )  # fmt: skip
     # danger-full-access, and an external sandbox that already confines us.
     return NO_SANDBOX

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from shellgate.common.egress.policy import NetworkPolicy
+from shellgate.common.egress.policy import EgressNarrowing, NetworkPolicy
 from shellgate.common.egress.proxy import EgressProxy
 from shellgate.common.egress.routes import Asker, EgressEvent, Route
 from shellgate.common.log_setup import log_ids
@@ -79,20 +79,21 @@ class EnvironmentEgress:
         for sink in self._sinks:
             sink(entry)
 
-    def effective_policy(self, turn: NetworkPolicy | None = None) -> NetworkPolicy:
+    def effective_policy(self, turn: EgressNarrowing | None = None) -> NetworkPolicy:
         """The environment's policy with the rules' network hosts, as a turn narrows it."""
         policy = self.policy
         if self._rules is not None:
             policy = policy.with_rules(*self._rules())
         return policy.narrowed(turn)
 
-    async def govern(self, spec: SandboxSpec, turn: NetworkPolicy | None = None) -> SandboxSpec:
-        """`spec` routed through the proxy when it has network and egress control is on."""
+    async def govern(self, spec: SandboxSpec) -> SandboxSpec:
+        """`spec` routed through the proxy when it has network and egress control is on,
+        under the environment's policy as the spec's turn narrows it."""
         if not spec.network_access or not self.policy.enabled:
             return spec
         thread, call_id = log_ids()
         labels = {"environment": self.environment_id, "thread": thread, "call_id": call_id}
-        route = Route(self.effective_policy(turn), egress_asker.get(), labels)
+        route = Route(self.effective_policy(spec.egress_narrowing), egress_asker.get(), labels)
         path, route_id = await self.proxy.open_route(route)
         return replace(spec, egress_socket=path, egress_route=route_id)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from shellgate.common.egress.wire import narrowing_from_pb
 from shellgate.common.enum_maps import INHERIT
 from shellgate.common.env_policy import Inherit, ShellEnvironmentPolicy
 from shellgate.common.errors import (
@@ -260,6 +261,11 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
         permission_profile=profile,
         # Unset reads false: off, as Codex's `sandbox_workspace_write.network_access`.
         network_access=profile.network(turn.permission_profile.network_access),
+        egress=(
+            narrowing_from_pb(turn.permission_profile.egress)
+            if turn.permission_profile.HasField("egress")
+            else None
+        ),
         active_profile_id=active,
         env_policy=_env_policy(turn, d),
         truncation=truncation,

@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from shellgate.common.egress.wire import narrowing_pb
 from shellgate.common.enum_maps import INHERIT, SANDBOX_MODES
 from shellgate.common.env_policy import ShellEnvironmentPolicy, exec_server_env_payload
 from shellgate.common.process.base import ExitStatus, SpawnRequest
@@ -332,6 +333,9 @@ class RemoteEnvironment:
                     network_access=sandbox.network_access,
                 )
             )
+            if sandbox.egress_narrowing is not None:
+                # The daemon governs its own egress; the turn can only narrow it.
+                start.sandbox.egress.CopyFrom(narrowing_pb(sandbox.egress_narrowing))
         call = stub.Start(start, metadata=self.metadata())
         try:
             first = await asyncio.wait_for(call.read(), self.config.dial.call_timeout_ms / 1000)
