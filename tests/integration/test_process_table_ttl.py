@@ -105,3 +105,34 @@ def test_an_undrained_session_goes_at_its_owner_ttl_renewed_by_use() -> None:
         await table.shutdown()
 
     asyncio.run(main())
+
+
+def test_a_released_or_terminated_session_keeps_only_the_exited_retention() -> None:
+    now = [1000.0]
+
+    async def main() -> None:
+        table = ProcessTable(
+            LocalBackend(ProcessLimits(kill_grace_ms=200)),
+            TableLimits(exited_retention_ms=30_000, owner_ttl_ms=600_000),
+            clock=lambda: now[0],
+        )
+        env = dict(os.environ)
+
+        def session(argv: tuple[str, ...]) -> StartSpec:
+            return StartSpec(
+                "c", "o", SpawnRequest(argv, "/tmp", env), True, None, None, None, False
+            )
+
+        # Its exit reported before the close (a grandchild held the pipe): released.
+        released, _ = await table.start(session(("sh", "-c", "echo out; sleep 0.3")))
+        killed, _ = await table.start(session(("sleep", "30")))
+        assert released.drain_capture(release=True) is not None
+        assert await killed.terminate()
+        await eventually_async(lambda: released.closed and killed.closed, "both closed",
+                               interval_s=0.02)  # fmt: skip
+        now[0] += 31
+        await table.sweep()
+        assert table.list("c") == []
+        await table.shutdown()
+
+    asyncio.run(main())

@@ -278,11 +278,12 @@ class ManagedProcess:
             with contextlib.suppress(Exception):
                 await self.handle.signal(Signal.KILL)
 
-    def drain_capture(self) -> CaptureDrain | None:
+    def drain_capture(self, *, release: bool = False) -> CaptureDrain | None:
         """Take the capture (it starts over empty); None when the process keeps none.
 
         Synchronous on the loop, as the pump's push is: a drain sees every chunk wholly
         or not at all, so concurrent drains split the output without loss or overlap.
+        `release`: the caller reported the session's end and will not drain it again.
         """
         if self.capture is None:
             return None
@@ -290,7 +291,7 @@ class ManagedProcess:
         drained = CaptureDrain(
             self.capture.drain(), self.capture_seq, self.capture_offset, closed
         )
-        if closed:
+        if closed or release:
             self.capture_final = True
         self.touch()
         return drained
@@ -308,6 +309,8 @@ class ManagedProcess:
         """Kill the group (TERM, grace, KILL) and wait; True when it was still running."""
         was_running = not self.exited
         self.terminated = True
+        # A killed session is over: nobody drains it again (its retention is a closed one's).
+        self.capture_final = True
         await self.handle.terminate()
         return was_running
 

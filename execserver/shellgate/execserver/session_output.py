@@ -28,9 +28,9 @@ SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["SessionOutputService"].full_
 Ctx = Any  # grpc.aio.ServicerContext
 
 
-def drain_pb(proc: ManagedProcess) -> pb.DrainResponse:
+def drain_pb(proc: ManagedProcess, *, release: bool = False) -> pb.DrainResponse:
     """One Drain answer: the capture taken now, with the state it was taken in."""
-    drained = proc.drain_capture()
+    drained = proc.drain_capture(release=release)
     if drained is None:
         return pb.DrainResponse(captured=False)
     snap = drained.snapshot
@@ -67,7 +67,7 @@ class SessionOutputServicer(pb_grpc.SessionOutputServiceServicer):  # type: igno
     @unary
     async def Drain(self, request: pb.DrainRequest, context: Ctx) -> pb.DrainResponse:
         """Take the session's capture."""
-        return drain_pb(self._lookup(context, request.process_id))
+        return drain_pb(self._lookup(context, request.process_id), release=request.release)
 
 
 def add_session_output_service(servicer: SessionOutputServicer, server: Any) -> None:

@@ -7,10 +7,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class DrainRequest(_message.Message):
-    __slots__ = ("process_id",)
+    __slots__ = ("process_id", "release")
     PROCESS_ID_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
     process_id: str
-    def __init__(self, process_id: _Optional[str] = ...) -> None: ...
+    release: bool
+    def __init__(self, process_id: _Optional[str] = ..., release: _Optional[bool] = ...) -> None: ...
 
 class DrainResponse(_message.Message):
     __slots__ = ("captured", "head", "tail", "omitted_bytes", "through_seq", "through_offset", "exited", "exit_status", "closed", "failure")

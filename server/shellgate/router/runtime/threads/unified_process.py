@@ -54,8 +54,8 @@ class ReattachableHandle(ProcessHandle, Protocol):
 class CapturedHandle(Protocol):
     """A handle whose process keeps its own head/tail capture (a daemon's session)."""
 
-    async def drain_capture(self) -> DrainedCapture | None:
-        """Take the capture; None when there is none to take."""
+    async def drain_capture(self, *, release: bool = False) -> DrainedCapture | None:
+        """Take the capture (`release`: its end was reported); None when there is none."""
         ...
 
 
@@ -271,6 +271,11 @@ class UnifiedProcess:
 
     async def terminate(self) -> None:
         """Kill the process group and stop the background tasks."""
+        if self._captured is not None and self.exited and self.lost is None:
+            # The exit was reported (or the session is dropped): the daemon may forget it
+            # after its exited retention instead of waiting for a drain that never comes.
+            with contextlib.suppress(Exception):
+                await self._captured.drain_capture(release=True)
         with contextlib.suppress(Exception):
             await self.handle.terminate()
         await self._stop_tasks()

@@ -398,13 +398,16 @@ class RemoteEnvironment:
             return True, ExitStatus(signal=reply.exit_status.signal)
         return True, ExitStatus(code=reply.exit_status.code)
 
-    async def drain_session(self, process_id: str) -> session_output_pb2.DrainResponse:
-        """SessionOutputService.Drain: the session's capture on the daemon, taken now."""
+    async def drain_session(
+        self, process_id: str, *, release: bool = False
+    ) -> session_output_pb2.DrainResponse:
+        """SessionOutputService.Drain: the session's capture on the daemon, taken now
+        (`release`: its end was reported, the daemon may forget it)."""
         await self.stub()
         assert self._channel is not None
         stub = session_output_pb2_grpc.SessionOutputServiceStub(self._channel)
         reply: session_output_pb2.DrainResponse = await stub.Drain(
-            session_output_pb2.DrainRequest(process_id=process_id),
+            session_output_pb2.DrainRequest(process_id=process_id, release=release),
             timeout=self.config.dial.call_timeout_ms / 1000,
             metadata=self.metadata(),
         )

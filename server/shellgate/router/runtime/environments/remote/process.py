@@ -182,15 +182,16 @@ class RemoteProcess:
                 raise error from exc
             raise
 
-    async def drain_capture(self) -> DrainedCapture | None:
-        """Take the session's capture on the daemon (SessionOutputService.Drain).
+    async def drain_capture(self, *, release: bool = False) -> DrainedCapture | None:
+        """Take the session's capture on the daemon (SessionOutputService.Drain; `release`:
+        the session's end was reported, the daemon may forget it).
 
         None when there is none to take: a daemon without the service (UNIMPLEMENTED), a
         process started without one, or one the daemon no longer keeps (NOT_FOUND); the
         caller then uses the output it read itself. Other RPC errors propagate.
         """
         try:
-            reply = await self._env.drain_session(self.process_id)
+            reply = await self._env.drain_session(self.process_id, release=release)
         except grpc.aio.AioRpcError as exc:
             if exc.code() in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.NOT_FOUND):
                 return None
