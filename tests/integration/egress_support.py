@@ -84,14 +84,20 @@ class Origins:
 
     port: int
     hits: dict[str, list[str]] = field(default_factory=dict)
+    hosts: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _handler(address: str, hits: list[str]) -> type[http.server.BaseHTTPRequestHandler]:
+def _handler(
+    address: str, hits: list[str], hosts: list[str]
+) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
+        # The Host header of each request, in order.
+        host_headers = hosts
         def _answer(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             self.rfile.read(length)
             hits.append(self.command)
+            self.host_headers.append(self.headers.get("host", ""))
             body = f"origin {address} answered {self.command}\n".encode()
             self.send_response(200)
             self.send_header("content-length", str(len(body)))
@@ -114,9 +120,10 @@ def origins() -> Iterator[Origins]:
         found = Origins(0)
         try:
             for address in (ALLOWED_IP, LOOPBACK_IP, RAW_IP):
-                found.hits[address] = []
+                found.hits[address], found.hosts[address] = [], []
                 server = http.server.ThreadingHTTPServer(
-                    (address, found.port), _handler(address, found.hits[address])
+                    (address, found.port),
+                    _handler(address, found.hits[address], found.hosts[address]),
                 )
                 found.port = found.port or server.server_address[1]
                 servers.append(server)
@@ -176,3 +183,33 @@ def unix_listener(path: Path) -> socket.socket:
     listener.bind(str(path))
     listener.listen()
     return listener
+
+
+@contextlib.contextmanager
+def recording_origin(address: str) -> Iterator[tuple[int, list[bytes]]]:
+    """An HTTP origin that keeps reading for a moment after a request's head (as one that
+    ignores `Connection: close` would serve a pipelined request) and records every byte."""
+    listener = socket.create_server((address, 0))
+    received: list[bytes] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = listener.accept()
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data and (chunk := conn.recv(65536)):
+                    data += chunk
+                conn.settimeout(1.0)
+                with contextlib.suppress(TimeoutError):
+                    while chunk := conn.recv(65536):
+                        data += chunk
+                received.append(data)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\nrecorded\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1], received
+    finally:
+        listener.close()
+        thread.join(5)

@@ -18,6 +18,7 @@ from pathlib import Path
 import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from shellgate.common.local_token import runtime_dir
 from shellgate.common.sandbox import sandbox_unavailable_reason
 from shellgate.router.runtime.environments.remote.config import DialSettings, RemoteConfig
 from shellgate.v1 import router_pb2_grpc, shell_pb2
@@ -32,6 +33,7 @@ from tests.integration.egress_support import (
     egress_records,
     name_server,
     origins,
+    recording_origin,
     run,
     unix_listener,
 )
@@ -51,6 +53,13 @@ PY_GET = ("python3 -c \"import urllib.request as u; "
           "print(u.urlopen('http://allowed.shellgate.test:{port}/', timeout=20).read().decode())\"")  # fmt: skip
 PY_DIRECT = ("python3 -c \"import socket\ntry:\n socket.create_connection(('{ip}', {port}), "
              "timeout=5)\nexcept OSError as e: print('direct:', e)\"")  # fmt: skip
+PIPELINED = ("python3 -c \"import socket, time\ns = socket.create_connection(('127.0.0.1', 3128))\n"
+             "head = 'http://allowed.shellgate.test:{port}/ HTTP/1.1\\r\\nHost: x\\r\\n'\n"
+             "s.sendall(('GET ' + head + '\\r\\n').encode())\ntime.sleep(0.3)\n"
+             "s.sendall(('POST ' + head + 'Content-Length: 0\\r\\n\\r\\n').encode())\n"
+             "print(s.makefile('rb').read().decode())\"")  # fmt: skip
+PY_UNLINK = ("python3 -c \"import os\ntry:\n os.unlink('{path}')\nexcept OSError as e: "
+             "print('unlink:', e)\"")  # fmt: skip
 PY_UNIX = ("python3 -c \"import socket\ntry:\n socket.socket(socket.AF_UNIX).connect('{path}')\n"
            "except OSError as e: print('unix:', e)\"")  # fmt: skip
 
@@ -109,8 +118,16 @@ def test_only_allowed_hosts_are_reached_through_the_proxy(tmp_path: Path) -> Non
         assert "curl: (6)" in text, text
         text = run(stub, PY_UNIX.format(path=tmp_path / "host.sock"), work)
         assert "unix: [Errno 1] Operation not permitted" in text, text
+        # The proxy's socket: read-only for the command it serves (not removable).
+        sockets = sorted(runtime_dir().glob("egress-*/proxy.sock"), key=lambda p: p.stat().st_mtime)
+        text = run(stub, PY_UNLINK.format(path=sockets[-1]), work)
+        assert "unlink: [Errno 30] Read-only file system" in text, text
+        # The origin is asked for the host that was checked, whatever Host the client says.
+        text = run(stub, f"curl -sS -H 'Host: internal.corp' {url}", work)
+        assert f"origin {ALLOWED_IP} answered GET" in text, text
+        assert web.hosts[ALLOWED_IP][-1] == f"allowed.shellgate.test:{port}"
         # Only the allowed requests reached a server.
-        assert web.hits[ALLOWED_IP] == ["GET"] * 4
+        assert web.hits[ALLOWED_IP] == ["GET"] * 5
         assert web.hits[LOOPBACK_IP] == [] and web.hits[RAW_IP] == []
         # The servers themselves answer from outside the sandbox (the refusals were real).
         with urllib.request.urlopen(f"http://{RAW_IP}:{port}/", timeout=10) as answer:
@@ -128,6 +145,7 @@ def test_only_allowed_hosts_are_reached_through_the_proxy(tmp_path: Path) -> Non
         ("rebind.shellgate.test", "http", "deny", "not_allowed_local"),
         (RAW_IP, "http", "deny", "not_allowed"),
         ("denied.shellgate.test", "socks5_tcp", "deny", "denied"),
+        ("allowed.shellgate.test", "http", "allow", "allowed"),
     ]
     assert {r["environment"] for r in records} == {"local"}
     assert all(r["call_id"] and r["port"] == port for r in records), records
@@ -140,6 +158,12 @@ def test_limited_mode_refuses_a_post(tmp_path: Path) -> None:
         url = f"http://allowed.shellgate.test:{web.port}/"
         assert f"origin {ALLOWED_IP} answered GET" in run(stub, f"curl -sS {url}", work)
         assert LIMITED in run(stub, f"curl -sS -d x=1 {url}", work)
+        # A POST pipelined behind a GET on the same connection is never forwarded.
+        with recording_origin(ALLOWED_IP) as (port, received):
+            text = run(stub, PIPELINED.format(port=port), work)
+        assert "recorded" in text, text
+        assert len(received) == 1 and received[0].startswith(b"GET / HTTP/1.1\r\n"), received
+        assert b"POST" not in received[0], received
         # HTTPS CONNECT would hide the method: refused too.
         assert "curl: (56)" in run(stub, f"curl -sS -p {url}", work)
         assert web.hits[ALLOWED_IP] == ["GET"]
@@ -148,6 +172,7 @@ def test_limited_mode_refuses_a_post(tmp_path: Path) -> None:
     assert reasons == [
         ("http", "GET", "allowed"),
         ("http", "POST", "method_not_allowed"),
+        ("http", "GET", "allowed"),
         ("https_connect", "CONNECT", "method_not_allowed"),
     ]
 

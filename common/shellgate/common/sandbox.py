@@ -203,7 +203,15 @@ def bwrap_argv(
             args += _protected_binds(root)
     # After every bind: a credential inside a writable root stays masked.
     roots = spec.writable_roots if spec.mode is SandboxMode.WORKSPACE_WRITE else ()
-    args += mask_args(masked_paths, cwd, roots, user)
+    keep: tuple[str, ...] = ()
+    if spec.proxied:
+        if user is not None:
+            # The proxy's folder is the service user's alone (0700): refuse, never bypass.
+            raise SandboxUnavailableError("egress control does not support run_as yet")
+        # The proxy's folder, under the masked runtime dir, bound back read-only: the
+        # command can neither remove nor replace the socket its bridge reaches.
+        keep = (os.path.realpath(os.path.dirname(spec.egress_socket)),)
+    args += mask_args(masked_paths, cwd, roots, user, keep)
     isolation = _ISOLATION if new_session else _ISOLATION[1:]
     args += [*isolation, *(("--proc", "/proc") if mount_proc else ())]
     extra: dict[str, str] = {}

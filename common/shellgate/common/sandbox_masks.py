@@ -92,9 +92,14 @@ def _classify(paths: Iterable[str], user: User | None) -> tuple[list[str], list[
 
 
 def mask_args(
-    paths: Iterable[str], cwd: str, writable_roots: Sequence[str], user: User | None = None
+    paths: Iterable[str], cwd: str, writable_roots: Sequence[str], user: User | None = None,
+    keep: Sequence[str] = (),
 ) -> list[str]:
-    """bubblewrap arguments that make each of `paths` read empty (after the binds)."""
+    """bubblewrap arguments that make each of `paths` read empty (after the binds).
+
+    A folder of `keep` inside a masked folder is bound back read-only (the egress proxy's
+    socket folder, for the one command it serves); elsewhere `keep` changes nothing.
+    """
     folders, files = _classify(paths, user)
     places = [("working directory", cwd), *(("writable root", r) for r in writable_roots)]
     for what, place in places if folders else ():
@@ -110,5 +115,9 @@ def mask_args(
         # /dev/null over a file: it exists but reads nothing, whatever the command's uid.
         args += ["--ro-bind", "/dev/null", path]
     for path in folders:
-        args += ["--tmpfs", path, "--remount-ro", path]
+        args += ["--tmpfs", path]
+        for kept in keep:
+            if _within(kept, path):
+                args += ["--ro-bind", kept, kept]
+        args += ["--remount-ro", path]
     return args

@@ -40,6 +40,7 @@ from shellgate.common.egress.policy import (
     normalize_host,
 )
 from shellgate.common.egress.routes import EgressEvent, EgressRequest, Observer, Route, RouteTable
+from shellgate.common.local_token import ensure_runtime_dir
 
 __all__ = ["EgressProxy"]
 
@@ -101,8 +102,11 @@ class EgressProxy:
         even before the serving task has run.
         """
         if self._server_task is None:
-            # A folder only this user can enter: the socket is no one else's way out.
-            folder = self._folder or tempfile.mkdtemp(prefix="shellgate-egress-")
+            # A folder only this user can enter, inside the runtime dir every sandbox masks:
+            # no other user, and no sandboxed command (a governed one gets it read-only),
+            # can reach, remove or replace the socket.
+            base = str(ensure_runtime_dir())
+            folder = self._folder or tempfile.mkdtemp(prefix="egress-", dir=base)
             os.chmod(folder, 0o700)
             path = os.path.join(folder, "proxy.sock")
             with contextlib.suppress(FileNotFoundError):
@@ -148,6 +152,8 @@ class EgressProxy:
         if self._path:
             with contextlib.suppress(OSError):
                 os.unlink(self._path)
+                if self._folder is None:
+                    os.rmdir(os.path.dirname(self._path))
 
     # --- one connection ----------------------------------------------------------------------
 
@@ -178,12 +184,14 @@ class EgressProxy:
             return
         first = await reader.readexactly(1)
         if first[0] == socks5.VERSION:
-            upstream = await self._socks(route, reader, writer, first)
+            upstream, both_ways = await self._socks(route, reader, writer, first), True
         else:
-            upstream = await self._http(route, reader, writer, first)
+            upstream, both_ways = await self._http(route, reader, writer, first)
         if upstream is not None:
-            # Past the head the bytes flow as long as both sides keep them flowing.
-            await _relay(reader, writer, *upstream)
+            # Past the head the bytes flow as long as both sides keep them flowing; after a
+            # plain HTTP request only the answer does (a pipelined second request would be
+            # one nobody checked).
+            await _relay(reader, writer, *upstream, both_ways=both_ways)
 
     async def _decide(self, route: Route, request: EgressRequest) -> tuple[str, ...]:
         """The one decision for a request: the lists (or an approval), then the addresses.
@@ -256,12 +264,14 @@ class EgressProxy:
     async def _http(
         self, route: Route, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
         first: bytes,
-    ) -> _Upstream | None:  # fmt: skip
+    ) -> tuple[_Upstream | None, bool]:  # fmt: skip
+        """The upstream once the request is allowed, and whether the client keeps talking
+        to it (a CONNECT tunnel) or only the answer flows (plain HTTP)."""
         conn = h11.Connection(h11.SERVER)
         conn.receive_data(first)
         event = await _next_event(conn, reader)
         if not isinstance(event, h11.Request):
-            return None
+            return None, False
         method = event.method.decode("ascii", "replace").upper()
         target = event.target.decode("ascii", "replace")
         if method == "CONNECT":
@@ -272,13 +282,13 @@ class EgressProxy:
             if url.scheme != "http" or not url.hostname:
                 _answer(writer, 400, "shellgate egress proxy: an absolute http:// URL is required "
                         "(https goes through CONNECT)\n")  # fmt: skip
-                return None
+                return None, False
             host, port_text = url.hostname, str(url.port or 80)
             protocol = Protocol.HTTP
             path = (url.path or "/") + (f"?{url.query}" if url.query else "")
         if not port_text.isdigit() or not 0 < int(port_text) < 65536:
             _answer(writer, 400, "shellgate egress proxy: bad port\n")
-            return None
+            return None, False
         request = EgressRequest(normalize_host(host), int(port_text), protocol, method)
         try:
             addresses = await self._decide(route, request)
@@ -288,19 +298,20 @@ class EgressProxy:
                 _answer(writer, 502, f"shellgate egress proxy: could not resolve {host}\n")
             else:
                 _refuse(writer, refused.decision, request)
-            return None
+            return None, False
         except OSError as exc:
             _answer(writer, 502, f"shellgate egress proxy: {host}:{port_text}: {exc}\n")
-            return None
+            return None, False
         if protocol is Protocol.HTTPS_CONNECT:
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             # h11 stops at a CONNECT's head: what it holds past it is the tunnel's.
             rest = conn.trailing_data[0]
             if rest:
                 upstream[1].write(rest)
-            return upstream
-        await _forward(conn, reader, event, path, upstream[1])
-        return upstream
+            return upstream, True
+        authority = f"{request.host}:{request.port}" if request.port != 80 else request.host
+        await _forward(conn, reader, event, path, authority, upstream[1])
+        return upstream, False
 
 
 _Upstream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -344,10 +355,12 @@ async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> obj
 
 async def _forward(
     conn: h11.Connection, reader: asyncio.StreamReader, request: h11.Request, path: str,
-    upstream: asyncio.StreamWriter,
+    authority: str, upstream: asyncio.StreamWriter,
 ) -> None:  # fmt: skip
-    """The request in origin form, its body framed again, `Connection: close`."""
-    headers = [(k, v) for k, v in request.headers if k.lower() not in _HOP]
+    """The request in origin form to the checked host (its `Host` header says so too: no
+    other virtual host of that address), its body framed again, `Connection: close`."""
+    headers = [(b"host", authority.encode("utf-8"))]
+    headers += [(k, v) for k, v in request.headers if k.lower() not in (*_HOP, b"host")]
     headers.append((b"connection", b"close"))
     out = h11.Connection(h11.CLIENT)
     upstream.write(
@@ -397,11 +410,14 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 async def _relay(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-    up_reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter,
+    up_reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter, *, both_ways: bool,
 ) -> None:  # fmt: skip
-    """Both directions until both ends are done."""
+    """Both directions until both ends are done (or only the answer)."""
     try:
-        await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
+        if both_ways:
+            await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
+        else:
+            await _pump(up_reader, writer)
     except (ConnectionError, OSError):
         pass
     finally:
