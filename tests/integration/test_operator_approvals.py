@@ -159,6 +159,41 @@ def router_audit(router: Router) -> Path:
     return path
 
 
+def test_the_fast_paths_keep_the_operator_route(router: Router) -> None:
+    """A coalesced stream delivers `approval_pending` while the call waits for the operator
+    (it is not held back with the rest of the call), and an ExecuteOnce waits for the
+    operator, then answers with the whole call."""
+    request = router_pb2.ExecuteRequest(
+        thread_id="op-fast", turn=base_turn(), item=function_item("exec_command", PUSH, "f1"),
+        coalesce_ms=1000,
+    )  # fmt: skip
+    stream = router.stub.Execute(request, metadata=_md("agent"), timeout=60)
+    first = next(stream)
+    # Nobody has decided yet: the pending approval came out with the projection.
+    assert first.WhichOneof("event") == "batch"
+    assert [e.WhichOneof("event") for e in first.batch.events] == [
+        "projection", "approval_pending"
+    ]
+    pending = first.batch.events[1].approval_pending
+    _decide(router, pending.approval_id, router_pb2.APPROVAL_DECISION_APPROVED)
+    rest = [e for m in stream for e in (m.batch.events if m.WhichOneof("event") == "batch" else [m])]
+    assert completed(rest).output_text.endswith("pushed\n")
+
+    once = router_pb2.ExecuteOnceRequest(request=router_pb2.ExecuteRequest(
+        thread_id="op-fast", turn=base_turn(), item=function_item("exec_command", PUSH, "f2"),
+    ))  # fmt: skip
+    reply = router.stub.ExecuteOnce.future(once, metadata=_md("agent"), timeout=60)
+    listed = eventually(
+        lambda: [p for p in _pending(router) if p.call_id == "f2"], "f2 pending", 10
+    )
+    assert not reply.done()
+    _decide(router, listed[0].approval_id, router_pb2.APPROVAL_DECISION_DENIED)
+    events = list(reply.result().events)
+    kinds = [e.WhichOneof("event") for e in events]
+    assert kinds == ["projection", "approval_pending", "completed"]
+    assert completed(events).output_text == DENIED_TEXT
+
+
 def test_deny_and_abort_end_the_stream_with_codex_texts(router: Router) -> None:
     stream = _open(router, "op2", "d1")
     _, pending = _until_pending(stream)
