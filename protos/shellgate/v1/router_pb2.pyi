@@ -25,6 +25,7 @@ class ApprovalKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     APPROVAL_KIND_EXEC_POLICY: _ClassVar[ApprovalKind]
     APPROVAL_KIND_SANDBOX_RETRY: _ClassVar[ApprovalKind]
     APPROVAL_KIND_APPLY_PATCH: _ClassVar[ApprovalKind]
+    APPROVAL_KIND_NETWORK: _ClassVar[ApprovalKind]
 
 class TerminationReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -50,6 +51,7 @@ APPROVAL_KIND_UNSPECIFIED: ApprovalKind
 APPROVAL_KIND_EXEC_POLICY: ApprovalKind
 APPROVAL_KIND_SANDBOX_RETRY: ApprovalKind
 APPROVAL_KIND_APPLY_PATCH: ApprovalKind
+APPROVAL_KIND_NETWORK: ApprovalKind
 TERMINATION_REASON_UNSPECIFIED: TerminationReason
 TERMINATION_REASON_EXITED: TerminationReason
 TERMINATION_REASON_SIGNALED: TerminationReason
