@@ -29,13 +29,16 @@ from bench.machine import describe
 from bench.peers import Peers, codex_binary
 from bench.procs import scratch_home
 from bench.report import write, write_compare
+from bench.suites.codex_benches import CODEX_BENCHES
 from bench.suites.exec_benches import EXEC_BENCHES
 from bench.suites.memory_benches import MEMORY_BENCHES
 from bench.suites.router_benches import ROUTER_BENCHES
 from bench.suites.stream_benches import STREAM_BENCHES
 
 HERE = Path(__file__).resolve().parent
-BENCHES: dict[str, Any] = {**EXEC_BENCHES, **ROUTER_BENCHES, **MEMORY_BENCHES, **STREAM_BENCHES}
+BENCHES: dict[str, Any] = {
+    **EXEC_BENCHES, **CODEX_BENCHES, **ROUTER_BENCHES, **MEMORY_BENCHES, **STREAM_BENCHES
+}
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -91,20 +91,27 @@ def _sentence_of(r: dict[str, Any]) -> str:
         return (
             f"Project: {_p50(r, 'shellgate')} ms vs the empty RPC {_p50(r, 'empty_rpc')} ms "
             f"({_g(m.get('p50_vs_empty_rpc'))}×; target 1.3×) and the in-process core "
-            f"{_p50(r, 'core')} ms; {_g(m.get('project_req_per_s'))} req/s (target 2 500)."
+            f"{_p50(r, 'core')} ms; {_g(m.get('project_req_per_s'))} req/s (target 2 500); "
+            f"new requests every time {_p50(r, 'shellgate_cold')} ms "
+            f"({_g(m.get('cold_vs_empty_rpc'))}×), {_g(m.get('cold_req_per_s'))} req/s; the "
+            f"empty RPC alone {_g(m.get('empty_rpc_req_per_s'))} req/s."
         )
     if name == "execute":
         return (
-            f"Execute: {_p50(r, 'shellgate')} ms vs SWE-ReX {_p50(r, 'swerex')} ms "
-            f"({_g(m.get('vs_swerex_p50'))}×; target ≤ 0.75×) and raw {_p50(r, 'raw')} ms "
-            f"({_g(m.get('vs_raw_p50'))}×; target ≤ 1.5×); through a remote environment "
-            f"{_p50(r, 'shellgate_remote')} ms ({_g(m.get('remote_vs_swerex_p50'))}× SWE-ReX; "
-            f"target ≤ 1.0×); ExecService alone {_p50(r, 'execservice')} ms."
+            f"Execute: ExecuteOnce {_p50(r, 'shellgate_once')} ms vs SWE-ReX "
+            f"{_p50(r, 'swerex')} ms ({_g(m.get('vs_swerex_p50'))}×; target ≤ 0.75×) and raw "
+            f"{_p50(r, 'raw')} ms ({_g(m.get('vs_raw_p50'))}×; target ≤ 1.5×); the v1 stream "
+            f"{_p50(r, 'shellgate')} ms ({_g(m.get('stream_vs_swerex_p50'))}×), coalesced "
+            f"{_p50(r, 'shellgate_coalesced')} ms ({_g(m.get('coalesced_vs_swerex_p50'))}×); "
+            f"through a remote environment ExecuteOnce {_p50(r, 'shellgate_remote_once')} ms "
+            f"({_g(m.get('remote_vs_swerex_p50'))}× SWE-ReX; target ≤ 1.0×), stream "
+            f"{_p50(r, 'shellgate_remote')} ms; ExecService alone {_p50(r, 'execservice')} ms."
         )
     if name == "execute_concurrent":
         return (
             f"concurrent Execute: {_p50(r, 'shellgate')} s "
-            f"({_g(m.get('slowdown_vs_raw_p50'))}× raw asyncio; target ≤ 1.1×) vs SWE-ReX "
+            f"({_g(m.get('slowdown_vs_raw_p50'))}× raw asyncio; target ≤ 1.1×), ExecuteOnce "
+            f"{_p50(r, 'shellgate_once')} s ({_g(m.get('once_slowdown_vs_raw_p50'))}×) vs SWE-ReX "
             f"{_p50(r, 'swerex')} s (SWE-ReX runs subprocess.run inside its async handler, "
             f"so it serialises) and raw asyncio {_p50(r, 'raw')} s."
         )
@@ -135,6 +142,18 @@ def _sentence_of(r: dict[str, Any]) -> str:
             f"idle unified sessions: {_p50(r, 'shellgate')} KiB per session (router "
             f"{_g(m.get('router_kib_per_session'))} + daemon {_g(m.get('daemon_kib_per_session'))};"
             f" {_g(m.get('sessions_started'))} of {_g(m.get('sessions'))} started; target ≤ 300 KiB)."
+        )
+    if name == "codex_spawn":
+        return (
+            f"Codex's protocol, spawn: shellgate's listener {_p50(r, 'shellgate_codex')} ms vs "
+            f"codex exec-server {_p50(r, 'codex')} ms "
+            f"({_g(m.get('speedup_vs_codex_p50'))}× faster; target 20×)."
+        )
+    if name == "codex_throughput":
+        return (
+            f"Codex's protocol, throughput: shellgate's listener "
+            f"{_p50(r, 'shellgate_codex')} MiB/s vs codex exec-server {_p50(r, 'codex')} MiB/s "
+            f"({_g(m.get('speedup_vs_codex_p50'))}×; target 4×)."
         )
     if name == "project_under_load":
         return (

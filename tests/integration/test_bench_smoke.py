@@ -12,7 +12,8 @@ import pytest
 from bench.interpret import interpretation
 
 REPO = Path(__file__).resolve().parents[2]
-BENCHES = {"spawn", "throughput", "concurrency", "project", "execute", "execute_concurrent",
+BENCHES = {"spawn", "throughput", "concurrency", "codex_spawn", "codex_throughput",
+           "project", "execute", "execute_concurrent",
            "execute_bytes", "slow_consumer", "idle_pty", "first_byte", "idle_sessions",
            "project_under_load"}  # fmt: skip
 
