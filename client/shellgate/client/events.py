@@ -55,6 +55,7 @@ class ApprovalKind(enum.Enum):
     EXEC_POLICY = router_pb2.APPROVAL_KIND_EXEC_POLICY
     SANDBOX_RETRY = router_pb2.APPROVAL_KIND_SANDBOX_RETRY
     APPLY_PATCH = router_pb2.APPROVAL_KIND_APPLY_PATCH
+    NETWORK = router_pb2.APPROVAL_KIND_NETWORK
 
 
 class Termination(enum.Enum):

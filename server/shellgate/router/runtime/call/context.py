@@ -54,6 +54,12 @@ class AmendmentSink(Protocol):
         """Persist the approved rule and apply it live (blocking: run off the loop)."""
         ...
 
+    def append_network_rule(
+        self, host: str, protocol: str, decision: str, justification: str | None = None
+    ) -> object:
+        """Persist an approved `network_rule(…)` line and apply it (blocking: off the loop)."""
+        ...
+
 
 def rejected_text(message: str) -> str:
     """`exec_command failed: CreateProcess { message: "Rejected(\\"…\\")" }`."""

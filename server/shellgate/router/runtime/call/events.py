@@ -50,6 +50,7 @@ class ApprovalKind(enum.StrEnum):
     EXEC_POLICY = "exec_policy"
     SANDBOX_RETRY = "sandbox_retry"
     APPLY_PATCH = "apply_patch"
+    NETWORK = "network"
 
 
 @dataclass(frozen=True)

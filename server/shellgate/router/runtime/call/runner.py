@@ -37,6 +37,7 @@ from shellgate.router.runtime.call.events import (
     Termination,
     output_item_json,
 )
+from shellgate.router.runtime.call.network_ask import network_asker
 from shellgate.router.runtime.call.orchestrator import ToolRuntime, orchestrate
 from shellgate.router.runtime.call.state import (
     Aborted,
@@ -54,6 +55,7 @@ from shellgate.router.runtime.call.state import (
     crash,
     resume,
 )
+from shellgate.router.runtime.environments.egress import egress_asker
 from shellgate.router.runtime.runtimes.apply_patch import element_patch, tool_call_patch
 from shellgate.router.runtime.runtimes.classic import ShellRuntime
 from shellgate.router.runtime.runtimes.unified_exec import UnifiedExecRuntime, run_write_stdin
@@ -144,6 +146,11 @@ class CallRunner:
             self.call.turn.operator_route,
         )
 
+    async def await_operator(self, awaiting: AwaitingApproval) -> Decided:
+        """Wait for an operator's decision on `awaiting` (the call's own, or a running
+        command's network request: `network_ask`)."""
+        return await self._await_operator(awaiting)
+
     async def _await_operator(self, awaiting: AwaitingApproval) -> Decided:
         operator = self.ctx.operator
         assert operator is not None
@@ -167,7 +174,13 @@ class CallRunner:
                 self._advance(Aborted())
                 continue
             request = self.request(index, answer)
-            self._advance(await _element(_runtime(call, request), request, answer))
+            # The egress proxy asks about this element's network requests (network_ask).
+            asking = egress_asker.set(network_asker(self, index))
+            try:
+                outcome = await _element(_runtime(call, request), request, answer)
+            finally:
+                egress_asker.reset(asking)
+            self._advance(outcome)
             # The decision answered this element only; later elements meet their own gates.
             answer = None
 

@@ -145,7 +145,10 @@ class Parked:
         retry = self.kind is ApprovalKind.SANDBOX_RETRY
         if retry != (self.retry_result is not None):
             raise InvalidTransition("a sandbox retry, and only a retry, carries the sandboxed run")
-        if self.amendment is not None and self.kind is not ApprovalKind.EXEC_POLICY:
+        # A network approval's amendment is the `network_rule` line it would append.
+        if self.amendment is not None and self.kind not in (
+            ApprovalKind.EXEC_POLICY, ApprovalKind.NETWORK
+        ):
             raise InvalidTransition(f"a {self.kind} approval proposes no amendment")
 
     @property

@@ -35,6 +35,7 @@ _KINDS = {
     ApprovalKind.EXEC_POLICY: router_pb2.APPROVAL_KIND_EXEC_POLICY,
     ApprovalKind.SANDBOX_RETRY: router_pb2.APPROVAL_KIND_SANDBOX_RETRY,
     ApprovalKind.APPLY_PATCH: router_pb2.APPROVAL_KIND_APPLY_PATCH,
+    ApprovalKind.NETWORK: router_pb2.APPROVAL_KIND_NETWORK,
 }
 _BACKENDS = {
     ExecBackend.LOCAL: exec_pb2.EXEC_BACKEND_LOCAL,
