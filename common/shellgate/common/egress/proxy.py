@@ -46,7 +46,10 @@ __all__ = ["EgressProxy"]
 
 _log = logging.getLogger(__name__)
 _ROUTE_LINE_MAX = 64
+# How long a request's head may take to arrive, and a request body may stall; a decision
+# (an operator's, up to its deadline) and an open tunnel have no such bound.
 _HEAD_TIMEOUT_S = 30.0
+_BODY_IDLE_S = 300.0
 _CONNECT_TIMEOUT_S = 10.0
 _CHUNK = 64 * 1024
 _MAX_CONNECTIONS = 256
@@ -163,7 +166,7 @@ class EgressProxy:
             self._tasks.add(task)
         try:
             async with self._slots:
-                await asyncio.wait_for(self._begin(reader, writer), _HEAD_TIMEOUT_S)
+                await self._begin(reader, writer)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, h11.ProtocolError):
             pass
         except asyncio.CancelledError:
@@ -176,13 +179,13 @@ class EgressProxy:
                 self._tasks.discard(task)
 
     async def _begin(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        line = await reader.readuntil(b"\n")
+        line = await asyncio.wait_for(reader.readuntil(b"\n"), _HEAD_TIMEOUT_S)
         if len(line) > _ROUTE_LINE_MAX:
             return
         route = self.routes.get(line.strip().decode("ascii", "replace"))
         if route is None:
             return
-        first = await reader.readexactly(1)
+        first = await asyncio.wait_for(reader.readexactly(1), _HEAD_TIMEOUT_S)
         if first[0] == socks5.VERSION:
             upstream, both_ways = await self._socks(route, reader, writer, first), True
         else:
@@ -225,14 +228,17 @@ class EgressProxy:
     ) -> _Upstream | None:  # fmt: skip
         try:
             while (greeting := socks5.parse_greeting(buf)) is None:
-                buf += await reader.read(512)
+                more = await asyncio.wait_for(reader.read(512), _HEAD_TIMEOUT_S)
+                if not more:
+                    return None
+                buf += more
             accepted, used = greeting
             writer.write(socks5.greeting_reply(accepted))
             if not accepted:
                 return None
             buf = buf[used:]
             while (parsed := socks5.parse_request(buf)) is None:
-                more = await reader.read(512)
+                more = await asyncio.wait_for(reader.read(512), _HEAD_TIMEOUT_S)
                 if not more:
                     return None
                 buf += more
@@ -269,7 +275,7 @@ class EgressProxy:
         to it (a CONNECT tunnel) or only the answer flows (plain HTTP)."""
         conn = h11.Connection(h11.SERVER)
         conn.receive_data(first)
-        event = await _next_event(conn, reader)
+        event = await _next_event(conn, reader, _HEAD_TIMEOUT_S)
         if not isinstance(event, h11.Request):
             return None, False
         method = event.method.decode("ascii", "replace").upper()
@@ -344,13 +350,15 @@ async def _open(addresses: Sequence[str], port: int) -> _Upstream:
     raise last
 
 
-async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> object:
-    """The next h11 event, reading as needed."""
+async def _next_event(
+    conn: h11.Connection, reader: asyncio.StreamReader, timeout_s: float
+) -> object:
+    """The next h11 event, reading as needed (each read within `timeout_s`)."""
     while True:
         event = conn.next_event()
         if event is not h11.NEED_DATA:
             return event
-        conn.receive_data(await reader.read(_CHUNK))
+        conn.receive_data(await asyncio.wait_for(reader.read(_CHUNK), timeout_s))
 
 
 async def _forward(
@@ -367,9 +375,10 @@ async def _forward(
         out.send(h11.Request(method=request.method, target=path, headers=headers)) or b""
     )
     while True:
-        event = await _next_event(conn, reader)
+        event = await _next_event(conn, reader, _BODY_IDLE_S)
         if isinstance(event, h11.Data):
             upstream.write(out.send(h11.Data(data=event.data)) or b"")
+            await upstream.drain()
         elif isinstance(event, h11.EndOfMessage):
             upstream.write(out.send(h11.EndOfMessage()) or b"")
             return
