@@ -29,6 +29,7 @@ ALLOWED_IP, LOOPBACK_IP, RAW_IP = "127.0.0.2", "127.0.0.1", "127.0.0.3"
 NAMES = {
     "allowed.shellgate.test": ALLOWED_IP,
     "denied.shellgate.test": ALLOWED_IP,
+    "second.shellgate.test": ALLOWED_IP,
     "rebind.shellgate.test": LOOPBACK_IP,
     "asked.example.test": ALLOWED_IP,
     "other.example.test": ALLOWED_IP,

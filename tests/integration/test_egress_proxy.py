@@ -190,8 +190,17 @@ def test_a_daemon_governs_its_own_commands(tmp_path: Path) -> None:
         daemon_subprocess(["--config", str(config)], wrapper=wrapper) as daemon,
     ):
         box = RemoteConfig("box", daemon.target, dial=DialSettings(insecure=True))
-        with running_router(router_config(local_cwd=str(work), environments=(box,))) as router:
+        # The router's network_rule denies hold on the daemon too (sent as the narrowing).
+        rules = tmp_path / "rules"
+        rules.mkdir()
+        (rules / "net.rules").write_text(
+            'network_rule(host="second.shellgate.test", protocol="http", decision="deny")\n'
+        )
+        routed = router_config(local_cwd=str(work), environments=(box,), rules_dirs=(str(rules),))
+        with running_router(routed) as router:
             port, stub = web.port, router.stub
+            second = f"curl -sS http://second.shellgate.test:{port}/"
+            assert DENIED in run(stub, second, work, env="box")
             url = f"http://allowed.shellgate.test:{port}/"
             assert f"origin {ALLOWED_IP} answered GET" in run(stub, f"curl -sS {url}", work,
                                                              env="box")  # fmt: skip
@@ -209,7 +218,7 @@ def test_a_daemon_governs_its_own_commands(tmp_path: Path) -> None:
         assert web.hits[LOOPBACK_IP] == [] and web.hits[RAW_IP] == []
         scraped = _counted(_get(metrics_port), "shellgate_execserver_egress_decisions")
         assert scraped == {
-            ("allow", "allowed", "http"): 2.0, ("deny", "denied", "http"): 1.0,
+            ("allow", "allowed", "http"): 2.0, ("deny", "denied", "http"): 2.0,
             ("deny", "not_allowed_local", "http"): 1.0, ("deny", "not_allowed", "http"): 1.0,
         }  # fmt: skip
         # The daemon's log line per decision (it keeps no audit log of its own).
@@ -219,6 +228,7 @@ def test_a_daemon_governs_its_own_commands(tmp_path: Path) -> None:
     decisions = [line.split("egress ", 1)[1].split(" caller=")[0]
                  for line in log.splitlines() if " egress " in line]  # fmt: skip
     assert decisions == [
+        f"deny second.shellgate.test:{port} protocol=http method=GET reason=denied",
         f"allow allowed.shellgate.test:{port} protocol=http method=GET reason=allowed",
         f"allow allowed.shellgate.test:{port} protocol=http method=GET reason=allowed",
         f"deny denied.shellgate.test:{port} protocol=http method=GET reason=denied",

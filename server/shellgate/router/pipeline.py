@@ -8,7 +8,7 @@ file reads for apply_patch verification) come in through `HostContext`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -301,6 +301,16 @@ def _resolution_env(
     return resolution_env_overrides(envelope.env, baseline)
 
 
+def _remote_egress(turn: EgressNarrowing | None, host: HostContext) -> EgressNarrowing | None:
+    """A daemon's narrowing: the turn's, plus the hosts the rules' `network_rule`s deny
+    (a daemon decides with its own `[network]`; the router's denies hold there too)."""
+    _allowed, denied = host.policy.compiled_network_domains()
+    if not denied:
+        return turn
+    base = turn or EgressNarrowing()
+    return replace(base, denied_domains=(*base.denied_domains, *denied))
+
+
 def _envelope(
     cmd: HandlerCommand,
     permissions: PermissionOutcome,
@@ -323,7 +333,8 @@ def _envelope(
         remote=cmd.remote, cwd=cmd.cwd, sandbox_cwd=cmd.sandbox_cwd, parent_env=parent_env,
         env_policy=turn.env_policy, thread_id=turn.thread_id, platform=host.platform,
         active_profile=turn.active_profile_id, requested=requested, effective=effective,
-        network_access=turn.network_access, egress=turn.egress,
+        network_access=turn.network_access,
+        egress=_remote_egress(turn.egress, host) if cmd.remote else turn.egress,
         preapproved=permissions.preapproved,
         justification=justification, prefix_rule=prefix_rule,
     )  # fmt: skip
