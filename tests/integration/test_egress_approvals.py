@@ -19,6 +19,7 @@ from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_p
 
 from tests.integration.egress_support import ALLOWED_IP, egress_records, governed_request, origins
 from tests.router_harness import Router, completed, router_config, running_router
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -144,4 +145,29 @@ def test_the_caller_route_refuses_a_prompt_host(tmp_path: Path) -> None:
     with origins() as web, _router(tmp_path, route="caller") as router:
         asked, text = _call(router, _curl(web.port), work, "t1")
         assert asked == [] and POLICY_TEXT in text, text
+        assert web.hits[ALLOWED_IP] == []
+
+
+def test_a_caller_who_leaves_withdraws_the_network_approval(tmp_path: Path) -> None:
+    """The approval lives while the element that asked runs: the caller hangs up, the
+    command is killed, and the approval leaves the board at once (not at its deadline)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with origins() as web, _router(tmp_path) as router:
+        request = governed_request(_curl(web.port), work, approval=ON_REQUEST)
+        stream = router.stub.Execute(request, metadata=_md("agent"), timeout=60)
+        for event in stream:
+            if event.WhichOneof("event") == "approval_pending":
+                break
+        desk = approvals_pb2_grpc.ApprovalServiceStub(router.channel)
+
+        def pending() -> int:
+            reply = desk.ListPendingApprovals(
+                approvals_pb2.ListPendingApprovalsRequest(), metadata=_md("bob"), timeout=10
+            )
+            return len(reply.approvals)
+
+        assert pending() == 1
+        stream.cancel()
+        eventually(lambda: pending() == 0, "the network approval withdrawn", 15)
         assert web.hits[ALLOWED_IP] == []

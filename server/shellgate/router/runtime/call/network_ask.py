@@ -19,7 +19,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from shellgate.common.egress.policy import Protocol
-from shellgate.common.egress.routes import Asker, EgressRequest
+from shellgate.common.egress.routes import EgressRequest
 from shellgate.router.policy import network_rule_line
 from shellgate.router.policy.approval_policy import ApprovalMode
 from shellgate.router.projection import CommandElement, ShellCall
@@ -31,7 +31,7 @@ from shellgate.router.runtime.call.state import ApprovalSubject, AwaitingApprova
 if TYPE_CHECKING:
     from shellgate.router.runtime.call.runner import CallRunner
 
-__all__ = ["network_asker", "network_key"]
+__all__ = ["NetworkAsker", "network_asker", "network_key"]
 
 _APPROVING = frozenset({
     ApprovalDecision.APPROVED, ApprovalDecision.APPROVED_FOR_SESSION,
@@ -47,13 +47,45 @@ def network_key(environment_id: str, request: EgressRequest) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def network_asker(runner: CallRunner, index: int) -> Asker:
-    """Who the proxy asks about element `index`'s requests."""
+class NetworkAsker:
+    """Who the proxy asks about element `index`'s requests, while that element runs.
 
-    async def ask(request: EgressRequest) -> bool:
-        return await _ask(runner, index, request)
+    The waits run as tasks of their own (the proxy's connection awaits them): `close`, when
+    the element ends for any reason (the caller left, an interrupt, the command ended),
+    cancels those still waiting, which withdraws their approvals from the board.
+    """
 
-    return ask
+    def __init__(self, runner: CallRunner, index: int) -> None:
+        self._runner = runner
+        self._index = index
+        self._waits: set[asyncio.Task[bool]] = set()
+        self._closed = False
+
+    async def ask(self, request: EgressRequest) -> bool:
+        """Whether the request may go (an operator decided, or the thread's grant)."""
+        if self._closed:
+            return False
+        wait = asyncio.ensure_future(_ask(self._runner, self._index, request))
+        self._waits.add(wait)
+        try:
+            return await asyncio.shield(wait)
+        except asyncio.CancelledError:
+            if not wait.cancelled():
+                raise  # the proxy itself is stopping
+            return False
+        finally:
+            self._waits.discard(wait)
+
+    def close(self) -> None:
+        """The element ended: nobody is asked any more."""
+        self._closed = True
+        for wait in list(self._waits):
+            wait.cancel()
+
+
+def network_asker(runner: CallRunner, index: int) -> NetworkAsker:
+    """The asker of element `index` (its `ask` is what the proxy calls)."""
+    return NetworkAsker(runner, index)
 
 
 async def _ask(runner: CallRunner, index: int, request: EgressRequest) -> bool:

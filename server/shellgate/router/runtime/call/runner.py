@@ -175,11 +175,13 @@ class CallRunner:
                 continue
             request = self.request(index, answer)
             # The egress proxy asks about this element's network requests (network_ask).
-            asking = egress_asker.set(network_asker(self, index))
+            asker = network_asker(self, index)
+            asking = egress_asker.set(asker.ask)
             try:
                 outcome = await _element(_runtime(call, request), request, answer)
             finally:
                 egress_asker.reset(asking)
+                asker.close()
             self._advance(outcome)
             # The decision answered this element only; later elements meet their own gates.
             answer = None
