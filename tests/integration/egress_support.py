@@ -94,6 +94,7 @@ def _handler(
     class Handler(http.server.BaseHTTPRequestHandler):
         # The Host header of each request, in order.
         host_headers = hosts
+
         def _answer(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             self.rfile.read(length)
@@ -146,7 +147,12 @@ def origins() -> Iterator[Origins]:
 
 
 def governed_request(
-    command: str, cwd: Path, *, env: str = "local", call: str = "", approval: int = 0,
+    command: str,
+    cwd: Path,
+    *,
+    env: str = "local",
+    call: str = "",
+    approval: int = 0,
     egress: shell_pb2.EgressNarrowing | None = None,
 ) -> router_pb2.ExecuteRequest:
     """exec_command under workspace-write with the network on (the proxy governs it), the
@@ -205,7 +211,9 @@ def recording_origin(address: str) -> Iterator[tuple[int, list[bytes]]]:
                     while chunk := conn.recv(65536):
                         data += chunk
                 received.append(data)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\nrecorded\n")
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\nrecorded\n"
+                )
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()

@@ -38,7 +38,9 @@ def test_patterns_match_as_codex_s(pattern: str, host: str, matches: bool) -> No
     assert host_matches(pattern, host) is matches
 
 
-def _reason(policy: NetworkPolicy, host: str, method: str = "GET", protocol: Protocol = HTTP) -> str:
+def _reason(
+    policy: NetworkPolicy, host: str, method: str = "GET", protocol: Protocol = HTTP
+) -> str:
     return policy.decide_host(host, method, protocol).reason.value
 
 
@@ -73,7 +75,9 @@ def test_local_addresses_pass_only_as_listed_literals_or_with_local_binding() ->
         assert decision.reason is Reason.NOT_ALLOWED_LOCAL, address
     # One local address among public ones is enough to refuse (a rebinding answer).
     assert not policy.decide_addresses("a.test", ["93.184.216.34", "127.0.0.1"]).allowed
-    assert NetworkPolicy(True, allow_local_binding=True).decide_addresses("x", ["127.0.0.1"]).allowed
+    assert (
+        NetworkPolicy(True, allow_local_binding=True).decide_addresses("x", ["127.0.0.1"]).allowed
+    )
     assert policy.decide_addresses("a.test", []).reason is Reason.UNRESOLVED
 
 
