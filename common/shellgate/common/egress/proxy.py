@@ -4,8 +4,9 @@ Why these libraries: PyPI's asyncio proxy servers (pproxy, proxy.py, mitmproxy) 
 their own server loop, configuration and plugin model, and none lets a policy hook park a
 request on an approval and answer it with Codex's texts, so the transport here is a thin
 asyncio layer over two parsers: h11 (the well-kept sans-I/O HTTP/1.1 parser httpx and
-uvicorn are built on) for requests and their framing, and `socks5` (a few dozen lines: the
-sans-I/O SOCKS library on PyPI, socksio, implements the client side, not a server's).
+uvicorn are built on) for requests and their framing, and `socks5` (a few dozen lines:
+socksio, the maintained sans-I/O SOCKS library, implements the client side only, and
+siosocks, which has a server side, was last released in 2022).
 
 One proxy serves an environment (the router's for its local commands, a daemon's for its
 own); each connection first names its route (`routes`), then speaks HTTP or SOCKS5 (told
