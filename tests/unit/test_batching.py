@@ -101,7 +101,22 @@ def test_closing_the_stream_cancels_and_finishes_the_producer() -> None:
         stream = coalesced(_scripted([(0, b"a", True), (60, b"never", False)], log), 1000, _join)
         assert await anext(stream) == b"a"
         await stream.aclose()
-        return log
+        return list(log)
+
+    assert asyncio.run(run()) == ["producer closed"]
+
+
+def test_closing_while_the_producer_waits_for_room_closes_it_at_once() -> None:
+    async def run() -> list[str]:
+        log: list[str] = []
+        script = [(0, str(i).encode(), True) for i in range(10)]
+        stream = coalesced(_scripted(script, log), 1000, _join)
+        assert await anext(stream) == b"0"
+        for _ in range(5):  # the producer fills the two ready slots and waits for room
+            await asyncio.sleep(0)
+        await stream.aclose()
+        # A copy: asyncio.run finalizes forgotten generators after `run` returns.
+        return list(log)
 
     assert asyncio.run(run()) == ["producer closed"]
 

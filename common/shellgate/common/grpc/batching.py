@@ -113,6 +113,12 @@ async def coalesced(
             batches.finish(exc)
         else:
             batches.finish(None)
+        finally:
+            # Cancelled while waiting for room, the producer sits at a `yield`: close it now
+            # (its clean-up kills a call's process) rather than whenever it is collected.
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     task = asyncio.ensure_future(pump())
     try:
