@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import socket
@@ -28,6 +29,7 @@ from tests.router_harness import (
     running_router,
     turn,
 )
+from tests.waiting import eventually
 
 SHELL_COMMAND = common_pb2.MODEL_SHELL_TOOL_TYPE_SHELL_COMMAND
 
@@ -140,6 +142,34 @@ def test_execute_exec_command_pairs_call_id(
     assert [e.WhichOneof("event") for e in events if e.WhichOneof("event") != "output"] == [
         "projection", "started", "completed"
     ]
+
+
+def test_cancelling_a_coalesced_stream_kills_the_command(router: Router) -> None:
+    request = router_pb2.ExecuteRequest(
+        thread_id="t-cancel", turn=turn(shell_tool=SHELL_COMMAND),
+        item=function_item("shell_command", {"command": "echo up; sleep 30", "login": False}),
+        coalesce_ms=50,
+    )  # fmt: skip
+    stream = router.stub.Execute(request, timeout=60)
+    started = None
+    for message in stream:
+        events = message.batch.events if message.WhichOneof("event") == "batch" else [message]
+        started = next((e.started for e in events if e.WhichOneof("event") == "started"), None)
+        if started is not None:
+            break
+    assert started is not None and started.pid
+    pid = started.pid
+    os.kill(pid, 0)  # running
+    stream.cancel()
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    eventually(gone, f"pid {pid} killed after the cancel")
 
 
 @pytest.mark.usefixtures("any_execute_mode")
