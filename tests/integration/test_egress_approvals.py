@@ -124,7 +124,9 @@ def test_a_prompt_host_waits_for_an_operator(tmp_path: Path) -> None:
         assert len(asked) == 1 and "answered GET" in text, text
         written = (tmp_path / "rules").glob("*.rules")
         lines = [line for f in written for line in f.read_text().splitlines()]
-        assert f'network_rule(host="{ALLOWED_IP}", protocol="http", decision="allow")' in lines
+        line = (f'network_rule(host="{ALLOWED_IP}", protocol="http", decision="allow", '
+                f'justification="Allow http access to {ALLOWED_IP}")')  # fmt: skip
+        assert line in lines, lines
         asked, text = _call(router, _curl(port), work, "t4")
         assert asked == [] and "answered GET" in text, text
         assert web.hits[ALLOWED_IP] == ["GET"] * 6

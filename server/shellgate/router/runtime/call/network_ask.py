@@ -116,8 +116,10 @@ async def _ask(runner: CallRunner, index: int, request: EgressRequest) -> bool:
         return False
     protocol = _RULE_PROTOCOL.get(request.protocol)
     amendment = None
+    # Codex's justification of a network amendment: "Allow <protocol> access to <host>".
+    justification = f"Allow {request.protocol.value} access to {request.host}"
     if protocol is not None and runner.ctx.policy_store is not None:
-        amendment = (network_rule_line(request.host, protocol, "allow"),)
+        amendment = (network_rule_line(request.host, protocol, "allow", justification),)
     reason = f"network access to {request.host}:{request.port} ({request.protocol.value})"
     parked = Parked(
         ApprovalKind.NETWORK, index, reason, amendment, key,
@@ -129,5 +131,7 @@ async def _ask(runner: CallRunner, index: int, request: EgressRequest) -> bool:
     elif decided.decision is ApprovalDecision.APPROVED_WITH_AMENDMENT:
         store = runner.ctx.policy_store
         assert store is not None and protocol is not None
-        await asyncio.to_thread(store.append_network_rule, request.host, protocol, "allow")
+        await asyncio.to_thread(
+            store.append_network_rule, request.host, protocol, "allow", justification
+        )
     return decided.decision in _APPROVING
