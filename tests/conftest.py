@@ -14,6 +14,17 @@ from tests.waiting import eventually
 MARKER_VAR = "SHELLGATE_TEST_MARK"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The fault tests share one pytest-xdist worker and run one after another there.
+
+    They kill and restart routers, daemons and Redis and count what survives; two of them
+    at once would only measure each other (tests/README.md).
+    """
+    for item in items:
+        if item.path.parent.name == "fault":
+            item.add_marker(pytest.mark.xdist_group("fault"))
+
+
 def marked_pids(marker: str) -> list[int]:
     """Pids of live processes whose environment carries MARKER_VAR=marker."""
     # Runs after every test (~7 000 times a run): plain os/open calls, and a process's
