@@ -13,12 +13,12 @@ import os
 import select
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from shellgate.v1 import router_pb2, router_pb2_grpc
+from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
 from tests.child import stop_child
 from tests.execserver_harness import Daemon, daemon_subprocess
@@ -28,8 +28,18 @@ from tests.integration.shared_support import (
     seal_key_file,
     wait_listening,
 )
+from tests.router_harness import completed, function_item, turn
 
-__all__ = ["Fleet", "RedisProcess", "Replica", "fleet", "start_router_process"]
+__all__ = [
+    "Fleet",
+    "RedisProcess",
+    "Replica",
+    "body",
+    "fleet",
+    "request",
+    "run",
+    "start_router_process",
+]
 
 TOKEN = "fleet-s3cret-token"
 
@@ -246,3 +256,30 @@ def fleet(
             if replica.alive:
                 replica.stop()
         redis.stop()
+
+
+
+def request(
+    thread: str, name: str, args: Mapping[str, object], call_id: str, env: str = "box1"
+) -> router_pb2.ExecuteRequest:
+    """One Execute of a function call on a fleet daemon (no approvals, no login shell)."""
+    if name != "write_stdin":
+        args = {"login": False, **args}
+    return router_pb2.ExecuteRequest(
+        thread_id=thread,
+        turn=turn(environment_id=env, approval=common_pb2.APPROVAL_POLICY_KIND_NEVER),
+        item=function_item(name, dict(args), call_id),
+    )
+
+
+def run(
+    replica: Replica, thread: str, name: str, args: Mapping[str, object], call_id: str,
+    env: str = "box1", timeout: float = 120,
+) -> router_pb2.ExecutionCompleted:  # fmt: skip
+    """The completed event of one call through `replica`."""
+    return completed(replica.execute(request(thread, name, args, call_id, env), timeout=timeout))
+
+
+def body(done: router_pb2.ExecutionCompleted) -> str:
+    """The model text after `Output:`."""
+    return done.output_text.split("Output:\n", 1)[1]

@@ -20,15 +20,22 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 import grpc
 import pytest
-from shellgate.v1 import common_pb2, exec_pb2, exec_pb2_grpc, router_pb2
+from shellgate.v1 import exec_pb2, exec_pb2_grpc, router_pb2
 
-from tests.integration.replicas import TOKEN, Fleet, Replica, fleet, start_router_process
+from tests.integration.replicas import (
+    TOKEN,
+    Fleet,
+    Replica,
+    body,
+    fleet,
+    run,
+    start_router_process,
+)
 from tests.integration.shared_support import REDIS_SERVER
-from tests.router_harness import completed, function_item, turn
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
@@ -40,35 +47,12 @@ BIG = f'import sys\nsys.stdout.write("".join("%07d\\n" % i for i in range({LINES
 _VOLATILE = re.compile(r"^(Chunk ID: [0-9a-f]+|Wall time: [0-9.]+ seconds)$", re.M)
 
 
-def request(
-    thread: str, name: str, args: Mapping[str, object], call_id: str, env: str = "box1"
-) -> router_pb2.ExecuteRequest:
-    """One Execute of a function call (no approvals, no login shell)."""
-    if name != "write_stdin":
-        args = {"login": False, **args}
-    return router_pb2.ExecuteRequest(
-        thread_id=thread,
-        turn=turn(environment_id=env, approval=common_pb2.APPROVAL_POLICY_KIND_NEVER),
-        item=function_item(name, dict(args), call_id),
-    )
-
-
-def run(
-    replica: Replica, thread: str, name: str, args: Mapping[str, object], call_id: str,
-    env: str = "box1",
-) -> router_pb2.ExecutionCompleted:  # fmt: skip
-    """The completed event of one call."""
-    return completed(replica.execute(request(thread, name, args, call_id, env), timeout=120))
 
 
 def stable(text: str) -> str:
     """The tool output with its Chunk ID and Wall time lines blanked."""
     return _VOLATILE.sub("-", text)
 
-
-def body(done: router_pb2.ExecutionCompleted) -> str:
-    """The model text after `Output:`."""
-    return done.output_text.split("Output:\n", 1)[1]
 
 
 def running(replica: Replica, thread: str, sid: int) -> bool | None:

@@ -16,17 +16,16 @@ import collections
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 import grpc
 import pytest
 from shellgate.router.output.truncation import approx_tokens_from_byte_count
-from shellgate.v1 import common_pb2, exec_pb2, exec_pb2_grpc, router_pb2
+from shellgate.v1 import exec_pb2, exec_pb2_grpc, router_pb2
 
-from tests.integration.replicas import TOKEN, Fleet, Replica, fleet
+from tests.integration.replicas import TOKEN, Fleet, Replica, body, fleet, request, run
 from tests.integration.shared_support import REDIS_SERVER
 from tests.proc_scan import pids_with
-from tests.router_harness import completed, function_item, turn
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
@@ -43,34 +42,7 @@ def the_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         yield running
 
 
-def request(
-    thread: str, name: str, args: Mapping[str, object], call_id: str, env: str = "box1"
-) -> router_pb2.ExecuteRequest:
-    """One Execute of a function call (no approvals, no login shell)."""
-    if name != "write_stdin":
-        args = {"login": False, **args}
-    return router_pb2.ExecuteRequest(
-        thread_id=thread,
-        turn=turn(environment_id=env, approval=common_pb2.APPROVAL_POLICY_KIND_NEVER),
-        item=function_item(name, dict(args), call_id),
-    )
 
-
-def run(
-    replica: Replica,
-    thread: str,
-    name: str,
-    args: Mapping[str, object],
-    call_id: str,
-    env: str = "box1",
-) -> router_pb2.ExecutionCompleted:
-    """The completed event of one call."""
-    return completed(replica.execute(request(thread, name, args, call_id, env), timeout=60))
-
-
-def body(done: router_pb2.ExecutionCompleted) -> str:
-    """The model text after `Output:`."""
-    return done.output_text.split("Output:\n", 1)[1]
 
 
 def sessions(replica: Replica, thread: str) -> list[router_pb2.SessionInfo]:
