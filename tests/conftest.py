@@ -14,15 +14,22 @@ from tests.waiting import eventually
 MARKER_VAR = "SHELLGATE_TEST_MARK"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fault tests share one pytest-xdist worker and run one after another there.
+# Folders whose tests run one after another on one pytest-xdist worker (tests/README.md).
+SERIAL_FOLDERS = {
+    # They kill and restart routers, daemons and Redis and count what survives: two at
+    # once would only measure each other.
+    "fault": "fault",
+    # The documented blocks run as written, on the documented fixed ports (50051 …).
+    "docs": "fixed-ports",
+}
 
-    They kill and restart routers, daemons and Redis and count what survives; two of them
-    at once would only measure each other (tests/README.md).
-    """
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the tests of SERIAL_FOLDERS in their xdist group (`--dist loadgroup`)."""
     for item in items:
-        if item.path.parent.name == "fault":
-            item.add_marker(pytest.mark.xdist_group("fault"))
+        group = SERIAL_FOLDERS.get(item.path.parent.name)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def marked_pids(marker: str) -> list[int]:
