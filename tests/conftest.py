@@ -24,6 +24,7 @@ SERIAL_FOLDERS = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Put the tests of SERIAL_FOLDERS in their xdist group (`--dist loadgroup`)."""
     for item in items:
