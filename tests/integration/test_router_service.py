@@ -144,6 +144,20 @@ def test_execute_exec_command_pairs_call_id(
     ]
 
 
+def test_the_stop_waits_for_answered_calls_bookkeeping() -> None:
+    # ExecuteOnce answers before its call's generator finished; the router owns that tail
+    # (RouterApp.call_tails), so its stop leaves no task behind.
+    with running_router() as router:
+        once = router_pb2.ExecuteOnceRequest(request=router_pb2.ExecuteRequest(
+            thread_id="tails", turn=turn(),
+            item=function_item("exec_command", {"cmd": "echo tail", "login": False}, "c1"),
+        ))  # fmt: skip
+        reply = router.stub.ExecuteOnce(once, timeout=30)
+        assert reply.ByteSize() > 0
+        app = router.running.app
+    assert len(app.call_tails) == 0
+
+
 def test_cancelling_a_coalesced_stream_kills_the_command(router: Router) -> None:
     request = router_pb2.ExecuteRequest(
         thread_id="t-cancel", turn=turn(shell_tool=SHELL_COMMAND),

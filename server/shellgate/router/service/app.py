@@ -7,6 +7,7 @@ them in order (`aclose`), so a shutdown kills every process the router started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 from shellgate.common.auth import Authenticator, TokenEntry, load_tokens
 from shellgate.common.errors import EnvironmentNotAllowedError
 from shellgate.common.process.run_as import RunAs, RunAsError
+from shellgate.common.tasks import TaskSet
 from shellgate.router.apply_patch import PatchFileSystem
 from shellgate.router.handler.environments import ReportedShell
 from shellgate.router.handler.shells import HostShellFacts
@@ -76,6 +78,8 @@ class Caller:
 
 
 log = logging.getLogger(__name__)
+# How long a stop waits for answered calls' bookkeeping (ExecuteOnce's tails).
+CALL_TAILS_GRACE_S = 5.0
 T = TypeVar("T")
 
 
@@ -229,6 +233,9 @@ class RouterApp:
         # What projections reuse (environments, wire sub-messages): one per router, shared
         # by every host context it hands out and by the wire projection.
         self.memo = ProjectionMemo()
+        # The tails of calls already answered (ExecuteOnce's bookkeeping after its reply):
+        # owned here, so the router's stop waits for them (aclose).
+        self.call_tails = TaskSet(log)
         self._host: tuple[object, asyncio.AbstractEventLoop, HostContext] | None = None
         self._observe()
         # Operator-routed approvals (docs/approvals.md); `operator_desk` is what operator
@@ -431,6 +438,11 @@ class RouterApp:
         await self.operator.aclose()
         await self.threads.aclose()
         await self.environments.aclose()
+        # After the kills above, what is left of an answered call's bookkeeping ends soon;
+        # bounded anyway (a stop must end), then cancelled.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.call_tails.join(), CALL_TAILS_GRACE_S)
+        await self.call_tails.aclose()
         self.cpu.shutdown(wait=False, cancel_futures=True)
         if self.audit is not None:
             # Last: the outcomes of the processes killed above are still recorded.

@@ -14,7 +14,6 @@ from shellgate.common.boundary import streaming, unary
 from shellgate.common.errors import InvalidArgumentError
 from shellgate.common.grpc.batching import coalesced
 from shellgate.common.log_setup import tag_log
-from shellgate.common.tasks import TaskSet
 from shellgate.common.tracing import set_attributes, span
 from shellgate.router.decode.tool_call import PayloadKind, ToolCall, ToolName
 from shellgate.router.decode.tools import list_tools
@@ -116,8 +115,6 @@ class ToolRouterServicer(ThreadRpcs, router_pb2_grpc.ToolRouterServiceServicer):
         # One generator for every call's chunk ids: seeding one per call reads the OS
         # entropy pool each time (calls all run on the event loop, so sharing is safe).
         self._rng = random.Random()
-        # ExecuteOnce calls whose reply is sent and whose generator is finishing.
-        self._finishing = TaskSet(log)
         # Project answers for repeated identical requests (wire/project_cache.py).
         self._projections = ProjectCache()
 
@@ -259,7 +256,7 @@ class ToolRouterServicer(ThreadRpcs, router_pb2_grpc.ToolRouterServiceServicer):
                     # The call is over: its bookkeeping after the end (the call ledger's
                     # record) finishes in the background instead of delaying the reply, as
                     # it does after a stream's last event.
-                    self._finishing.spawn(_drain(events), name="execute-once-finish")
+                    self._app.call_tails.spawn(_drain(events), name="execute-once-finish")
                     break
         return batch_body(kept)
 
