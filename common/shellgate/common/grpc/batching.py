@@ -21,8 +21,11 @@ __all__ = ["MAX_COALESCE_MS", "MAX_HELD_BYTES", "coalesced"]
 
 # Longest window a client may ask for: a longer one would read as a stalled stream.
 MAX_COALESCE_MS = 1000
-# Held events are sent once they reach this size (messages stay far below gRPC's 4 MiB).
-MAX_HELD_BYTES = 1024 * 1024
+# Held events are sent once they reach this size. Coalescing is for short commands (a few
+# small events); a flood's chunks pass one by one as without it: joining them into 1 MiB
+# messages grew a router relaying a stalled remote flood by 10-20 MiB more (its
+# tests/fault/test_remote_slow_consumer.py bound, 48 MiB, then failed under load).
+MAX_HELD_BYTES = 64 * 1024
 # Joined messages waiting to be written before the producer is held back.
 _READY_MAX = 2
 
