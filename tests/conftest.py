@@ -24,11 +24,28 @@ SERIAL_FOLDERS = {
 }
 
 
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture made once per module (or class): a router fleet, a
+    built wheel, a browser…"""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        defs[-1].scope in ("module", "class", "package")
+        for defs in info.name2fixturedefs.values()
+        if defs
+    )
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put the tests of SERIAL_FOLDERS in their xdist group (`--dist loadgroup`)."""
+    """Put the tests of SERIAL_FOLDERS in their xdist group (`--dist loadgroup`), and keep
+    the tests of a module with a module-scoped fixture on one worker, so that fixture is
+    made once rather than once per worker."""
     for item in items:
         group = SERIAL_FOLDERS.get(item.path.parent.name)
+        if group is None and _uses_module_fixture(item):
+            group = f"module:{item.path.relative_to(item.config.rootpath)}"
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
 
