@@ -74,3 +74,15 @@ class DecideApprovalRequest(_message.Message):
 class DecideApprovalResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class AnswerApprovalRequest(_message.Message):
+    __slots__ = ("approval_id", "decision")
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    approval_id: str
+    decision: _router_pb2.ApprovalDecision
+    def __init__(self, approval_id: _Optional[str] = ..., decision: _Optional[_Union[_router_pb2.ApprovalDecision, str]] = ...) -> None: ...
+
+class AnswerApprovalResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

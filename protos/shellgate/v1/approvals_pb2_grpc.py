@@ -26,9 +26,9 @@ if _version_not_supported:
 
 
 class ApprovalServiceStub:
-    """ApprovalService lets operators decide operator-routed approvals. Every RPC needs the
-    operator role (a token-file line with `roles=operator`, or an mTLS identity listed in
-    `[approvals] operator_subjects`), else PERMISSION_DENIED.
+    """ApprovalService lets operators decide operator-routed approvals. Every RPC but
+    AnswerApproval needs the operator role (a token-file line with `roles=operator`, or an
+    mTLS identity listed in `[approvals] operator_subjects`), else PERMISSION_DENIED.
     """
 
     def __init__(self, channel):
@@ -47,12 +47,17 @@ class ApprovalServiceStub:
                 request_serializer=shellgate_dot_v1_dot_approvals__pb2.DecideApprovalRequest.SerializeToString,
                 response_deserializer=shellgate_dot_v1_dot_approvals__pb2.DecideApprovalResponse.FromString,
                 _registered_method=True)
+        self.AnswerApproval = channel.unary_unary(
+                '/shellgate.v1.ApprovalService/AnswerApproval',
+                request_serializer=shellgate_dot_v1_dot_approvals__pb2.AnswerApprovalRequest.SerializeToString,
+                response_deserializer=shellgate_dot_v1_dot_approvals__pb2.AnswerApprovalResponse.FromString,
+                _registered_method=True)
 
 
 class ApprovalServiceServicer:
-    """ApprovalService lets operators decide operator-routed approvals. Every RPC needs the
-    operator role (a token-file line with `roles=operator`, or an mTLS identity listed in
-    `[approvals] operator_subjects`), else PERMISSION_DENIED.
+    """ApprovalService lets operators decide operator-routed approvals. Every RPC but
+    AnswerApproval needs the operator role (a token-file line with `roles=operator`, or an
+    mTLS identity listed in `[approvals] operator_subjects`), else PERMISSION_DENIED.
     """
 
     def ListPendingApprovals(self, request, context):
@@ -71,6 +76,17 @@ class ApprovalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AnswerApproval(self, request, context):
+        """The caller's answer to a live approval its own stream announced (an `approval_pending`
+        with `caller_decides`: a running command's network request, TurnContext
+        .live_network_approvals). Only the call's own subject may answer (else PERMISSION_DENIED
+        `not_the_caller`); on any replica; the same NOT_FOUND / FAILED_PRECONDITION as
+        DecideApproval.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ApprovalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -84,6 +100,11 @@ def add_ApprovalServiceServicer_to_server(servicer, server):
                     request_deserializer=shellgate_dot_v1_dot_approvals__pb2.DecideApprovalRequest.FromString,
                     response_serializer=shellgate_dot_v1_dot_approvals__pb2.DecideApprovalResponse.SerializeToString,
             ),
+            'AnswerApproval': grpc.unary_unary_rpc_method_handler(
+                    servicer.AnswerApproval,
+                    request_deserializer=shellgate_dot_v1_dot_approvals__pb2.AnswerApprovalRequest.FromString,
+                    response_serializer=shellgate_dot_v1_dot_approvals__pb2.AnswerApprovalResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'shellgate.v1.ApprovalService', rpc_method_handlers)
@@ -93,9 +114,9 @@ def add_ApprovalServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class ApprovalService:
-    """ApprovalService lets operators decide operator-routed approvals. Every RPC needs the
-    operator role (a token-file line with `roles=operator`, or an mTLS identity listed in
-    `[approvals] operator_subjects`), else PERMISSION_DENIED.
+    """ApprovalService lets operators decide operator-routed approvals. Every RPC but
+    AnswerApproval needs the operator role (a token-file line with `roles=operator`, or an
+    mTLS identity listed in `[approvals] operator_subjects`), else PERMISSION_DENIED.
     """
 
     @staticmethod
@@ -142,6 +163,33 @@ class ApprovalService:
             '/shellgate.v1.ApprovalService/DecideApproval',
             shellgate_dot_v1_dot_approvals__pb2.DecideApprovalRequest.SerializeToString,
             shellgate_dot_v1_dot_approvals__pb2.DecideApprovalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AnswerApproval(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/shellgate.v1.ApprovalService/AnswerApproval',
+            shellgate_dot_v1_dot_approvals__pb2.AnswerApprovalRequest.SerializeToString,
+            shellgate_dot_v1_dot_approvals__pb2.AnswerApprovalResponse.FromString,
             options,
             channel_credentials,
             insecure,

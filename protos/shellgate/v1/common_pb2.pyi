@@ -242,7 +242,7 @@ class TruncationPolicy(_message.Message):
     def __init__(self, tokens: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
 
 class TurnContext(_message.Message):
-    __slots__ = ("environments", "approval_policy", "permission_profile", "shell_environment_policy", "shell_tool_type", "features", "allow_login_shell", "truncation_policy", "granted_permissions", "apply_patch_tool", "advertise_command_batches", "approval_route")
+    __slots__ = ("environments", "approval_policy", "permission_profile", "shell_environment_policy", "shell_tool_type", "features", "allow_login_shell", "truncation_policy", "granted_permissions", "apply_patch_tool", "advertise_command_batches", "approval_route", "live_network_approvals")
     ENVIRONMENTS_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_POLICY_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_PROFILE_FIELD_NUMBER: _ClassVar[int]
@@ -255,6 +255,7 @@ class TurnContext(_message.Message):
     APPLY_PATCH_TOOL_FIELD_NUMBER: _ClassVar[int]
     ADVERTISE_COMMAND_BATCHES_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_ROUTE_FIELD_NUMBER: _ClassVar[int]
+    LIVE_NETWORK_APPROVALS_FIELD_NUMBER: _ClassVar[int]
     environments: _containers.RepeatedCompositeFieldContainer[TurnEnvironment]
     approval_policy: ApprovalPolicy
     permission_profile: PermissionProfile
@@ -267,4 +268,5 @@ class TurnContext(_message.Message):
     apply_patch_tool: ApplyPatchToolType
     advertise_command_batches: bool
     approval_route: ApprovalRoute
-    def __init__(self, environments: _Optional[_Iterable[_Union[TurnEnvironment, _Mapping]]] = ..., approval_policy: _Optional[_Union[ApprovalPolicy, _Mapping]] = ..., permission_profile: _Optional[_Union[PermissionProfile, _Mapping]] = ..., shell_environment_policy: _Optional[_Union[_shell_pb2.ShellEnvironmentPolicy, _Mapping]] = ..., shell_tool_type: _Optional[_Union[ModelShellToolType, str]] = ..., features: _Optional[_Union[FeatureSwitches, _Mapping]] = ..., allow_login_shell: _Optional[bool] = ..., truncation_policy: _Optional[_Union[TruncationPolicy, _Mapping]] = ..., granted_permissions: _Optional[_Iterable[_Union[PermissionGrant, _Mapping]]] = ..., apply_patch_tool: _Optional[_Union[ApplyPatchToolType, str]] = ..., advertise_command_batches: _Optional[bool] = ..., approval_route: _Optional[_Union[ApprovalRoute, str]] = ...) -> None: ...
+    live_network_approvals: bool
+    def __init__(self, environments: _Optional[_Iterable[_Union[TurnEnvironment, _Mapping]]] = ..., approval_policy: _Optional[_Union[ApprovalPolicy, _Mapping]] = ..., permission_profile: _Optional[_Union[PermissionProfile, _Mapping]] = ..., shell_environment_policy: _Optional[_Union[_shell_pb2.ShellEnvironmentPolicy, _Mapping]] = ..., shell_tool_type: _Optional[_Union[ModelShellToolType, str]] = ..., features: _Optional[_Union[FeatureSwitches, _Mapping]] = ..., allow_login_shell: _Optional[bool] = ..., truncation_policy: _Optional[_Union[TruncationPolicy, _Mapping]] = ..., granted_permissions: _Optional[_Iterable[_Union[PermissionGrant, _Mapping]]] = ..., apply_patch_tool: _Optional[_Union[ApplyPatchToolType, str]] = ..., advertise_command_batches: _Optional[bool] = ..., approval_route: _Optional[_Union[ApprovalRoute, str]] = ..., live_network_approvals: _Optional[bool] = ...) -> None: ...

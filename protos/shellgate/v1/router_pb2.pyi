@@ -238,14 +238,16 @@ class ExecutionCompleted(_message.Message):
     def __init__(self, output_item_json: _Optional[str] = ..., output_text: _Optional[str] = ..., success: _Optional[bool] = ..., exit_code: _Optional[int] = ..., session_id: _Optional[int] = ..., wall_time_ms: _Optional[int] = ..., original_token_count: _Optional[int] = ..., truncated: _Optional[bool] = ..., termination: _Optional[_Union[TerminationReason, str]] = ..., model_warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ApprovalPending(_message.Message):
-    __slots__ = ("approval_id", "details", "deadline_unix_ms")
+    __slots__ = ("approval_id", "details", "deadline_unix_ms", "caller_decides")
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     DETAILS_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    CALLER_DECIDES_FIELD_NUMBER: _ClassVar[int]
     approval_id: str
     details: ApprovalRequired
     deadline_unix_ms: int
-    def __init__(self, approval_id: _Optional[str] = ..., details: _Optional[_Union[ApprovalRequired, _Mapping]] = ..., deadline_unix_ms: _Optional[int] = ...) -> None: ...
+    caller_decides: bool
+    def __init__(self, approval_id: _Optional[str] = ..., details: _Optional[_Union[ApprovalRequired, _Mapping]] = ..., deadline_unix_ms: _Optional[int] = ..., caller_decides: _Optional[bool] = ...) -> None: ...
 
 class ApprovalWaiting(_message.Message):
     __slots__ = ("approval_id", "remaining_ms")

@@ -23,6 +23,12 @@ type ApprovalServiceClient interface {
 	// ones); past the deadline FAILED_PRECONDITION `approval_expired`; the caller's own call
 	// PERMISSION_DENIED `self_approval`.
 	DecideApproval(ctx context.Context, in *DecideApprovalRequest, opts ...grpc.CallOption) (*DecideApprovalResponse, error)
+	// The caller's answer to a live approval its own stream announced (an `approval_pending`
+	// with `caller_decides`: a running command's network request, TurnContext
+	// .live_network_approvals). Only the call's own subject may answer (else PERMISSION_DENIED
+	// `not_the_caller`); on any replica; the same NOT_FOUND / FAILED_PRECONDITION as
+	// DecideApproval.
+	AnswerApproval(ctx context.Context, in *AnswerApprovalRequest, opts ...grpc.CallOption) (*AnswerApprovalResponse, error)
 }
 
 type approvalServiceClient struct {
@@ -51,6 +57,15 @@ func (c *approvalServiceClient) DecideApproval(ctx context.Context, in *DecideAp
 	return out, nil
 }
 
+func (c *approvalServiceClient) AnswerApproval(ctx context.Context, in *AnswerApprovalRequest, opts ...grpc.CallOption) (*AnswerApprovalResponse, error) {
+	out := new(AnswerApprovalResponse)
+	err := c.cc.Invoke(ctx, "/shellgate.v1.ApprovalService/AnswerApproval", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ApprovalServiceServer is the server API for ApprovalService service.
 // All implementations must embed UnimplementedApprovalServiceServer
 // for forward compatibility
@@ -61,6 +76,12 @@ type ApprovalServiceServer interface {
 	// ones); past the deadline FAILED_PRECONDITION `approval_expired`; the caller's own call
 	// PERMISSION_DENIED `self_approval`.
 	DecideApproval(context.Context, *DecideApprovalRequest) (*DecideApprovalResponse, error)
+	// The caller's answer to a live approval its own stream announced (an `approval_pending`
+	// with `caller_decides`: a running command's network request, TurnContext
+	// .live_network_approvals). Only the call's own subject may answer (else PERMISSION_DENIED
+	// `not_the_caller`); on any replica; the same NOT_FOUND / FAILED_PRECONDITION as
+	// DecideApproval.
+	AnswerApproval(context.Context, *AnswerApprovalRequest) (*AnswerApprovalResponse, error)
 	mustEmbedUnimplementedApprovalServiceServer()
 }
 
@@ -73,6 +94,9 @@ func (UnimplementedApprovalServiceServer) ListPendingApprovals(context.Context, 
 }
 func (UnimplementedApprovalServiceServer) DecideApproval(context.Context, *DecideApprovalRequest) (*DecideApprovalResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DecideApproval not implemented")
+}
+func (UnimplementedApprovalServiceServer) AnswerApproval(context.Context, *AnswerApprovalRequest) (*AnswerApprovalResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AnswerApproval not implemented")
 }
 func (UnimplementedApprovalServiceServer) mustEmbedUnimplementedApprovalServiceServer() {}
 
@@ -123,6 +147,24 @@ func _ApprovalService_DecideApproval_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ApprovalService_AnswerApproval_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AnswerApprovalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ApprovalServiceServer).AnswerApproval(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/shellgate.v1.ApprovalService/AnswerApproval",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ApprovalServiceServer).AnswerApproval(ctx, req.(*AnswerApprovalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _ApprovalService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "shellgate.v1.ApprovalService",
 	HandlerType: (*ApprovalServiceServer)(nil),
@@ -134,6 +176,10 @@ var _ApprovalService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DecideApproval",
 			Handler:    _ApprovalService_DecideApproval_Handler,
+		},
+		{
+			MethodName: "AnswerApproval",
+			Handler:    _ApprovalService_AnswerApproval_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
