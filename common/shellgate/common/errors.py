@@ -15,7 +15,8 @@ Model-level failures (exit codes, timeouts, policy rejections) are tool outputs,
     │   ├── EnvironmentNotAllowedError                       environment_not_allowed
     │   ├── OperatorRouteError                               operator_route
     │   ├── SelfApprovalError                                self_approval
-    │   └── NotOperatorError                                 not_operator
+    │   ├── NotOperatorError                                 not_operator
+    │   └── NotTheCallerError                                not_the_caller
     ├── NotFoundError                   NOT_FOUND            not_found
     │   ├── ProcessNotFoundError                             unknown_process
     │   ├── FileNotFoundExecError                            no_such_file (errno)
@@ -71,6 +72,7 @@ __all__ = [
     "NotATtyError",
     "NotFoundError",
     "NotOperatorError",
+    "NotTheCallerError",
     "OperatorRouteError",
     "ParkedCallChangedError",
     "PathNotAllowedError",
@@ -197,6 +199,12 @@ class NotOperatorError(PermissionDeniedError):
     """The subject lacks the operator role (token-file `roles=operator` or operator_subjects)."""
 
     reason = "not_operator"
+
+
+class NotTheCallerError(PermissionDeniedError):
+    """A live caller approval is answered by the call's own subject only."""
+
+    reason = "not_the_caller"
 
 
 # --- NOT_FOUND ---------------------------------------------------------------------------

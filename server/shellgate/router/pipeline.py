@@ -107,6 +107,8 @@ class RouterTurn:
     truncation: TruncationPolicy = DEFAULT_TRUNCATION
     # The turn asked for the operator route (it can only escalate: docs/approvals.md).
     operator_route: bool = False
+    # The caller answers its running commands' network approvals live (docs/approvals.md).
+    live_network_approvals: bool = False
 
     @property
     def approval_policy(self) -> ApprovalPolicy:

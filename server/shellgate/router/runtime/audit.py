@@ -173,10 +173,11 @@ def decision_record(
 
 
 def pending_record(view: PendingView, element_index: int) -> dict[str, Any]:
-    """The record of a new operator-routed approval, from its one (redacted) view."""
+    """The record of a new approval on the board (operator-routed, or a live caller
+    approval: route `caller`), from its one (redacted) view."""
     return {
         "type": "approval_pending",
-        "route": ApprovalRoute.OPERATOR,
+        "route": ApprovalRoute.CALLER if view.caller_decides else ApprovalRoute.OPERATOR,
         "approval_id": view.approval_id,
         "thread": view.thread_id,
         "call_id": view.call_id,

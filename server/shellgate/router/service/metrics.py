@@ -52,10 +52,12 @@ KNOWN_DECISIONS: frozenset[str] = frozenset(AuditDecision)
 # Decisions an operator-routed approval settles with: every answer of ApprovalDecision.
 OPERATOR_DECISIONS: frozenset[str] = frozenset(ApprovalDecision)
 KNOWN_SOURCES: frozenset[str] = frozenset(DecisionSource) - {DecisionSource.INTERRUPT}
-# Operator-routed approvals end decided by an operator, by the deadline, or interrupted.
-OPERATOR_SOURCES: frozenset[str] = frozenset(
-    {DecisionSource.OPERATOR, DecisionSource.DEADLINE, DecisionSource.INTERRUPT}
-)
+# Approvals settled on the board end decided by an operator (or, a live caller approval,
+# by its caller), by the deadline, or interrupted.
+OPERATOR_SOURCES: frozenset[str] = frozenset({
+    DecisionSource.OPERATOR, DecisionSource.CALLER, DecisionSource.DEADLINE,
+    DecisionSource.INTERRUPT,
+})  # fmt: skip
 WEBHOOK_OUTCOMES = frozenset({"delivered", "retried", "failed"})
 # Seconds: from a few milliseconds (an echo) to the 10-minute classic timeout.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600)
@@ -169,7 +171,8 @@ class Metrics:
         )  # fmt: skip
         self.operator_decisions = Counter(
             "shellgate_operator_decisions",
-            "Operator-routed approvals settled, by source (operator, deadline, interrupt).",
+            "Board approvals settled, by source (operator, caller: a live caller approval, "
+            "deadline, interrupt).",
             ["source", "decision"], registry=r,
         )  # fmt: skip
         self.webhook_deliveries = Counter(

@@ -53,6 +53,10 @@ class PendingView:
     # The env overrides that change what runs (`CommandElement.resolution_env`: PATH,
     # LD_PRELOAD …), one per line: `NAME=value`, or `unset NAME` for a removed one.
     env_overrides: tuple[str, ...] = ()
+    # A live caller approval (TurnContext.live_network_approvals): on the board so any
+    # replica can take the caller's answer, but hidden from operators; only
+    # `caller_subject` decides it (`BoardDesk.answer`).
+    caller_decides: bool = False
 
 
 class OperatorDesk(Protocol):
@@ -71,6 +75,11 @@ class OperatorDesk(Protocol):
 
     def is_operator(self, subject: str) -> bool:
         """Whether `subject` holds the operator role (token-file role or configured mTLS name)."""
+        ...
+
+    async def answer(self, approval_id: str, decision: ApprovalDecision, subject: str) -> None:
+        """A live caller approval's answer by its own caller (else not the caller, not
+        found, expired, not on offer)."""
         ...
 
 

@@ -21,6 +21,7 @@ from shellgate.common.errors import (
     AlreadyDecidedError,
     ApprovalExpiredError,
     NotOperatorError,
+    NotTheCallerError,
     SelfApprovalError,
     UnknownApprovalError,
 )
@@ -100,9 +101,13 @@ class OperatorApprovals:
         caller_subject: str,
         emit: Callable[[ExecuteEvent], None],
         interrupt: asyncio.Event,
+        *,
+        caller_decides: bool = False,
     ) -> Decided:
         """Publish the approval, keep the stream alive, return how it was settled.
 
+        `caller_decides`: a live caller approval — the same board, deadline, audit and
+        metrics, but only the caller answers it and operators (lists, webhook) never see it.
         Cancelled (the caller left): the approval is withdrawn and nothing runs.
         """
         created = _now_ms(self._wall)
@@ -111,6 +116,8 @@ class OperatorApprovals:
             awaiting, approval_id=details.approval_id, caller_subject=caller_subject,
             created_at_ms=created, deadline_ms=deadline, redact=self._redact,
         )  # fmt: skip
+        if caller_decides:
+            view = replace(view, caller_decides=True)
         approval_id = view.approval_id
         await self.board.post(BoardEntry(view, self.instance_id))
         self.waiting += 1
@@ -119,9 +126,11 @@ class OperatorApprovals:
         try:
             if self._audit is not None:
                 self._audit.record(pending_record(view, details.element_index))
-            if self._on_pending is not None:
+            if self._on_pending is not None and not caller_decides:
                 self._on_pending(view)
-            emit(ApprovalPendingEvent(replace(details, expires_in_ms=deadline - created), deadline))
+            emit(ApprovalPendingEvent(
+                replace(details, expires_in_ms=deadline - created), deadline, caller_decides
+            ))  # fmt: skip
             decided = await self._settled(view, emit, interrupt)
             settled = decided.source is not DecisionSource.INTERRUPT
             # The wait stays inside this Execute: a child span of it, no link needed.
@@ -134,7 +143,7 @@ class OperatorApprovals:
         finally:
             self.waiting -= 1
             self.board.release(approval_id)
-            if self._on_settled is not None:
+            if self._on_settled is not None and not caller_decides:
                 self._on_settled(view, decided)
             if not settled:
                 # The caller left or interrupted: no operator may decide it any more.
@@ -152,7 +161,8 @@ class OperatorApprovals:
                 # Withdrawn by nobody we know of (the store lost it): the deadline's rule.
                 return self._fallback()
             if entry.status is BoardStatus.DECIDED and entry.decision is not None:
-                return Decided(entry.decision, DecisionSource.OPERATOR, entry.operator)
+                source = DecisionSource.CALLER if view.caller_decides else DecisionSource.OPERATOR
+                return Decided(entry.decision, source, entry.operator)
             if entry.status is not BoardStatus.PENDING:
                 return self._fallback()
             if interrupt.is_set():
@@ -198,7 +208,9 @@ class BoardDesk:
 
     async def list_pending(self) -> list[PendingView]:
         """Every operator approval still waiting, on any replica, oldest first."""
-        return [e.view for e in await self._board.pending(_now_ms(self._wall))]
+        entries = await self._board.pending(_now_ms(self._wall))
+        # A live caller approval is the caller's to answer: operators do not see it.
+        return [e.view for e in entries if not e.view.caller_decides]
 
     async def decide(
         self, approval_id: str, decision: ApprovalDecision, operator_subject: str
@@ -207,13 +219,26 @@ class BoardDesk:
         if not self._is_operator(operator_subject):
             raise NotOperatorError(f"{operator_subject!r} does not hold the operator role")
         entry = await self._board.get(approval_id)
-        if entry is None:
+        if entry is None or entry.view.caller_decides:
             raise UnknownApprovalError(f"unknown or withdrawn approval_id {approval_id}")
         if entry.view.caller_subject == operator_subject:
             raise SelfApprovalError("an operator may not decide a call it made itself")
+        await self._settle(entry, decision, operator_subject)
+
+    async def answer(self, approval_id: str, decision: ApprovalDecision, subject: str) -> None:
+        """Settle a live caller approval as its caller `subject` (no one else may)."""
+        entry = await self._board.get(approval_id)
+        if entry is None or not entry.view.caller_decides:
+            raise UnknownApprovalError(f"unknown or withdrawn approval_id {approval_id}")
+        if entry.view.caller_subject != subject:
+            raise NotTheCallerError("only the call's own caller answers its live approval")
+        await self._settle(entry, decision, subject)
+
+    async def _settle(self, entry: BoardEntry, decision: ApprovalDecision, who: str) -> None:
+        approval_id = entry.view.approval_id
         require_offered(decision, entry.view.available_decisions)
         result = await self._board.settle(
-            approval_id, BoardStatus.DECIDED, decision, operator_subject, _now_ms(self._wall)
+            approval_id, BoardStatus.DECIDED, decision, who, _now_ms(self._wall)
         )
         match result.outcome:
             case SettleOutcome.OK:

@@ -85,6 +85,8 @@ class ApprovalPendingEvent:
 
     details: ApprovalRequiredEvent
     deadline_ms: int  # wall clock, ms since the epoch
+    # A live caller approval: the caller answers it (AnswerApproval), not an operator.
+    caller_decides: bool = False
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,11 @@ and waits on the operator route while the command keeps running. Decisions: appr
 for the session (the thread remembers the host, so its next request is not asked about);
 with the amendment (the `network_rule(…, decision="allow")` line is appended to the rules,
 so the host joins the allow-list for every later command); deny or abort refuse the request
-with Codex's text. The caller route cannot hold a running command's request (its stream
-ends at `approval_required`), so there such a host is refused, as Codex's `never` would.
+with Codex's text. A caller-routed approval ends the stream at `approval_required`, which
+a running command cannot wait for: on the caller route such a host is refused, as Codex's
+`never` would, unless the turn set `live_network_approvals` — then the same wait runs
+with the caller as its only decider (`caller_decides`: a non-terminal `approval_pending`,
+answered with ApprovalService.AnswerApproval on any replica).
 """
 
 from __future__ import annotations
@@ -112,7 +115,9 @@ async def _ask(runner: CallRunner, index: int, request: EgressRequest) -> bool:
         operator.settings if operator is not None else None, handler.environment_id,
         runner.call.turn.operator_route,
     )  # fmt: skip
-    if route is not ApprovalRoute.OPERATOR:
+    # The caller route holds the request only for a caller that answers live.
+    live = route is ApprovalRoute.CALLER and runner.call.turn.live_network_approvals
+    if route is not ApprovalRoute.OPERATOR and not live:
         return False
     protocol = _RULE_PROTOCOL.get(request.protocol)
     amendment = None
@@ -125,7 +130,9 @@ async def _ask(runner: CallRunner, index: int, request: EgressRequest) -> bool:
         ApprovalKind.NETWORK, index, reason, amendment, key,
         ApprovalSubject(handler.argv, handler.cwd, handler.environment_id, element),
     )  # fmt: skip
-    decided = await runner.await_operator(AwaitingApproval(runner.call, state, parked))
+    decided = await runner.await_operator(
+        AwaitingApproval(runner.call, state, parked), caller_decides=live
+    )
     if decided.decision is ApprovalDecision.APPROVED_FOR_SESSION:
         await thread.approve_for_session(key)
     elif decided.decision is ApprovalDecision.APPROVED_WITH_AMENDMENT:

@@ -146,12 +146,16 @@ class CallRunner:
             self.call.turn.operator_route,
         )
 
-    async def await_operator(self, awaiting: AwaitingApproval) -> Decided:
+    async def await_operator(
+        self, awaiting: AwaitingApproval, *, caller_decides: bool = False
+    ) -> Decided:
         """Wait for an operator's decision on `awaiting` (the call's own, or a running
-        command's network request: `network_ask`)."""
-        return await self._await_operator(awaiting)
+        command's network request: `network_ask`); `caller_decides`: the caller's live one."""
+        return await self._await_operator(awaiting, caller_decides=caller_decides)
 
-    async def _await_operator(self, awaiting: AwaitingApproval) -> Decided:
+    async def _await_operator(
+        self, awaiting: AwaitingApproval, *, caller_decides: bool = False
+    ) -> Decided:
         operator = self.ctx.operator
         assert operator is not None
         # The approval lives on the board only; the thread holds a slot without the call
@@ -161,8 +165,9 @@ class CallRunner:
         try:
             details = self._approval_event(awaiting, pending.approval_id, 0)
             return await operator.wait(
-                awaiting, details, self.ctx.caller_subject, self.emit, self.interrupt
-            )
+                awaiting, details, self.ctx.caller_subject, self.emit, self.interrupt,
+                caller_decides=caller_decides,
+            )  # fmt: skip
         finally:
             with contextlib.suppress(ServiceError):
                 await self.ctx.thread.take_pending(pending.approval_id)

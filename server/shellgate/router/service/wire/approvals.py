@@ -36,7 +36,8 @@ def pending_pb(view: PendingView) -> approvals_pb2.PendingApproval:
 
 
 class ApprovalServicer(approvals_pb2_grpc.ApprovalServiceServicer):  # type: ignore[misc]
-    """The gRPC face of the router's operator desk; every RPC needs the operator role."""
+    """The gRPC face of the router's operator desk; every RPC but AnswerApproval (the
+    caller's own live approvals) needs the operator role."""
 
     def __init__(self, app: RouterApp) -> None:
         self._app = app
@@ -73,3 +74,19 @@ class ApprovalServicer(approvals_pb2_grpc.ApprovalServiceServicer):  # type: ign
             raise InvalidArgumentError("approval_id: required")
         await self._app.operator_desk.decide(request.approval_id, decision, subject)
         return approvals_pb2.DecideApprovalResponse()
+
+    @unary
+    async def AnswerApproval(
+        self, request: approvals_pb2.AnswerApprovalRequest, context: Any
+    ) -> approvals_pb2.AnswerApprovalResponse:
+        """Settle a live caller approval as its own caller (no operator role needed)."""
+        metadata = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+        identity = {k: list(v) for k, v in (context.auth_context() or {}).items()}
+        subject = self._app.caller(metadata, identity).subject
+        decision = DECISIONS.get(request.decision)
+        if decision is None:
+            raise InvalidArgumentError("decision: unspecified")
+        if not request.approval_id:
+            raise InvalidArgumentError("approval_id: required")
+        await self._app.operator_desk.answer(request.approval_id, decision, subject)
+        return approvals_pb2.AnswerApprovalResponse()

@@ -190,6 +190,7 @@ def event_pb(
             approval_id=event.details.approval_id,
             details=_approval_pb(event.details, memo),
             deadline_unix_ms=event.deadline_ms,
+            caller_decides=event.caller_decides,
         )
         return router_pb2.ExecuteResponse(approval_pending=pending)
     if isinstance(event, ApprovalWaitingEvent):

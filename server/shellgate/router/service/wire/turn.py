@@ -270,4 +270,5 @@ def router_turn(thread_id: str, turn: common_pb2.TurnContext, inputs: TurnInputs
         env_policy=_env_policy(turn, d),
         truncation=truncation,
         operator_route=turn.approval_route == common_pb2.APPROVAL_ROUTE_OPERATOR,
+        live_network_approvals=turn.live_network_approvals,
     )
