@@ -20,6 +20,7 @@ from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_p
 
 from tests.integration.egress_support import ALLOWED_IP, egress_records, governed_request, origins
 from tests.router_harness import Router, completed, router_config, running_router
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -139,6 +140,8 @@ def test_approve_once_lets_one_request_through(tmp_path: Path) -> None:
         assert details.approval_id == pending.approval_id
         assert details.reason == f"network access to {ALLOWED_IP}:{port} (http)"
         assert list(details.available_decisions) == OFFERED
+        context = details.network_approval_context
+        assert (context.host, context.protocol, context.port) == (ALLOWED_IP, "http", port)
         # Non-terminal: the command ran on in the same stream after the approval.
         kinds = [e.WhichOneof("event") for e in events]
         assert kinds.index("approval_pending") < kinds.index("completed") == len(kinds) - 1
@@ -223,6 +226,31 @@ def test_without_the_opt_in_the_host_is_refused_as_before(tmp_path: Path) -> Non
         assert POLICY_TEXT in text and "code=403" in text, text
         assert web.hits[ALLOWED_IP] == []
     assert '"type":"approval_pending"' not in (tmp_path / "audit.log").read_text()
+
+
+def test_a_caller_who_leaves_withdraws_its_approval(tmp_path: Path) -> None:
+    """The stream's end withdraws the approval at once (not at its deadline): the
+    caller's late answer finds nothing, and the request never reached the origin."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with origins() as web, _router(tmp_path) as router:
+        request = governed_request(_curl(web.port), work, approval=ON_REQUEST)
+        request.turn.live_network_approvals = True
+        stream = router.stub.Execute(request, metadata=_md("agent"), timeout=60)
+        pending = next(
+            e.approval_pending for e in stream if e.WhichOneof("event") == "approval_pending"
+        )
+        stream.cancel()
+
+        def withdrawn() -> bool:
+            try:
+                _answer(router, pending.approval_id, D.APPROVAL_DECISION_APPROVED)
+            except grpc.RpcError as err:
+                return err.code() is grpc.StatusCode.NOT_FOUND
+            return False
+
+        eventually(withdrawn, "the live approval withdrawn", 15)
+        assert web.hits[ALLOWED_IP] == []
 
 
 def test_another_subject_may_not_answer(tmp_path: Path) -> None:

@@ -146,7 +146,7 @@ class ExecuteOnceResponse(_message.Message):
     def __init__(self, events: _Optional[_Iterable[_Union[ExecuteResponse, _Mapping]]] = ...) -> None: ...
 
 class ApprovalRequired(_message.Message):
-    __slots__ = ("approval_id", "call_id", "kind", "element_index", "argv", "cwd", "environment_id", "reason", "proposed_amendment", "approval_key_digest", "available_decisions", "element", "expires_in_ms")
+    __slots__ = ("approval_id", "call_id", "kind", "element_index", "argv", "cwd", "environment_id", "reason", "proposed_amendment", "approval_key_digest", "available_decisions", "element", "expires_in_ms", "network_approval_context")
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -160,6 +160,7 @@ class ApprovalRequired(_message.Message):
     AVAILABLE_DECISIONS_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_IN_MS_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_APPROVAL_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     approval_id: str
     call_id: str
     kind: ApprovalKind
@@ -173,7 +174,18 @@ class ApprovalRequired(_message.Message):
     available_decisions: _containers.RepeatedScalarFieldContainer[ApprovalDecision]
     element: _projection_pb2.ShellElement
     expires_in_ms: int
-    def __init__(self, approval_id: _Optional[str] = ..., call_id: _Optional[str] = ..., kind: _Optional[_Union[ApprovalKind, str]] = ..., element_index: _Optional[int] = ..., argv: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., environment_id: _Optional[str] = ..., reason: _Optional[str] = ..., proposed_amendment: _Optional[_Union[_projection_pb2.ExecPolicyAmendment, _Mapping]] = ..., approval_key_digest: _Optional[str] = ..., available_decisions: _Optional[_Iterable[_Union[ApprovalDecision, str]]] = ..., element: _Optional[_Union[_projection_pb2.ShellElement, _Mapping]] = ..., expires_in_ms: _Optional[int] = ...) -> None: ...
+    network_approval_context: NetworkApprovalContext
+    def __init__(self, approval_id: _Optional[str] = ..., call_id: _Optional[str] = ..., kind: _Optional[_Union[ApprovalKind, str]] = ..., element_index: _Optional[int] = ..., argv: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., environment_id: _Optional[str] = ..., reason: _Optional[str] = ..., proposed_amendment: _Optional[_Union[_projection_pb2.ExecPolicyAmendment, _Mapping]] = ..., approval_key_digest: _Optional[str] = ..., available_decisions: _Optional[_Iterable[_Union[ApprovalDecision, str]]] = ..., element: _Optional[_Union[_projection_pb2.ShellElement, _Mapping]] = ..., expires_in_ms: _Optional[int] = ..., network_approval_context: _Optional[_Union[NetworkApprovalContext, _Mapping]] = ...) -> None: ...
+
+class NetworkApprovalContext(_message.Message):
+    __slots__ = ("host", "protocol", "port")
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    host: str
+    protocol: str
+    port: int
+    def __init__(self, host: _Optional[str] = ..., protocol: _Optional[str] = ..., port: _Optional[int] = ...) -> None: ...
 
 class ExecutionStarted(_message.Message):
     __slots__ = ("element_index", "environment_id", "process_id", "pid", "session_id", "sandboxed")

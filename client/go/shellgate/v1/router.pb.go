@@ -886,6 +886,8 @@ type ApprovalRequired struct {
 	Element *ShellElement `protobuf:"bytes,12,opt,name=element,proto3" json:"element,omitempty"`
 	// Milliseconds until the pending call expires.
 	ExpiresInMs uint64 `protobuf:"varint,13,opt,name=expires_in_ms,json=expiresInMs,proto3" json:"expires_in_ms,omitempty"`
+	// A network approval (kind NETWORK): the request the egress proxy holds; unset otherwise.
+	NetworkApprovalContext *NetworkApprovalContext `protobuf:"bytes,14,opt,name=network_approval_context,json=networkApprovalContext,proto3,oneof" json:"network_approval_context,omitempty"`
 }
 
 func (x *ApprovalRequired) Reset() {
@@ -1011,6 +1013,80 @@ func (x *ApprovalRequired) GetExpiresInMs() uint64 {
 	return 0
 }
 
+func (x *ApprovalRequired) GetNetworkApprovalContext() *NetworkApprovalContext {
+	if x != nil {
+		return x.NetworkApprovalContext
+	}
+	return nil
+}
+
+// The request a network approval is about (Codex's `networkApprovalContext`, plus the port).
+type NetworkApprovalContext struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// The host asked for, as the command named it.
+	Host string `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	// Codex's protocol words: `http`, `https` (a CONNECT tunnel), `socks5Tcp`.
+	Protocol string `protobuf:"bytes,2,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// The port asked for.
+	Port uint32 `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
+}
+
+func (x *NetworkApprovalContext) Reset() {
+	*x = NetworkApprovalContext{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_shellgate_v1_router_proto_msgTypes[11]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *NetworkApprovalContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkApprovalContext) ProtoMessage() {}
+
+func (x *NetworkApprovalContext) ProtoReflect() protoreflect.Message {
+	mi := &file_shellgate_v1_router_proto_msgTypes[11]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkApprovalContext.ProtoReflect.Descriptor instead.
+func (*NetworkApprovalContext) Descriptor() ([]byte, []int) {
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *NetworkApprovalContext) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *NetworkApprovalContext) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *NetworkApprovalContext) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
 // A process was started for the call (or a batch element).
 type ExecutionStarted struct {
 	state         protoimpl.MessageState
@@ -1034,7 +1110,7 @@ type ExecutionStarted struct {
 func (x *ExecutionStarted) Reset() {
 	*x = ExecutionStarted{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[11]
+		mi := &file_shellgate_v1_router_proto_msgTypes[12]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1047,7 +1123,7 @@ func (x *ExecutionStarted) String() string {
 func (*ExecutionStarted) ProtoMessage() {}
 
 func (x *ExecutionStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[11]
+	mi := &file_shellgate_v1_router_proto_msgTypes[12]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1136,7 @@ func (x *ExecutionStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionStarted.ProtoReflect.Descriptor instead.
 func (*ExecutionStarted) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{11}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ExecutionStarted) GetElementIndex() uint32 {
@@ -1124,7 +1200,7 @@ type ExecutionOutput struct {
 func (x *ExecutionOutput) Reset() {
 	*x = ExecutionOutput{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[12]
+		mi := &file_shellgate_v1_router_proto_msgTypes[13]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1137,7 +1213,7 @@ func (x *ExecutionOutput) String() string {
 func (*ExecutionOutput) ProtoMessage() {}
 
 func (x *ExecutionOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[12]
+	mi := &file_shellgate_v1_router_proto_msgTypes[13]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1226,7 @@ func (x *ExecutionOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionOutput.ProtoReflect.Descriptor instead.
 func (*ExecutionOutput) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{12}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExecutionOutput) GetElementIndex() uint32 {
@@ -1196,7 +1272,7 @@ type TerminalInteraction struct {
 func (x *TerminalInteraction) Reset() {
 	*x = TerminalInteraction{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[13]
+		mi := &file_shellgate_v1_router_proto_msgTypes[14]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1209,7 +1285,7 @@ func (x *TerminalInteraction) String() string {
 func (*TerminalInteraction) ProtoMessage() {}
 
 func (x *TerminalInteraction) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[13]
+	mi := &file_shellgate_v1_router_proto_msgTypes[14]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1298,7 @@ func (x *TerminalInteraction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalInteraction.ProtoReflect.Descriptor instead.
 func (*TerminalInteraction) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{13}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TerminalInteraction) GetSessionId() int32 {
@@ -1275,7 +1351,7 @@ type ExecutionCompleted struct {
 func (x *ExecutionCompleted) Reset() {
 	*x = ExecutionCompleted{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[14]
+		mi := &file_shellgate_v1_router_proto_msgTypes[15]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1288,7 +1364,7 @@ func (x *ExecutionCompleted) String() string {
 func (*ExecutionCompleted) ProtoMessage() {}
 
 func (x *ExecutionCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[14]
+	mi := &file_shellgate_v1_router_proto_msgTypes[15]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1377,7 @@ func (x *ExecutionCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionCompleted.ProtoReflect.Descriptor instead.
 func (*ExecutionCompleted) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{14}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExecutionCompleted) GetOutputItemJson() string {
@@ -1402,7 +1478,7 @@ type ApprovalPending struct {
 func (x *ApprovalPending) Reset() {
 	*x = ApprovalPending{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[15]
+		mi := &file_shellgate_v1_router_proto_msgTypes[16]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1415,7 +1491,7 @@ func (x *ApprovalPending) String() string {
 func (*ApprovalPending) ProtoMessage() {}
 
 func (x *ApprovalPending) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[15]
+	mi := &file_shellgate_v1_router_proto_msgTypes[16]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1504,7 @@ func (x *ApprovalPending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalPending.ProtoReflect.Descriptor instead.
 func (*ApprovalPending) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{15}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApprovalPending) GetApprovalId() string {
@@ -1474,7 +1550,7 @@ type ApprovalWaiting struct {
 func (x *ApprovalWaiting) Reset() {
 	*x = ApprovalWaiting{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[16]
+		mi := &file_shellgate_v1_router_proto_msgTypes[17]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1487,7 +1563,7 @@ func (x *ApprovalWaiting) String() string {
 func (*ApprovalWaiting) ProtoMessage() {}
 
 func (x *ApprovalWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[16]
+	mi := &file_shellgate_v1_router_proto_msgTypes[17]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1500,7 +1576,7 @@ func (x *ApprovalWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalWaiting.ProtoReflect.Descriptor instead.
 func (*ApprovalWaiting) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{16}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApprovalWaiting) GetApprovalId() string {
@@ -1549,7 +1625,7 @@ type ExecuteResponse struct {
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[17]
+		mi := &file_shellgate_v1_router_proto_msgTypes[18]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1562,7 +1638,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[17]
+	mi := &file_shellgate_v1_router_proto_msgTypes[18]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1651,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{17}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{18}
 }
 
 func (m *ExecuteResponse) GetEvent() isExecuteResponse_Event {
@@ -1728,7 +1804,7 @@ type ListEnvironmentsRequest struct {
 func (x *ListEnvironmentsRequest) Reset() {
 	*x = ListEnvironmentsRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[18]
+		mi := &file_shellgate_v1_router_proto_msgTypes[19]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1741,7 +1817,7 @@ func (x *ListEnvironmentsRequest) String() string {
 func (*ListEnvironmentsRequest) ProtoMessage() {}
 
 func (x *ListEnvironmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[18]
+	mi := &file_shellgate_v1_router_proto_msgTypes[19]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +1830,7 @@ func (x *ListEnvironmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEnvironmentsRequest.ProtoReflect.Descriptor instead.
 func (*ListEnvironmentsRequest) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{18}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListEnvironmentsRequest) GetRefresh() bool {
@@ -1787,7 +1863,7 @@ type EnvironmentStatus struct {
 func (x *EnvironmentStatus) Reset() {
 	*x = EnvironmentStatus{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[19]
+		mi := &file_shellgate_v1_router_proto_msgTypes[20]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1800,7 +1876,7 @@ func (x *EnvironmentStatus) String() string {
 func (*EnvironmentStatus) ProtoMessage() {}
 
 func (x *EnvironmentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[19]
+	mi := &file_shellgate_v1_router_proto_msgTypes[20]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1889,7 @@ func (x *EnvironmentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvironmentStatus.ProtoReflect.Descriptor instead.
 func (*EnvironmentStatus) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{19}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EnvironmentStatus) GetEnvironmentId() string {
@@ -1871,7 +1947,7 @@ type ListEnvironmentsResponse struct {
 func (x *ListEnvironmentsResponse) Reset() {
 	*x = ListEnvironmentsResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[20]
+		mi := &file_shellgate_v1_router_proto_msgTypes[21]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1884,7 +1960,7 @@ func (x *ListEnvironmentsResponse) String() string {
 func (*ListEnvironmentsResponse) ProtoMessage() {}
 
 func (x *ListEnvironmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[20]
+	mi := &file_shellgate_v1_router_proto_msgTypes[21]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1897,7 +1973,7 @@ func (x *ListEnvironmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEnvironmentsResponse.ProtoReflect.Descriptor instead.
 func (*ListEnvironmentsResponse) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{20}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListEnvironmentsResponse) GetEnvironments() []*EnvironmentStatus {
@@ -1920,7 +1996,7 @@ type ListSessionsRequest struct {
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[21]
+		mi := &file_shellgate_v1_router_proto_msgTypes[22]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1933,7 +2009,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[21]
+	mi := &file_shellgate_v1_router_proto_msgTypes[22]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1946,7 +2022,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{21}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListSessionsRequest) GetThreadId() string {
@@ -1985,7 +2061,7 @@ type SessionInfo struct {
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[22]
+		mi := &file_shellgate_v1_router_proto_msgTypes[23]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1998,7 +2074,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[22]
+	mi := &file_shellgate_v1_router_proto_msgTypes[23]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2087,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{22}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SessionInfo) GetSessionId() int32 {
@@ -2090,7 +2166,7 @@ type ListSessionsResponse struct {
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[23]
+		mi := &file_shellgate_v1_router_proto_msgTypes[24]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2103,7 +2179,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[23]
+	mi := &file_shellgate_v1_router_proto_msgTypes[24]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2116,7 +2192,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{23}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2141,7 +2217,7 @@ type TerminateSessionRequest struct {
 func (x *TerminateSessionRequest) Reset() {
 	*x = TerminateSessionRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[24]
+		mi := &file_shellgate_v1_router_proto_msgTypes[25]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2154,7 +2230,7 @@ func (x *TerminateSessionRequest) String() string {
 func (*TerminateSessionRequest) ProtoMessage() {}
 
 func (x *TerminateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[24]
+	mi := &file_shellgate_v1_router_proto_msgTypes[25]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2243,7 @@ func (x *TerminateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateSessionRequest.ProtoReflect.Descriptor instead.
 func (*TerminateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{24}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TerminateSessionRequest) GetThreadId() string {
@@ -2197,7 +2273,7 @@ type TerminateSessionResponse struct {
 func (x *TerminateSessionResponse) Reset() {
 	*x = TerminateSessionResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[25]
+		mi := &file_shellgate_v1_router_proto_msgTypes[26]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2210,7 +2286,7 @@ func (x *TerminateSessionResponse) String() string {
 func (*TerminateSessionResponse) ProtoMessage() {}
 
 func (x *TerminateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[25]
+	mi := &file_shellgate_v1_router_proto_msgTypes[26]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +2299,7 @@ func (x *TerminateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateSessionResponse.ProtoReflect.Descriptor instead.
 func (*TerminateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{25}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TerminateSessionResponse) GetWasRunning() bool {
@@ -2248,7 +2324,7 @@ type InterruptRequest struct {
 func (x *InterruptRequest) Reset() {
 	*x = InterruptRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[26]
+		mi := &file_shellgate_v1_router_proto_msgTypes[27]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2261,7 +2337,7 @@ func (x *InterruptRequest) String() string {
 func (*InterruptRequest) ProtoMessage() {}
 
 func (x *InterruptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[26]
+	mi := &file_shellgate_v1_router_proto_msgTypes[27]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2350,7 @@ func (x *InterruptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRequest.ProtoReflect.Descriptor instead.
 func (*InterruptRequest) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{26}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *InterruptRequest) GetThreadId() string {
@@ -2301,7 +2377,7 @@ type InterruptResponse struct {
 func (x *InterruptResponse) Reset() {
 	*x = InterruptResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[27]
+		mi := &file_shellgate_v1_router_proto_msgTypes[28]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2314,7 +2390,7 @@ func (x *InterruptResponse) String() string {
 func (*InterruptResponse) ProtoMessage() {}
 
 func (x *InterruptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[27]
+	mi := &file_shellgate_v1_router_proto_msgTypes[28]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2403,7 @@ func (x *InterruptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptResponse.ProtoReflect.Descriptor instead.
 func (*InterruptResponse) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{27}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{28}
 }
 
 // Request of ToolRouterService.EndThread.
@@ -2343,7 +2419,7 @@ type EndThreadRequest struct {
 func (x *EndThreadRequest) Reset() {
 	*x = EndThreadRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[28]
+		mi := &file_shellgate_v1_router_proto_msgTypes[29]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2356,7 +2432,7 @@ func (x *EndThreadRequest) String() string {
 func (*EndThreadRequest) ProtoMessage() {}
 
 func (x *EndThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[28]
+	mi := &file_shellgate_v1_router_proto_msgTypes[29]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2445,7 @@ func (x *EndThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndThreadRequest.ProtoReflect.Descriptor instead.
 func (*EndThreadRequest) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{28}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EndThreadRequest) GetThreadId() string {
@@ -2394,7 +2470,7 @@ type EndThreadResponse struct {
 func (x *EndThreadResponse) Reset() {
 	*x = EndThreadResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[29]
+		mi := &file_shellgate_v1_router_proto_msgTypes[30]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2407,7 +2483,7 @@ func (x *EndThreadResponse) String() string {
 func (*EndThreadResponse) ProtoMessage() {}
 
 func (x *EndThreadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[29]
+	mi := &file_shellgate_v1_router_proto_msgTypes[30]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2496,7 @@ func (x *EndThreadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndThreadResponse.ProtoReflect.Descriptor instead.
 func (*EndThreadResponse) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{29}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *EndThreadResponse) GetTerminatedSessions() uint32 {
@@ -2447,7 +2523,7 @@ type GetServerInfoRequest struct {
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[30]
+		mi := &file_shellgate_v1_router_proto_msgTypes[31]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2460,7 +2536,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[30]
+	mi := &file_shellgate_v1_router_proto_msgTypes[31]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2473,7 +2549,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{30}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{31}
 }
 
 // A rules-file load error.
@@ -2493,7 +2569,7 @@ type RulesError struct {
 func (x *RulesError) Reset() {
 	*x = RulesError{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[31]
+		mi := &file_shellgate_v1_router_proto_msgTypes[32]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2506,7 +2582,7 @@ func (x *RulesError) String() string {
 func (*RulesError) ProtoMessage() {}
 
 func (x *RulesError) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[31]
+	mi := &file_shellgate_v1_router_proto_msgTypes[32]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2519,7 +2595,7 @@ func (x *RulesError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RulesError.ProtoReflect.Descriptor instead.
 func (*RulesError) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{31}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RulesError) GetMessage() string {
@@ -2564,7 +2640,7 @@ type GetServerInfoResponse struct {
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_shellgate_v1_router_proto_msgTypes[32]
+		mi := &file_shellgate_v1_router_proto_msgTypes[33]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2577,7 +2653,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellgate_v1_router_proto_msgTypes[32]
+	mi := &file_shellgate_v1_router_proto_msgTypes[33]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +2666,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{32}
+	return file_shellgate_v1_router_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -2703,7 +2779,7 @@ var file_shellgate_v1_router_proto_rawDesc = []byte{
 	0x06, 0x65, 0x76, 0x65, 0x6e, 0x74, 0x73, 0x18, 0x01, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x1d, 0x2e,
 	0x73, 0x68, 0x65, 0x6c, 0x6c, 0x67, 0x61, 0x74, 0x65, 0x2e, 0x76, 0x31, 0x2e, 0x45, 0x78, 0x65,
 	0x63, 0x75, 0x74, 0x65, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x52, 0x06, 0x65, 0x76,
-	0x65, 0x6e, 0x74, 0x73, 0x22, 0xcf, 0x04, 0x0a, 0x10, 0x41, 0x70, 0x70, 0x72, 0x6f, 0x76, 0x61,
+	0x65, 0x6e, 0x74, 0x73, 0x22, 0xd1, 0x05, 0x0a, 0x10, 0x41, 0x70, 0x70, 0x72, 0x6f, 0x76, 0x61,
 	0x6c, 0x52, 0x65, 0x71, 0x75, 0x69, 0x72, 0x65, 0x64, 0x12, 0x1f, 0x0a, 0x0b, 0x61, 0x70, 0x70,
 	0x72, 0x6f, 0x76, 0x61, 0x6c, 0x5f, 0x69, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x0a,
 	0x61, 0x70, 0x70, 0x72, 0x6f, 0x76, 0x61, 0x6c, 0x49, 0x64, 0x12, 0x17, 0x0a, 0x07, 0x63, 0x61,
@@ -2738,9 +2814,23 @@ var file_shellgate_v1_router_proto_rawDesc = []byte{
 	0x74, 0x65, 0x2e, 0x76, 0x31, 0x2e, 0x53, 0x68, 0x65, 0x6c, 0x6c, 0x45, 0x6c, 0x65, 0x6d, 0x65,
 	0x6e, 0x74, 0x52, 0x07, 0x65, 0x6c, 0x65, 0x6d, 0x65, 0x6e, 0x74, 0x12, 0x22, 0x0a, 0x0d, 0x65,
 	0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x5f, 0x69, 0x6e, 0x5f, 0x6d, 0x73, 0x18, 0x0d, 0x20, 0x01,
-	0x28, 0x04, 0x52, 0x0b, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x49, 0x6e, 0x4d, 0x73, 0x42,
-	0x15, 0x0a, 0x13, 0x5f, 0x70, 0x72, 0x6f, 0x70, 0x6f, 0x73, 0x65, 0x64, 0x5f, 0x61, 0x6d, 0x65,
-	0x6e, 0x64, 0x6d, 0x65, 0x6e, 0x74, 0x22, 0xed, 0x01, 0x0a, 0x10, 0x45, 0x78, 0x65, 0x63, 0x75,
+	0x28, 0x04, 0x52, 0x0b, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x49, 0x6e, 0x4d, 0x73, 0x12,
+	0x63, 0x0a, 0x18, 0x6e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x5f, 0x61, 0x70, 0x70, 0x72, 0x6f,
+	0x76, 0x61, 0x6c, 0x5f, 0x63, 0x6f, 0x6e, 0x74, 0x65, 0x78, 0x74, 0x18, 0x0e, 0x20, 0x01, 0x28,
+	0x0b, 0x32, 0x24, 0x2e, 0x73, 0x68, 0x65, 0x6c, 0x6c, 0x67, 0x61, 0x74, 0x65, 0x2e, 0x76, 0x31,
+	0x2e, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x41, 0x70, 0x70, 0x72, 0x6f, 0x76, 0x61, 0x6c,
+	0x43, 0x6f, 0x6e, 0x74, 0x65, 0x78, 0x74, 0x48, 0x01, 0x52, 0x16, 0x6e, 0x65, 0x74, 0x77, 0x6f,
+	0x72, 0x6b, 0x41, 0x70, 0x70, 0x72, 0x6f, 0x76, 0x61, 0x6c, 0x43, 0x6f, 0x6e, 0x74, 0x65, 0x78,
+	0x74, 0x88, 0x01, 0x01, 0x42, 0x15, 0x0a, 0x13, 0x5f, 0x70, 0x72, 0x6f, 0x70, 0x6f, 0x73, 0x65,
+	0x64, 0x5f, 0x61, 0x6d, 0x65, 0x6e, 0x64, 0x6d, 0x65, 0x6e, 0x74, 0x42, 0x1b, 0x0a, 0x19, 0x5f,
+	0x6e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x5f, 0x61, 0x70, 0x70, 0x72, 0x6f, 0x76, 0x61, 0x6c,
+	0x5f, 0x63, 0x6f, 0x6e, 0x74, 0x65, 0x78, 0x74, 0x22, 0x5c, 0x0a, 0x16, 0x4e, 0x65, 0x74, 0x77,
+	0x6f, 0x72, 0x6b, 0x41, 0x70, 0x70, 0x72, 0x6f, 0x76, 0x61, 0x6c, 0x43, 0x6f, 0x6e, 0x74, 0x65,
+	0x78, 0x74, 0x12, 0x12, 0x0a, 0x04, 0x68, 0x6f, 0x73, 0x74, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09,
+	0x52, 0x04, 0x68, 0x6f, 0x73, 0x74, 0x12, 0x1a, 0x0a, 0x08, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x63,
+	0x6f, 0x6c, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52, 0x08, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x63,
+	0x6f, 0x6c, 0x12, 0x12, 0x0a, 0x04, 0x70, 0x6f, 0x72, 0x74, 0x18, 0x03, 0x20, 0x01, 0x28, 0x0d,
+	0x52, 0x04, 0x70, 0x6f, 0x72, 0x74, 0x22, 0xed, 0x01, 0x0a, 0x10, 0x45, 0x78, 0x65, 0x63, 0x75,
 	0x74, 0x69, 0x6f, 0x6e, 0x53, 0x74, 0x61, 0x72, 0x74, 0x65, 0x64, 0x12, 0x23, 0x0a, 0x0d, 0x65,
 	0x6c, 0x65, 0x6d, 0x65, 0x6e, 0x74, 0x5f, 0x69, 0x6e, 0x64, 0x65, 0x78, 0x18, 0x01, 0x20, 0x01,
 	0x28, 0x0d, 0x52, 0x0c, 0x65, 0x6c, 0x65, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x6e, 0x64, 0x65, 0x78,
@@ -3092,7 +3182,7 @@ func file_shellgate_v1_router_proto_rawDescGZIP() []byte {
 }
 
 var file_shellgate_v1_router_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_shellgate_v1_router_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_shellgate_v1_router_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_shellgate_v1_router_proto_goTypes = []interface{}{
 	(ApprovalDecision)(0),            // 0: shellgate.v1.ApprovalDecision
 	(ApprovalKind)(0),                // 1: shellgate.v1.ApprovalKind
@@ -3108,95 +3198,97 @@ var file_shellgate_v1_router_proto_goTypes = []interface{}{
 	(*ExecuteOnceRequest)(nil),       // 11: shellgate.v1.ExecuteOnceRequest
 	(*ExecuteOnceResponse)(nil),      // 12: shellgate.v1.ExecuteOnceResponse
 	(*ApprovalRequired)(nil),         // 13: shellgate.v1.ApprovalRequired
-	(*ExecutionStarted)(nil),         // 14: shellgate.v1.ExecutionStarted
-	(*ExecutionOutput)(nil),          // 15: shellgate.v1.ExecutionOutput
-	(*TerminalInteraction)(nil),      // 16: shellgate.v1.TerminalInteraction
-	(*ExecutionCompleted)(nil),       // 17: shellgate.v1.ExecutionCompleted
-	(*ApprovalPending)(nil),          // 18: shellgate.v1.ApprovalPending
-	(*ApprovalWaiting)(nil),          // 19: shellgate.v1.ApprovalWaiting
-	(*ExecuteResponse)(nil),          // 20: shellgate.v1.ExecuteResponse
-	(*ListEnvironmentsRequest)(nil),  // 21: shellgate.v1.ListEnvironmentsRequest
-	(*EnvironmentStatus)(nil),        // 22: shellgate.v1.EnvironmentStatus
-	(*ListEnvironmentsResponse)(nil), // 23: shellgate.v1.ListEnvironmentsResponse
-	(*ListSessionsRequest)(nil),      // 24: shellgate.v1.ListSessionsRequest
-	(*SessionInfo)(nil),              // 25: shellgate.v1.SessionInfo
-	(*ListSessionsResponse)(nil),     // 26: shellgate.v1.ListSessionsResponse
-	(*TerminateSessionRequest)(nil),  // 27: shellgate.v1.TerminateSessionRequest
-	(*TerminateSessionResponse)(nil), // 28: shellgate.v1.TerminateSessionResponse
-	(*InterruptRequest)(nil),         // 29: shellgate.v1.InterruptRequest
-	(*InterruptResponse)(nil),        // 30: shellgate.v1.InterruptResponse
-	(*EndThreadRequest)(nil),         // 31: shellgate.v1.EndThreadRequest
-	(*EndThreadResponse)(nil),        // 32: shellgate.v1.EndThreadResponse
-	(*GetServerInfoRequest)(nil),     // 33: shellgate.v1.GetServerInfoRequest
-	(*RulesError)(nil),               // 34: shellgate.v1.RulesError
-	(*GetServerInfoResponse)(nil),    // 35: shellgate.v1.GetServerInfoResponse
-	(*TurnContext)(nil),              // 36: shellgate.v1.TurnContext
-	(*ToolCallItem)(nil),             // 37: shellgate.v1.ToolCallItem
-	(*Projection)(nil),               // 38: shellgate.v1.Projection
-	(*ExecPolicyAmendment)(nil),      // 39: shellgate.v1.ExecPolicyAmendment
-	(*ShellElement)(nil),             // 40: shellgate.v1.ShellElement
-	(OutputStream)(0),                // 41: shellgate.v1.OutputStream
-	(*GetInfoResponse)(nil),          // 42: shellgate.v1.GetInfoResponse
+	(*NetworkApprovalContext)(nil),   // 14: shellgate.v1.NetworkApprovalContext
+	(*ExecutionStarted)(nil),         // 15: shellgate.v1.ExecutionStarted
+	(*ExecutionOutput)(nil),          // 16: shellgate.v1.ExecutionOutput
+	(*TerminalInteraction)(nil),      // 17: shellgate.v1.TerminalInteraction
+	(*ExecutionCompleted)(nil),       // 18: shellgate.v1.ExecutionCompleted
+	(*ApprovalPending)(nil),          // 19: shellgate.v1.ApprovalPending
+	(*ApprovalWaiting)(nil),          // 20: shellgate.v1.ApprovalWaiting
+	(*ExecuteResponse)(nil),          // 21: shellgate.v1.ExecuteResponse
+	(*ListEnvironmentsRequest)(nil),  // 22: shellgate.v1.ListEnvironmentsRequest
+	(*EnvironmentStatus)(nil),        // 23: shellgate.v1.EnvironmentStatus
+	(*ListEnvironmentsResponse)(nil), // 24: shellgate.v1.ListEnvironmentsResponse
+	(*ListSessionsRequest)(nil),      // 25: shellgate.v1.ListSessionsRequest
+	(*SessionInfo)(nil),              // 26: shellgate.v1.SessionInfo
+	(*ListSessionsResponse)(nil),     // 27: shellgate.v1.ListSessionsResponse
+	(*TerminateSessionRequest)(nil),  // 28: shellgate.v1.TerminateSessionRequest
+	(*TerminateSessionResponse)(nil), // 29: shellgate.v1.TerminateSessionResponse
+	(*InterruptRequest)(nil),         // 30: shellgate.v1.InterruptRequest
+	(*InterruptResponse)(nil),        // 31: shellgate.v1.InterruptResponse
+	(*EndThreadRequest)(nil),         // 32: shellgate.v1.EndThreadRequest
+	(*EndThreadResponse)(nil),        // 33: shellgate.v1.EndThreadResponse
+	(*GetServerInfoRequest)(nil),     // 34: shellgate.v1.GetServerInfoRequest
+	(*RulesError)(nil),               // 35: shellgate.v1.RulesError
+	(*GetServerInfoResponse)(nil),    // 36: shellgate.v1.GetServerInfoResponse
+	(*TurnContext)(nil),              // 37: shellgate.v1.TurnContext
+	(*ToolCallItem)(nil),             // 38: shellgate.v1.ToolCallItem
+	(*Projection)(nil),               // 39: shellgate.v1.Projection
+	(*ExecPolicyAmendment)(nil),      // 40: shellgate.v1.ExecPolicyAmendment
+	(*ShellElement)(nil),             // 41: shellgate.v1.ShellElement
+	(OutputStream)(0),                // 42: shellgate.v1.OutputStream
+	(*GetInfoResponse)(nil),          // 43: shellgate.v1.GetInfoResponse
 }
 var file_shellgate_v1_router_proto_depIdxs = []int32{
-	36, // 0: shellgate.v1.ListToolsRequest.turn:type_name -> shellgate.v1.TurnContext
+	37, // 0: shellgate.v1.ListToolsRequest.turn:type_name -> shellgate.v1.TurnContext
 	4,  // 1: shellgate.v1.ListToolsResponse.tools:type_name -> shellgate.v1.ToolSpec
-	36, // 2: shellgate.v1.ProjectRequest.turn:type_name -> shellgate.v1.TurnContext
-	37, // 3: shellgate.v1.ProjectRequest.item:type_name -> shellgate.v1.ToolCallItem
-	38, // 4: shellgate.v1.ProjectResponse.projection:type_name -> shellgate.v1.Projection
+	37, // 2: shellgate.v1.ProjectRequest.turn:type_name -> shellgate.v1.TurnContext
+	38, // 3: shellgate.v1.ProjectRequest.item:type_name -> shellgate.v1.ToolCallItem
+	39, // 4: shellgate.v1.ProjectResponse.projection:type_name -> shellgate.v1.Projection
 	0,  // 5: shellgate.v1.ResumeCall.decision:type_name -> shellgate.v1.ApprovalDecision
-	36, // 6: shellgate.v1.ExecuteRequest.turn:type_name -> shellgate.v1.TurnContext
-	37, // 7: shellgate.v1.ExecuteRequest.item:type_name -> shellgate.v1.ToolCallItem
+	37, // 6: shellgate.v1.ExecuteRequest.turn:type_name -> shellgate.v1.TurnContext
+	38, // 7: shellgate.v1.ExecuteRequest.item:type_name -> shellgate.v1.ToolCallItem
 	8,  // 8: shellgate.v1.ExecuteRequest.resume:type_name -> shellgate.v1.ResumeCall
-	20, // 9: shellgate.v1.ExecuteBatch.events:type_name -> shellgate.v1.ExecuteResponse
+	21, // 9: shellgate.v1.ExecuteBatch.events:type_name -> shellgate.v1.ExecuteResponse
 	9,  // 10: shellgate.v1.ExecuteOnceRequest.request:type_name -> shellgate.v1.ExecuteRequest
-	20, // 11: shellgate.v1.ExecuteOnceResponse.events:type_name -> shellgate.v1.ExecuteResponse
+	21, // 11: shellgate.v1.ExecuteOnceResponse.events:type_name -> shellgate.v1.ExecuteResponse
 	1,  // 12: shellgate.v1.ApprovalRequired.kind:type_name -> shellgate.v1.ApprovalKind
-	39, // 13: shellgate.v1.ApprovalRequired.proposed_amendment:type_name -> shellgate.v1.ExecPolicyAmendment
+	40, // 13: shellgate.v1.ApprovalRequired.proposed_amendment:type_name -> shellgate.v1.ExecPolicyAmendment
 	0,  // 14: shellgate.v1.ApprovalRequired.available_decisions:type_name -> shellgate.v1.ApprovalDecision
-	40, // 15: shellgate.v1.ApprovalRequired.element:type_name -> shellgate.v1.ShellElement
-	41, // 16: shellgate.v1.ExecutionOutput.stream:type_name -> shellgate.v1.OutputStream
-	2,  // 17: shellgate.v1.ExecutionCompleted.termination:type_name -> shellgate.v1.TerminationReason
-	13, // 18: shellgate.v1.ApprovalPending.details:type_name -> shellgate.v1.ApprovalRequired
-	38, // 19: shellgate.v1.ExecuteResponse.projection:type_name -> shellgate.v1.Projection
-	13, // 20: shellgate.v1.ExecuteResponse.approval_required:type_name -> shellgate.v1.ApprovalRequired
-	14, // 21: shellgate.v1.ExecuteResponse.started:type_name -> shellgate.v1.ExecutionStarted
-	15, // 22: shellgate.v1.ExecuteResponse.output:type_name -> shellgate.v1.ExecutionOutput
-	16, // 23: shellgate.v1.ExecuteResponse.terminal_interaction:type_name -> shellgate.v1.TerminalInteraction
-	17, // 24: shellgate.v1.ExecuteResponse.completed:type_name -> shellgate.v1.ExecutionCompleted
-	18, // 25: shellgate.v1.ExecuteResponse.approval_pending:type_name -> shellgate.v1.ApprovalPending
-	19, // 26: shellgate.v1.ExecuteResponse.approval_waiting:type_name -> shellgate.v1.ApprovalWaiting
-	10, // 27: shellgate.v1.ExecuteResponse.batch:type_name -> shellgate.v1.ExecuteBatch
-	42, // 28: shellgate.v1.EnvironmentStatus.info:type_name -> shellgate.v1.GetInfoResponse
-	22, // 29: shellgate.v1.ListEnvironmentsResponse.environments:type_name -> shellgate.v1.EnvironmentStatus
-	25, // 30: shellgate.v1.ListSessionsResponse.sessions:type_name -> shellgate.v1.SessionInfo
-	22, // 31: shellgate.v1.GetServerInfoResponse.environments:type_name -> shellgate.v1.EnvironmentStatus
-	34, // 32: shellgate.v1.GetServerInfoResponse.last_rules_error:type_name -> shellgate.v1.RulesError
-	3,  // 33: shellgate.v1.ToolRouterService.ListTools:input_type -> shellgate.v1.ListToolsRequest
-	6,  // 34: shellgate.v1.ToolRouterService.Project:input_type -> shellgate.v1.ProjectRequest
-	9,  // 35: shellgate.v1.ToolRouterService.Execute:input_type -> shellgate.v1.ExecuteRequest
-	11, // 36: shellgate.v1.ToolRouterService.ExecuteOnce:input_type -> shellgate.v1.ExecuteOnceRequest
-	21, // 37: shellgate.v1.ToolRouterService.ListEnvironments:input_type -> shellgate.v1.ListEnvironmentsRequest
-	24, // 38: shellgate.v1.ToolRouterService.ListSessions:input_type -> shellgate.v1.ListSessionsRequest
-	27, // 39: shellgate.v1.ToolRouterService.TerminateSession:input_type -> shellgate.v1.TerminateSessionRequest
-	29, // 40: shellgate.v1.ToolRouterService.Interrupt:input_type -> shellgate.v1.InterruptRequest
-	31, // 41: shellgate.v1.ToolRouterService.EndThread:input_type -> shellgate.v1.EndThreadRequest
-	33, // 42: shellgate.v1.ToolRouterService.GetServerInfo:input_type -> shellgate.v1.GetServerInfoRequest
-	5,  // 43: shellgate.v1.ToolRouterService.ListTools:output_type -> shellgate.v1.ListToolsResponse
-	7,  // 44: shellgate.v1.ToolRouterService.Project:output_type -> shellgate.v1.ProjectResponse
-	20, // 45: shellgate.v1.ToolRouterService.Execute:output_type -> shellgate.v1.ExecuteResponse
-	12, // 46: shellgate.v1.ToolRouterService.ExecuteOnce:output_type -> shellgate.v1.ExecuteOnceResponse
-	23, // 47: shellgate.v1.ToolRouterService.ListEnvironments:output_type -> shellgate.v1.ListEnvironmentsResponse
-	26, // 48: shellgate.v1.ToolRouterService.ListSessions:output_type -> shellgate.v1.ListSessionsResponse
-	28, // 49: shellgate.v1.ToolRouterService.TerminateSession:output_type -> shellgate.v1.TerminateSessionResponse
-	30, // 50: shellgate.v1.ToolRouterService.Interrupt:output_type -> shellgate.v1.InterruptResponse
-	32, // 51: shellgate.v1.ToolRouterService.EndThread:output_type -> shellgate.v1.EndThreadResponse
-	35, // 52: shellgate.v1.ToolRouterService.GetServerInfo:output_type -> shellgate.v1.GetServerInfoResponse
-	43, // [43:53] is the sub-list for method output_type
-	33, // [33:43] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	41, // 15: shellgate.v1.ApprovalRequired.element:type_name -> shellgate.v1.ShellElement
+	14, // 16: shellgate.v1.ApprovalRequired.network_approval_context:type_name -> shellgate.v1.NetworkApprovalContext
+	42, // 17: shellgate.v1.ExecutionOutput.stream:type_name -> shellgate.v1.OutputStream
+	2,  // 18: shellgate.v1.ExecutionCompleted.termination:type_name -> shellgate.v1.TerminationReason
+	13, // 19: shellgate.v1.ApprovalPending.details:type_name -> shellgate.v1.ApprovalRequired
+	39, // 20: shellgate.v1.ExecuteResponse.projection:type_name -> shellgate.v1.Projection
+	13, // 21: shellgate.v1.ExecuteResponse.approval_required:type_name -> shellgate.v1.ApprovalRequired
+	15, // 22: shellgate.v1.ExecuteResponse.started:type_name -> shellgate.v1.ExecutionStarted
+	16, // 23: shellgate.v1.ExecuteResponse.output:type_name -> shellgate.v1.ExecutionOutput
+	17, // 24: shellgate.v1.ExecuteResponse.terminal_interaction:type_name -> shellgate.v1.TerminalInteraction
+	18, // 25: shellgate.v1.ExecuteResponse.completed:type_name -> shellgate.v1.ExecutionCompleted
+	19, // 26: shellgate.v1.ExecuteResponse.approval_pending:type_name -> shellgate.v1.ApprovalPending
+	20, // 27: shellgate.v1.ExecuteResponse.approval_waiting:type_name -> shellgate.v1.ApprovalWaiting
+	10, // 28: shellgate.v1.ExecuteResponse.batch:type_name -> shellgate.v1.ExecuteBatch
+	43, // 29: shellgate.v1.EnvironmentStatus.info:type_name -> shellgate.v1.GetInfoResponse
+	23, // 30: shellgate.v1.ListEnvironmentsResponse.environments:type_name -> shellgate.v1.EnvironmentStatus
+	26, // 31: shellgate.v1.ListSessionsResponse.sessions:type_name -> shellgate.v1.SessionInfo
+	23, // 32: shellgate.v1.GetServerInfoResponse.environments:type_name -> shellgate.v1.EnvironmentStatus
+	35, // 33: shellgate.v1.GetServerInfoResponse.last_rules_error:type_name -> shellgate.v1.RulesError
+	3,  // 34: shellgate.v1.ToolRouterService.ListTools:input_type -> shellgate.v1.ListToolsRequest
+	6,  // 35: shellgate.v1.ToolRouterService.Project:input_type -> shellgate.v1.ProjectRequest
+	9,  // 36: shellgate.v1.ToolRouterService.Execute:input_type -> shellgate.v1.ExecuteRequest
+	11, // 37: shellgate.v1.ToolRouterService.ExecuteOnce:input_type -> shellgate.v1.ExecuteOnceRequest
+	22, // 38: shellgate.v1.ToolRouterService.ListEnvironments:input_type -> shellgate.v1.ListEnvironmentsRequest
+	25, // 39: shellgate.v1.ToolRouterService.ListSessions:input_type -> shellgate.v1.ListSessionsRequest
+	28, // 40: shellgate.v1.ToolRouterService.TerminateSession:input_type -> shellgate.v1.TerminateSessionRequest
+	30, // 41: shellgate.v1.ToolRouterService.Interrupt:input_type -> shellgate.v1.InterruptRequest
+	32, // 42: shellgate.v1.ToolRouterService.EndThread:input_type -> shellgate.v1.EndThreadRequest
+	34, // 43: shellgate.v1.ToolRouterService.GetServerInfo:input_type -> shellgate.v1.GetServerInfoRequest
+	5,  // 44: shellgate.v1.ToolRouterService.ListTools:output_type -> shellgate.v1.ListToolsResponse
+	7,  // 45: shellgate.v1.ToolRouterService.Project:output_type -> shellgate.v1.ProjectResponse
+	21, // 46: shellgate.v1.ToolRouterService.Execute:output_type -> shellgate.v1.ExecuteResponse
+	12, // 47: shellgate.v1.ToolRouterService.ExecuteOnce:output_type -> shellgate.v1.ExecuteOnceResponse
+	24, // 48: shellgate.v1.ToolRouterService.ListEnvironments:output_type -> shellgate.v1.ListEnvironmentsResponse
+	27, // 49: shellgate.v1.ToolRouterService.ListSessions:output_type -> shellgate.v1.ListSessionsResponse
+	29, // 50: shellgate.v1.ToolRouterService.TerminateSession:output_type -> shellgate.v1.TerminateSessionResponse
+	31, // 51: shellgate.v1.ToolRouterService.Interrupt:output_type -> shellgate.v1.InterruptResponse
+	33, // 52: shellgate.v1.ToolRouterService.EndThread:output_type -> shellgate.v1.EndThreadResponse
+	36, // 53: shellgate.v1.ToolRouterService.GetServerInfo:output_type -> shellgate.v1.GetServerInfoResponse
+	44, // [44:54] is the sub-list for method output_type
+	34, // [34:44] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_shellgate_v1_router_proto_init() }
@@ -3341,7 +3433,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[11].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ExecutionStarted); i {
+			switch v := v.(*NetworkApprovalContext); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3353,7 +3445,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[12].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ExecutionOutput); i {
+			switch v := v.(*ExecutionStarted); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3365,7 +3457,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[13].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*TerminalInteraction); i {
+			switch v := v.(*ExecutionOutput); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3377,7 +3469,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[14].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ExecutionCompleted); i {
+			switch v := v.(*TerminalInteraction); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3389,7 +3481,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[15].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ApprovalPending); i {
+			switch v := v.(*ExecutionCompleted); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3401,7 +3493,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[16].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ApprovalWaiting); i {
+			switch v := v.(*ApprovalPending); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3413,7 +3505,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[17].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ExecuteResponse); i {
+			switch v := v.(*ApprovalWaiting); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3425,7 +3517,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[18].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ListEnvironmentsRequest); i {
+			switch v := v.(*ExecuteResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3437,7 +3529,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[19].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*EnvironmentStatus); i {
+			switch v := v.(*ListEnvironmentsRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3449,7 +3541,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[20].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ListEnvironmentsResponse); i {
+			switch v := v.(*EnvironmentStatus); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3461,7 +3553,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[21].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ListSessionsRequest); i {
+			switch v := v.(*ListEnvironmentsResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3473,7 +3565,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[22].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*SessionInfo); i {
+			switch v := v.(*ListSessionsRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3485,7 +3577,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[23].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ListSessionsResponse); i {
+			switch v := v.(*SessionInfo); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3497,7 +3589,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[24].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*TerminateSessionRequest); i {
+			switch v := v.(*ListSessionsResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3509,7 +3601,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[25].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*TerminateSessionResponse); i {
+			switch v := v.(*TerminateSessionRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3521,7 +3613,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[26].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*InterruptRequest); i {
+			switch v := v.(*TerminateSessionResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3533,7 +3625,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[27].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*InterruptResponse); i {
+			switch v := v.(*InterruptRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3545,7 +3637,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[28].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*EndThreadRequest); i {
+			switch v := v.(*InterruptResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3557,7 +3649,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[29].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*EndThreadResponse); i {
+			switch v := v.(*EndThreadRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3569,7 +3661,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[30].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*GetServerInfoRequest); i {
+			switch v := v.(*EndThreadResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3581,7 +3673,7 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[31].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*RulesError); i {
+			switch v := v.(*GetServerInfoRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -3593,6 +3685,18 @@ func file_shellgate_v1_router_proto_init() {
 			}
 		}
 		file_shellgate_v1_router_proto_msgTypes[32].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*RulesError); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_shellgate_v1_router_proto_msgTypes[33].Exporter = func(v interface{}, i int) interface{} {
 			switch v := v.(*GetServerInfoResponse); i {
 			case 0:
 				return &v.state
@@ -3610,9 +3714,9 @@ func file_shellgate_v1_router_proto_init() {
 		(*ExecuteRequest_Resume)(nil),
 	}
 	file_shellgate_v1_router_proto_msgTypes[10].OneofWrappers = []interface{}{}
-	file_shellgate_v1_router_proto_msgTypes[11].OneofWrappers = []interface{}{}
-	file_shellgate_v1_router_proto_msgTypes[14].OneofWrappers = []interface{}{}
-	file_shellgate_v1_router_proto_msgTypes[17].OneofWrappers = []interface{}{
+	file_shellgate_v1_router_proto_msgTypes[12].OneofWrappers = []interface{}{}
+	file_shellgate_v1_router_proto_msgTypes[15].OneofWrappers = []interface{}{}
+	file_shellgate_v1_router_proto_msgTypes[18].OneofWrappers = []interface{}{
 		(*ExecuteResponse_Projection)(nil),
 		(*ExecuteResponse_ApprovalRequired)(nil),
 		(*ExecuteResponse_Started)(nil),
@@ -3623,16 +3727,16 @@ func file_shellgate_v1_router_proto_init() {
 		(*ExecuteResponse_ApprovalWaiting)(nil),
 		(*ExecuteResponse_Batch)(nil),
 	}
-	file_shellgate_v1_router_proto_msgTypes[19].OneofWrappers = []interface{}{}
-	file_shellgate_v1_router_proto_msgTypes[22].OneofWrappers = []interface{}{}
-	file_shellgate_v1_router_proto_msgTypes[32].OneofWrappers = []interface{}{}
+	file_shellgate_v1_router_proto_msgTypes[20].OneofWrappers = []interface{}{}
+	file_shellgate_v1_router_proto_msgTypes[23].OneofWrappers = []interface{}{}
+	file_shellgate_v1_router_proto_msgTypes[33].OneofWrappers = []interface{}{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_shellgate_v1_router_proto_rawDesc,
 			NumEnums:      3,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -18,6 +18,7 @@ __all__ = [
     "ApprovalWaitingEvent",
     "CompletedEvent",
     "ExecuteEvent",
+    "NetworkContext",
     "OutputEvent",
     "ProjectionEvent",
     "StartedEvent",
@@ -77,6 +78,16 @@ class ApprovalRequiredEvent:
     available_decisions: tuple[ApprovalDecision, ...]
     element: ShellElement | None
     expires_in_ms: int
+    network: NetworkContext | None = None  # kind NETWORK only
+
+
+@dataclass(frozen=True)
+class NetworkContext:
+    """The request a network approval is about (Codex's `networkApprovalContext`)."""
+
+    host: str
+    protocol: str  # Codex's words: http, https, socks5Tcp
+    port: int
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from shellgate.router.policy.approval_policy import ApprovalMode
 from shellgate.router.projection import CommandElement, ShellCall
 from shellgate.router.runtime.approvals.route import approval_route
 from shellgate.router.runtime.approvals.vocabulary import ApprovalDecision, ApprovalRoute
-from shellgate.router.runtime.call.events import ApprovalKind
+from shellgate.router.runtime.call.events import ApprovalKind, NetworkContext
 from shellgate.router.runtime.call.state import ApprovalSubject, AwaitingApproval, Parked, Running
 
 if TYPE_CHECKING:
@@ -42,6 +42,10 @@ _APPROVING = frozenset({
 })  # fmt: skip
 # network_rule's protocol words (amendments take http and https only).
 _RULE_PROTOCOL = {Protocol.HTTP: "http", Protocol.HTTPS_CONNECT: "https"}
+# Codex's NetworkApprovalProtocol words (app-server `networkApprovalContext.protocol`).
+_CODEX_PROTOCOL = {
+    Protocol.HTTP: "http", Protocol.HTTPS_CONNECT: "https", Protocol.SOCKS5_TCP: "socks5Tcp",
+}  # fmt: skip
 
 
 def network_key(environment_id: str, request: EgressRequest) -> str:
@@ -126,9 +130,11 @@ async def _ask(runner: CallRunner, index: int, request: EgressRequest) -> bool:
     if protocol is not None and runner.ctx.policy_store is not None:
         amendment = (network_rule_line(request.host, protocol, "allow", justification),)
     reason = f"network access to {request.host}:{request.port} ({request.protocol.value})"
+    context = NetworkContext(request.host, _CODEX_PROTOCOL[request.protocol], request.port)
     parked = Parked(
         ApprovalKind.NETWORK, index, reason, amendment, key,
         ApprovalSubject(handler.argv, handler.cwd, handler.environment_id, element),
+        network=context,
     )  # fmt: skip
     decided = await runner.await_operator(
         AwaitingApproval(runner.call, state, parked), caller_decides=live

@@ -225,6 +225,7 @@ class CallRunner:
             available_decisions=parked.offered,
             element=subject.element,
             expires_in_ms=expires_in_ms,
+            network=parked.network,
         )
 
     def _end(self, ended: Ended) -> None:

@@ -32,7 +32,7 @@ from shellgate.router.pipeline import RouterTurn
 from shellgate.router.projection import ProjectedCall, ShellCall, ShellElement
 from shellgate.router.runtime.approvals.offer import offered_decisions, require_offered
 from shellgate.router.runtime.approvals.vocabulary import ApprovalDecision
-from shellgate.router.runtime.call.events import ApprovalKind, Termination
+from shellgate.router.runtime.call.events import ApprovalKind, NetworkContext, Termination
 
 __all__ = [
     "Aborted",
@@ -140,6 +140,8 @@ class Parked:
     retry_result: Finished | None = None
     # The cwd's (st_dev, st_ino) when the approval was asked for (local commands only).
     cwd_identity: tuple[int, int] | None = None
+    # A network approval: the request the proxy holds (never parked: not encoded).
+    network: NetworkContext | None = None
 
     def __post_init__(self) -> None:
         retry = self.kind is ApprovalKind.SANDBOX_RETRY

@@ -222,6 +222,10 @@ def _approval_pb(
         out.proposed_amendment.prefix.extend(e.proposed_amendment)
     if e.element is not None:
         out.element.CopyFrom(element_pb(e.element, memo))
+    if e.network is not None:
+        out.network_approval_context.CopyFrom(router_pb2.NetworkApprovalContext(
+            host=e.network.host, protocol=e.network.protocol, port=e.network.port
+        ))  # fmt: skip
     return out
 
 
