@@ -43,6 +43,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     the tests of a module with a module-scoped fixture on one worker, so that fixture is
     made once rather than once per worker."""
     for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue  # the module named its group (e.g. a fixed port it binds)
         group = SERIAL_FOLDERS.get(item.path.parent.name)
         if group is None and _uses_module_fixture(item):
             group = f"module:{item.path.relative_to(item.config.rootpath)}"

@@ -29,6 +29,10 @@ from dnslib.server import BaseResolver, DNSLogger, DNSServer  # noqa: E402
 
 # A loopback address of its own for the name server (resolv.conf can only say port 53).
 NAMESERVER = "127.53.0.1"
+# Every module whose test name server binds NAMESERVER:53 shares this xdist group, so they
+# run one after another (two servers cannot bind it at once).
+NAMESERVER_GROUP = "nameserver-53"
+pytestmark = pytest.mark.xdist_group(NAMESERVER_GROUP)
 NAME = "execd.shellgate.test"
 DAEMON_A, DAEMON_B = "127.0.0.2", "127.0.0.3"
 SERVICE = "shellgate.v1.ToolRouterService"

@@ -18,10 +18,13 @@ from shellgate.router.service.approvals_config import ApprovalsConfig
 from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_pb2
 
 from tests.integration.egress_support import ALLOWED_IP, egress_records, governed_request, origins
+from tests.integration.test_discovery_dns import NAMESERVER_GROUP
 from tests.router_harness import Router, completed, router_config, running_router
 from tests.waiting import eventually
 
 pytestmark = [
+    # The test name server binds NAMESERVER:53, one at a time (tests/conftest.py).
+    pytest.mark.xdist_group(NAMESERVER_GROUP),
     pytest.mark.sandbox,
     pytest.mark.skipif(bool(sandbox_unavailable_reason()), reason="no bubblewrap sandbox"),
 ]

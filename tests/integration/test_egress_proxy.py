@@ -37,11 +37,14 @@ from tests.integration.egress_support import (
     run,
     unix_listener,
 )
+from tests.integration.test_discovery_dns import NAMESERVER_GROUP
 from tests.integration.test_metrics import free_port
 from tests.router_harness import router_config, router_subprocess, running_router
 
 Stub = router_pb2_grpc.ToolRouterServiceStub
 pytestmark = [
+    # The test name server binds NAMESERVER:53, one at a time (tests/conftest.py).
+    pytest.mark.xdist_group(NAMESERVER_GROUP),
     pytest.mark.sandbox,
     pytest.mark.skipif(bool(sandbox_unavailable_reason()), reason="no bubblewrap sandbox"),
 ]
