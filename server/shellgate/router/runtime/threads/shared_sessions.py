@@ -226,17 +226,7 @@ class SharedSessions:
             return
         record = record_of(proc, self._instance_id)
         if lease is None:
-            try:
-                await self._shared.put_session(self._thread_id, record)
-            except SharedStateUnavailableError:
-                if not stored:
-                    raise
-                # The store is down: the new session stays this replica's own (kept in its
-                # table, still attached), so the output its answer took is not lost with a
-                # failed call; the next answer here publishes it. Until then other replicas
-                # do not know it.
-                _log.debug("session %d kept unpublished: shared store down", pid)
-                return
+            await self._shared.put_session(self._thread_id, record)
         elif not await self._shared.update_session(
             self._thread_id, record, lease.token, lease.expected_seq
         ):
