@@ -15,10 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shellgate.common.egress.config import NetworkConfig
+from shellgate.router.service.approvals_config import ApprovalsConfig
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc, shell_pb2
 
 from tests.integration.test_discovery_dns import NAMESERVER, _namespaces_work
-from tests.router_harness import completed, function_item, turn
+from tests.router_harness import (
+    Router,
+    completed,
+    function_item,
+    router_config,
+    running_router,
+    turn,
+)
 
 dnslib = pytest.importorskip("dnslib")
 from dnslib.server import BaseResolver, DNSLogger, DNSServer  # noqa: E402
@@ -222,3 +231,27 @@ def recording_origin(address: str) -> Iterator[tuple[int, list[bytes]]]:
     finally:
         listener.close()
         thread.join(5)
+
+
+@contextlib.contextmanager
+def prompt_router(
+    tmp_path: Path, tokens: str, *, route: str, deadline_ms: int = 30_000
+) -> Iterator[Router]:
+    """A router whose rules make ALLOWED_IP's http a `prompt` network_rule (nothing else is
+    allowed; loopback origins may be reached), approvals on `route`, audit to tmp_path."""
+    token_file = tmp_path / "tokens"
+    token_file.write_text(tokens)
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "net.rules").write_text(
+        f'network_rule(host="{ALLOWED_IP}", protocol="http", decision="prompt")\n'
+    )
+    config = router_config(
+        token_file=str(token_file), rules_dirs=(str(rules),), local_cwd=str(tmp_path),
+        audit_log=str(tmp_path / "audit.log"), audit_fsync="always",
+        approvals=ApprovalsConfig(default_route=route, keepalive_ms=100, poll_ms=100,
+                                  operator_deadline_ms=deadline_ms),
+        network=NetworkConfig(enabled=True, allow_local_binding=True),
+    )  # fmt: skip
+    with running_router(config) as router:
+        yield router

@@ -7,19 +7,22 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from shellgate.common.egress.config import NetworkConfig
 from shellgate.common.sandbox import sandbox_unavailable_reason
-from shellgate.router.service.approvals_config import ApprovalsConfig
 from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_pb2
 
-from tests.integration.egress_support import ALLOWED_IP, egress_records, governed_request, origins
+from tests.integration.egress_support import (
+    ALLOWED_IP,
+    egress_records,
+    governed_request,
+    origins,
+    prompt_router,
+)
 from tests.integration.test_discovery_dns import NAMESERVER_GROUP
-from tests.router_harness import Router, completed, router_config, running_router
+from tests.router_harness import Router, completed
 from tests.waiting import eventually
 
 pytestmark = [
@@ -35,25 +38,10 @@ ON_REQUEST = common_pb2.APPROVAL_POLICY_KIND_ON_REQUEST
 views: list[Any] = []
 
 
-@contextlib.contextmanager
-def _router(tmp_path: Path, route: str = "operator") -> Iterator[Router]:
-    tokens = tmp_path / "tokens"
-    tokens.write_text("agent tok-agent\nbob tok-bob roles=operator\n")
-    rules = tmp_path / "rules"
-    rules.mkdir()
-    (rules / "net.rules").write_text(
-        f'network_rule(host="{ALLOWED_IP}", protocol="http", decision="prompt")\n'
+def _router(tmp_path: Path, route: str = "operator") -> contextlib.AbstractContextManager[Router]:
+    return prompt_router(
+        tmp_path, "agent tok-agent\nbob tok-bob roles=operator\n", route=route
     )
-    config = router_config(
-        token_file=str(tokens), rules_dirs=(str(rules),), local_cwd=str(tmp_path),
-        audit_log=str(tmp_path / "audit.log"), audit_fsync="always",
-        approvals=ApprovalsConfig(default_route=route, keepalive_ms=100, poll_ms=100,
-                                  operator_deadline_ms=30_000),
-        # Nothing allowed but what is asked for; the test origin is on loopback.
-        network=NetworkConfig(enabled=True, allow_local_binding=True),
-    )  # fmt: skip
-    with running_router(config) as router:
-        yield router
 
 
 def _md(subject: str) -> tuple[tuple[str, str], ...]:

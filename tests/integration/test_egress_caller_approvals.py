@@ -7,20 +7,23 @@ ApprovalService.AnswerApproval. A real router, real bubblewrap, real curl."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
-from shellgate.common.egress.config import NetworkConfig
 from shellgate.common.sandbox import sandbox_unavailable_reason
-from shellgate.router.service.approvals_config import ApprovalsConfig
 from shellgate.v1 import approvals_pb2, approvals_pb2_grpc, common_pb2, router_pb2
 
-from tests.integration.egress_support import ALLOWED_IP, egress_records, governed_request, origins
+from tests.integration.egress_support import (
+    ALLOWED_IP,
+    egress_records,
+    governed_request,
+    origins,
+    prompt_router,
+)
 from tests.integration.test_discovery_dns import NAMESERVER_GROUP
-from tests.router_harness import Router, completed, router_config, running_router
+from tests.router_harness import Router, completed
 from tests.waiting import eventually
 
 pytestmark = [
@@ -40,24 +43,9 @@ OFFERED = [
 ]  # fmt: skip
 
 
-@contextlib.contextmanager
-def _router(tmp_path: Path, deadline_ms: int = 30_000) -> Iterator[Router]:
-    tokens = tmp_path / "tokens"
-    tokens.write_text("agent tok-agent\ncarol tok-carol\nbob tok-bob roles=operator\n")
-    rules = tmp_path / "rules"
-    rules.mkdir()
-    (rules / "net.rules").write_text(
-        f'network_rule(host="{ALLOWED_IP}", protocol="http", decision="prompt")\n'
-    )
-    config = router_config(
-        token_file=str(tokens), rules_dirs=(str(rules),), local_cwd=str(tmp_path),
-        audit_log=str(tmp_path / "audit.log"), audit_fsync="always",
-        approvals=ApprovalsConfig(default_route="caller", keepalive_ms=100, poll_ms=100,
-                                  operator_deadline_ms=deadline_ms),
-        network=NetworkConfig(enabled=True, allow_local_binding=True),
-    )  # fmt: skip
-    with running_router(config) as router:
-        yield router
+def _router(tmp_path: Path, deadline_ms: int = 30_000) -> contextlib.AbstractContextManager[Router]:
+    tokens = "agent tok-agent\ncarol tok-carol\nbob tok-bob roles=operator\n"
+    return prompt_router(tmp_path, tokens, route="caller", deadline_ms=deadline_ms)
 
 
 def _md(subject: str) -> tuple[tuple[str, str], ...]:
