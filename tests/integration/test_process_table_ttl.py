@@ -15,15 +15,20 @@ from shellgate.execserver.process_table import ProcessTable, StartSpec, TableLim
 from tests.waiting import eventually_async
 
 
+def _table(now: list[float], owner_ttl_ms: int) -> ProcessTable:
+    """A real table on this host, 30 s exited retention, its clock `now[0]`."""
+    return ProcessTable(
+        LocalBackend(ProcessLimits(kill_grace_ms=200)),
+        TableLimits(exited_retention_ms=30_000, owner_ttl_ms=owner_ttl_ms),
+        clock=lambda: now[0],
+    )
+
+
 def test_owner_ttl_and_exited_retention_follow_the_injected_clock() -> None:
     now = [1000.0]
 
     async def main() -> None:
-        table = ProcessTable(
-            LocalBackend(ProcessLimits(kill_grace_ms=200)),
-            TableLimits(exited_retention_ms=30_000, owner_ttl_ms=60_000),
-            clock=lambda: now[0],
-        )
+        table = _table(now, owner_ttl_ms=60_000)
         env = dict(os.environ)
 
         def spec(argv: tuple[str, ...], detach: bool) -> StartSpec:
@@ -52,11 +57,7 @@ def test_a_session_reports_its_exit_and_last_output_a_minute_after_it_exited() -
     now = [1000.0]
 
     async def main() -> None:
-        table = ProcessTable(
-            LocalBackend(ProcessLimits(kill_grace_ms=200)),
-            TableLimits(exited_retention_ms=30_000, owner_ttl_ms=600_000),
-            clock=lambda: now[0],
-        )
+        table = _table(now, owner_ttl_ms=600_000)
         request = SpawnRequest(("sh", "-c", "echo last words; exit 7"), "/tmp", dict(os.environ))
         session, _ = await table.start(StartSpec("c", "o", request, True, None, None, None, False))
         await eventually_async(lambda: session.closed, "the session closed", interval_s=0.02)
@@ -86,11 +87,7 @@ def test_an_undrained_session_goes_at_its_owner_ttl_renewed_by_use() -> None:
     now = [1000.0]
 
     async def main() -> None:
-        table = ProcessTable(
-            LocalBackend(ProcessLimits(kill_grace_ms=200)),
-            TableLimits(exited_retention_ms=30_000, owner_ttl_ms=60_000),
-            clock=lambda: now[0],
-        )
+        table = _table(now, owner_ttl_ms=60_000)
         request = SpawnRequest(("true",), "/tmp", dict(os.environ))
         session, _ = await table.start(StartSpec("c", "o", request, True, None, None, None, False))
         await eventually_async(lambda: session.closed, "the session closed", interval_s=0.02)
@@ -111,11 +108,7 @@ def test_a_released_or_terminated_session_keeps_only_the_exited_retention() -> N
     now = [1000.0]
 
     async def main() -> None:
-        table = ProcessTable(
-            LocalBackend(ProcessLimits(kill_grace_ms=200)),
-            TableLimits(exited_retention_ms=30_000, owner_ttl_ms=600_000),
-            clock=lambda: now[0],
-        )
+        table = _table(now, owner_ttl_ms=600_000)
         env = dict(os.environ)
 
         def session(argv: tuple[str, ...]) -> StartSpec:
