@@ -84,7 +84,7 @@ def test_escapes_die_when_the_command_exits(tmp_path: Path, profile: str) -> Non
     with running_router(router_config(local_cwd=str(tmp_path))) as router:
         done = completed(execute(router.stub, _request(_escapes(token), PROFILES[profile], "x")))
         assert "running=4" in done.output_text, done.output_text
-        eventually(lambda: not pids_with(token), "every escape gone", 8.0)
+        eventually(lambda: not pids_with(token), "every escape gone", 30.0)
 
 
 def test_escapes_die_on_timeout_interrupt_and_end_thread(tmp_path: Path) -> None:
@@ -97,7 +97,7 @@ def test_escapes_die_on_timeout_interrupt_and_end_thread(tmp_path: Path) -> None
         assert done.session_id and "running=4" in done.output_text, done.output_text
         assert pids_with(token), "escapes should live while their session runs"
         router.stub.EndThread(router_pb2.EndThreadRequest(thread_id="t"), timeout=30)
-        eventually(lambda: not pids_with(token), "every escape gone", 8.0)
+        eventually(lambda: not pids_with(token), "every escape gone", 30.0)
 
         # Interrupt of a running classic call (a unified session outlives its call).
         token = f"esc-int-{os.getpid()}"
@@ -110,14 +110,14 @@ def test_escapes_die_on_timeout_interrupt_and_end_thread(tmp_path: Path) -> None
         router.stub.Interrupt(router_pb2.InterruptRequest(thread_id="t2", call_id="i"), timeout=10)
         worker.join(30)
         assert completed(events).termination == router_pb2.TERMINATION_REASON_CANCELLED
-        eventually(lambda: not pids_with(token), "every escape gone", 8.0)
+        eventually(lambda: not pids_with(token), "every escape gone", 30.0)
 
         # A classic shell_command past its timeout.
         token = f"esc-timeout-{os.getpid()}"
         classic = _classic(_escapes(token) + "; sleep 300", "c", 1500)
         timed_out = completed(execute(router.stub, classic))
         assert timed_out.exit_code == 124, timed_out.output_text
-        eventually(lambda: not pids_with(token), "every escape gone", 8.0)
+        eventually(lambda: not pids_with(token), "every escape gone", 30.0)
 
 
 @pytest.mark.allow_orphans
