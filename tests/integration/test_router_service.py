@@ -155,6 +155,18 @@ def test_the_stop_waits_for_answered_calls_bookkeeping() -> None:
         reply = router.stub.ExecuteOnce(once, timeout=30)
         assert reply.ByteSize() > 0
         app = router.running.app
+        finished: list[bool] = []
+
+        async def slow_tail() -> None:
+            await asyncio.sleep(0.5)
+            finished.append(True)
+
+        async def spawn() -> None:
+            app.call_tails.spawn(slow_tail(), name="test-tail")
+
+        router.call(spawn())
+    # The stop waited for the tail (it would be cancelled or left pending otherwise).
+    assert finished == [True]
     assert len(app.call_tails) == 0
 
 
