@@ -41,10 +41,8 @@ DOCUMENTED_TOOL_ERRORS = (
     "tool error:shared thread state unavailable",
     "tool error:environment",
 )
-# Not documented for a remote session (docs/scaling.md says re-attaching one while the store
-# is down answers UNAVAILABLE), but answered by a replica that could not read the session's
-# record: counted apart and reported (a known gap, docs/reliability.md), not hidden.
-KNOWN_UNKNOWN_SESSION = "tool error:write_stdin failed: Unknown process id N"
+# Never documented for a live session: counted as its own kind, so the test shows it.
+UNKNOWN_SESSION = "tool error:write_stdin failed: Unknown process id N"
 # Retries of one call whose replica died or whose store was down meanwhile.
 ATTEMPTS = 8
 
@@ -259,7 +257,7 @@ class Caller:
 
 def _words(text: str) -> str:
     if re.match(r"write_stdin failed: Unknown process id \d+", text):
-        return KNOWN_UNKNOWN_SESSION.split(":", 1)[1]
+        return UNKNOWN_SESSION.split(":", 1)[1]
     for known in DOCUMENTED_TOOL_ERRORS:
         if known.split(":", 1)[1] in text:
             return known.split(":", 1)[1]

@@ -198,6 +198,8 @@ class RouterApp:
         if shared is not None:
             # Redis lost its data (restart without AOF): re-publish what this replica holds.
             shared.on_reset = self.threads.republish
+            # Back from an outage: sessions held here meanwhile are published at once.
+            shared.monitor.listen(self.threads.store_changed)
             from shellgate.router.runtime.store.redis_bus import RedisBus
             from shellgate.router.service.shared_rules import SharedAmendments
 

@@ -84,6 +84,10 @@ class InMemorySharedState:
         """Never: this memory lives as long as the router."""
         return False
 
+    def recovered_within(self, seconds: float) -> bool:
+        """Never: this memory is never down."""
+        return False
+
     async def restore_thread(self, thread_id: str, generation: str) -> None:
         """Set the generation."""
         self._t(thread_id).generation = generation

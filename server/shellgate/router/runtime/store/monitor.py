@@ -44,6 +44,8 @@ class StoreMonitor:
         self.resets = 0
         self.last_error = ""
         self._down_since = 0.0
+        # When the store last came back (-inf: never down here).
+        self.up_since = float("-inf")
         self._last_log = -LOG_EVERY_S
         self._suppressed = 0
         # Failures of the current outage by operation (the recovery line's summary).
@@ -94,6 +96,7 @@ class StoreMonitor:
         """An operation got through: the store is up."""
         if not self.up:
             self.up = True
+            self.up_since = self._clock()
             self._changed.set()
             summary = ", ".join(f"{op} {n}" for op, n in sorted(self._outage.items()))
             _log.info(
@@ -102,6 +105,10 @@ class StoreMonitor:
                 self._clock() - self._down_since, sum(self._outage.values()), summary,
             )  # fmt: skip
             self._outage = Counter()
+
+    def recovered_within(self, seconds: float) -> bool:
+        """Up, and back from an outage for less than `seconds`."""
+        return self.up and self._clock() - self.up_since < seconds
 
     def data_lost(self) -> None:
         """Count a detected loss of the store's data (a restart without persistence)."""

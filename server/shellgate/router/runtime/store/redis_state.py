@@ -162,6 +162,10 @@ class RedisSharedState:
             self._epoch = current
             return True
 
+    def recovered_within(self, seconds: float) -> bool:
+        """Whether Redis came back from an outage less than `seconds` ago (the monitor's)."""
+        return self.monitor.recovered_within(seconds)
+
     async def restore_thread(self, thread_id: str, generation: str) -> None:
         """Re-create a thread with the generation this replica holds (after a data loss)."""
         meta = self.base(thread_id) + "meta"

@@ -126,6 +126,10 @@ class SharedState(Protocol):
         """Re-create a thread with a known generation (re-publication after a data loss)."""
         ...
 
+    def recovered_within(self, seconds: float) -> bool:
+        """Whether the store came back from an outage less than `seconds` ago."""
+        ...
+
     async def approve(self, thread_id: str, digest: str) -> None:
         """Record an "approved for session" approval key digest."""
         ...

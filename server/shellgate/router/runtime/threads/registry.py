@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import re
 import time
 import uuid
@@ -50,6 +51,8 @@ __all__ = [
     "owned_thread_key",
     "validate_thread_id",
 ]
+
+_log = logging.getLogger(__name__)
 
 # Spec 06 §3.2 and §2: pending calls live 10 minutes, idle threads 24 hours.
 DEFAULT_APPROVAL_TTL_MS = 10 * 60_000
@@ -309,7 +312,34 @@ class ThreadRegistry:
             state = await self._new(thread_id, uuid.uuid4().hex)
             state.provisional = True
         state.touch()  # calls needing shared state answer UNAVAILABLE from the store itself
+        state.sessions.mark_stale()
         return state
+
+    async def publish_held(self) -> int:
+        """After an outage: publish the sessions this replica kept while the store was down
+        (a thread created meanwhile is shared first, unless another replica's took its id)."""
+        count = 0
+        for thread_id, state in list(self._threads.items()):
+            if not state.sessions.holding:
+                continue
+            if state.provisional:
+                generation = await self.shared.ensure_thread(thread_id, state.generation)
+                if generation != state.generation:
+                    continue  # its next call reconciles the two (_sync)
+                state.provisional = False
+            count += await state.sessions.publish_held()
+        return count
+
+    async def store_changed(self, up: bool) -> None:
+        """The store monitor's listener: publish held sessions as soon as the store is back."""
+        if not up:
+            return
+        try:
+            held = await self.publish_held()
+        except SharedStateUnavailableError:
+            return  # down again: the next recovery (or sweep) publishes them
+        if held:
+            _log.info("published %d sessions kept while the shared state was down", held)
 
     async def republish(self) -> None:
         """After the store lost its data: re-create this replica's threads and sessions."""
@@ -387,6 +417,7 @@ class ThreadRegistry:
         """
         if not self.shared.distributed:
             return 0
+        await self.publish_held()  # one the store monitor's recovery could not publish
         count = 0
         for tid, state in list(self._threads.items()):
             if await self.shared.thread_alive(tid):

@@ -51,6 +51,23 @@ class SessionSharing(Protocol):
         """Whether the id is a shared session's (as of the last refresh)."""
         ...
 
+    def may_exist(self, process_id: int) -> bool:
+        """Whether a poll of an id not stored here must ask the shared store."""
+        ...
+
+    def mark_stale(self) -> None:
+        """The shared store could not be read: what was last seen may be old."""
+        ...
+
+    @property
+    def holding(self) -> bool:
+        """Whether sessions wait here for the shared store to publish them."""
+        ...
+
+    async def publish_held(self) -> int:
+        """Publish the sessions held here while the store was down; how many were."""
+        ...
+
     async def claim_id(self, process_id: int) -> bool:
         """Claim a freshly reserved id across routers; False when another holds it."""
         ...
@@ -131,6 +148,22 @@ class LocalSessions:
     def knows(self, process_id: int) -> bool:
         """No shared sessions."""
         return False
+
+    def may_exist(self, process_id: int) -> bool:
+        """Only stored sessions exist."""
+        return False
+
+    def mark_stale(self) -> None:
+        """Nothing is seen from elsewhere."""
+
+    @property
+    def holding(self) -> bool:
+        """Nothing waits for a store."""
+        return False
+
+    async def publish_held(self) -> int:
+        """Nothing is published."""
+        return 0
 
     async def claim_id(self, process_id: int) -> bool:
         """Unique here is unique enough."""

@@ -127,6 +127,19 @@ class SessionManager:
         """Store the shared records this replica knows again, each only when absent."""
         await self._sharing.republish()
 
+    async def publish_held(self) -> int:
+        """Publish the sessions kept here while the store was down; how many were."""
+        return await self._sharing.publish_held()
+
+    @property
+    def holding(self) -> bool:
+        """Whether sessions wait here for the shared store to publish them."""
+        return self._sharing.holding
+
+    def mark_stale(self) -> None:
+        """The shared store could not be read: an id unknown here may still be shared."""
+        self._sharing.mark_stale()
+
     async def keep_alive(self) -> int:
         """Renew the daemon owner TTL of the thread's shared sessions; how many there are.
 
@@ -140,9 +153,12 @@ class SessionManager:
         return await self._sharing.kill_known()
 
     def exists(self, process_id: int) -> bool:
-        """Known here, lost with its environment, or shared (as of the last refresh)."""
+        """Known here, lost with its environment, or possibly shared (a known shared id, or
+        any id while the store could not be read: the poll then asks it)."""
         return (
-            process_id in self._procs or process_id in self._lost or self._sharing.knows(process_id)
+            process_id in self._procs
+            or process_id in self._lost
+            or self._sharing.may_exist(process_id)
         )
 
     async def open(self, process_id: int, wait_s: float = 0.0) -> UnifiedProcess | None:

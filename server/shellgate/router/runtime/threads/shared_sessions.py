@@ -6,6 +6,14 @@ daemon process id and the seq (and output offset) of the last output returned to
 that seq) under the session's lease (`session_lease.py`), write to it and kill it; output
 the daemon evicted meanwhile is counted as omitted from the offsets. `SharedSessions` is
 the `SessionSharing` strategy of a thread whose store is distributed (session_sharing.py).
+
+While the store is down a new remote session cannot be published: its polls are answered
+from this router's table as usual, and it is *held* there until the store is back, when
+`publish_held` stores its record (the store monitor's recovery, and every sweep). Another
+replica asked for an id it cannot find just after an outage waits up to
+`REPUBLISH_GRACE_S` for that publication; while its own view of the store is stale, an id
+it does not know may still be shared, so the poll goes on to the store (UNAVAILABLE while
+it is down) instead of answering `Unknown process id`.
 """
 
 from __future__ import annotations
@@ -32,9 +40,14 @@ from shellgate.router.runtime.threads.shared_records import (
 )
 from shellgate.router.runtime.threads.unified_process import UnifiedProcess
 
-__all__ = ["SharedSessions"]
+__all__ = ["REPUBLISH_GRACE_S", "SharedSessions"]
 
 _log = logging.getLogger(__name__)
+# How long after the store returns an absent session record is looked for again: the
+# replica holding the session publishes it within about one store probe (1 s) of the end
+# of the outage.
+REPUBLISH_GRACE_S = 3.0
+_REPUBLISH_POLL_S = 0.1
 
 
 class SharedSessions:
@@ -64,6 +77,13 @@ class SharedSessions:
         self._leases: dict[int, SessionLease] = {}
         # Local processes already published before their first yield ended.
         self._published: set[int] = set()
+        # Remote sessions kept in this router's table because the store was down when their
+        # yield ended: published when it is back (publish_held).
+        self._held: dict[int, UnifiedProcess] = {}
+        # Records of reported exits the store was down to delete: deleted when it is back.
+        self._ended_unstored: set[int] = set()
+        # Whether the last look at the thread's shared records got an answer.
+        self._fresh = False
 
     @property
     def distributed(self) -> bool:
@@ -75,6 +95,20 @@ class SharedSessions:
     def knows(self, process_id: int) -> bool:
         """Whether the id is a shared session's (as of the last refresh)."""
         return process_id in self._shared_ids
+
+    def may_exist(self, process_id: int) -> bool:
+        """Whether a poll of the id must ask the store: a known shared id, or any id while
+        the last look at the store failed."""
+        return process_id in self._shared_ids or not self._fresh
+
+    def mark_stale(self) -> None:
+        """The store could not be read for this request: what was last seen may be old."""
+        self._fresh = False
+
+    @property
+    def holding(self) -> bool:
+        """Whether sessions wait here for the store to publish them."""
+        return bool(self._held or self._ended_unstored)
 
     async def claim_id(self, process_id: int) -> bool:
         """Claim the id in the store; False when another router's session has it."""
@@ -93,7 +127,12 @@ class SharedSessions:
 
     async def refresh(self) -> None:
         """Re-read which shared sessions exist (the manager's sync `exists` answers from it)."""
-        records = await self._shared.list_sessions(self._thread_id)
+        try:
+            records = await self._shared.list_sessions(self._thread_id)
+        except SharedStateUnavailableError:
+            self._fresh = False
+            raise
+        self._fresh = True
         self._known = {r.session_id: r for r in records}
         self._shared_ids = set(self._known)
 
@@ -101,6 +140,31 @@ class SharedSessions:
         """Store the shared records this replica knows again, each only when absent."""
         for record in list(self._known.values()):
             await self._shared.put_session_if_absent(self._thread_id, record)
+
+    async def publish_held(self) -> int:
+        """Publish the sessions held here while the store was down; how many were."""
+        for pid in list(self._ended_unstored):
+            await self._shared.delete_session(self._thread_id, pid)
+            self._ended_unstored.discard(pid)
+        count = 0
+        for pid, proc in list(self._held.items()):
+            record = record_of(proc, self._instance_id)
+            if not await self._shared.put_session_if_absent(self._thread_id, record):
+                # A poll here stored it meanwhile, or another replica drew the same id while
+                # neither could claim it (then the model's polls reach that one).
+                found = await self._shared.get_session(self._thread_id, pid)
+                if found is None or found.backend_process_id != record.backend_process_id:
+                    _log.warning("session %d: its id was taken by another replica's session "
+                                 "while the store was down; it stays on this replica", pid)  # fmt: skip
+                    self._held.pop(pid, None)
+                    continue
+            if self._held.pop(pid, None) is not None:
+                # From now on it is a published session: its end deletes the record.
+                self._published.add(pid)
+            self._shared_ids.add(pid)
+            self._known[pid] = record
+            count += 1
+        return count
 
     async def keep_alive(self) -> int:
         """Renew the daemon owner TTL of the thread's shared sessions; how many there are.
@@ -141,6 +205,8 @@ class SharedSessions:
         proc: UnifiedProcess | None = None
         try:
             record = await self._shared.get_session(self._thread_id, process_id)
+            if record is None and self._shared.recovered_within(REPUBLISH_GRACE_S):
+                record = await self._await_republished(process_id)
             if record is None:
                 self._shared_ids.discard(process_id)
                 self._known.pop(process_id, None)
@@ -157,6 +223,14 @@ class SharedSessions:
         self._leases[process_id] = lease
         self._attached[process_id] = proc
         return proc
+
+    async def _await_republished(self, process_id: int) -> SessionRecord | None:
+        while self._shared.recovered_within(REPUBLISH_GRACE_S):
+            await asyncio.sleep(_REPUBLISH_POLL_S)
+            record = await self._shared.get_session(self._thread_id, process_id)
+            if record is not None:
+                return record
+        return None
 
     async def publish_started(self, proc: UnifiedProcess) -> None:
         """Register a new remote session in the shared store before its first yield, under
@@ -225,14 +299,25 @@ class SharedSessions:
         if not attached and not (stored and remote):
             return
         record = record_of(proc, self._instance_id)
-        if lease is None:
-            await self._shared.put_session(self._thread_id, record)
-        elif not await self._shared.update_session(
-            self._thread_id, record, lease.token, lease.expected_seq
-        ):
-            # The lease expired and another poll went on, or the thread ended: this poll's
-            # position is stale, and storing it would replay or skip output.
-            _log.warning("session %d: consumed seq not stored (lease lost or ended)", pid)
+        try:
+            if lease is None:
+                await self._shared.put_session(self._thread_id, record)
+            elif not await self._shared.update_session(
+                self._thread_id, record, lease.token, lease.expected_seq
+            ):
+                # The lease expired and another poll went on, or the thread ended: this
+                # poll's position is stale, and storing it would replay or skip output.
+                _log.warning("session %d: consumed seq not stored (lease lost or ended)", pid)
+        except SharedStateUnavailableError:
+            # The store is down (its monitor logs the outage). The answer stands: its text
+            # came from the daemon's capture, which every later poll continues from.
+            if not attached:
+                # Kept in this router's table, polled here, published once the store is back.
+                self._held[pid] = proc
+                return
+            # Re-attached: a later poll replays stream events from the stored seq, the text
+            # still comes from the capture.
+        self._held.pop(pid, None)
         self._shared_ids.add(pid)
         self._known[pid] = record
         if attached:
@@ -268,14 +353,22 @@ class SharedSessions:
 
     async def ended(self, process_id: int, attached: bool) -> None:
         """An exit was reported: a re-attached or published session's record goes."""
+        self._held.pop(process_id, None)
         if attached or process_id in self._published:
             self._published.discard(process_id)
-            await self._shared.delete_session(self._thread_id, process_id)
+            try:
+                await self._shared.delete_session(self._thread_id, process_id)
+            except SharedStateUnavailableError:
+                # The exit was reported with its last output: that answer must not be lost
+                # to the store being down. The record goes when the store is back (a poll
+                # meanwhile finds the exit again, with no output).
+                self._ended_unstored.add(process_id)
             self._shared_ids.discard(process_id)
             self._known.pop(process_id, None)
 
     async def terminated(self, process_id: int) -> None:
         """A stored session was killed: its published record and its claimed id go."""
+        self._held.pop(process_id, None)
         if process_id in self._published:
             self._published.discard(process_id)
             await self._shared.delete_session(self._thread_id, process_id)
@@ -300,4 +393,5 @@ class SharedSessions:
         """Forget every first-yield publication; these sessions' leases, to release."""
         leases = [self._leases.pop(pid) for pid in process_ids if pid in self._leases]
         self._published.clear()
+        self._held.clear()
         return leases

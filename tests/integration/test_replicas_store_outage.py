@@ -1,0 +1,114 @@
+"""Remote sessions across a Redis outage lose nothing (issue 30): two replicas, one daemon.
+
+A session started while Redis is down is answered normally by its replica, which keeps it
+and publishes it as soon as Redis is back; the other replica meanwhile answers
+UNAVAILABLE (never `Unknown process id`), and polls it afterwards from where the owner
+left off. An exit reported while Redis is down keeps its output; its record goes once
+Redis is back. Redis persists (AOF) and is SIGKILLed, as the fault soak does.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from shellgate.v1 import router_pb2
+
+from tests.integration.replicas import Fleet, body, fleet, request, run
+from tests.integration.shared_support import REDIS_SERVER
+from tests.proc_scan import pids_with
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+
+
+@pytest.fixture(scope="module")
+def the_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    with fleet(tmp_path_factory.mktemp("fleet"), routers=2, daemons=1, aof=True) as running:
+        yield running
+
+
+def sessions(f: Fleet, index: int, thread: str) -> list[tuple[int, bool]]:
+    """(id, running) of the thread's sessions through one replica."""
+    reply = f.routers[index].stub.ListSessions(
+        router_pb2.ListSessionsRequest(thread_id=thread), timeout=10
+    )
+    return [(s.session_id, s.running) for s in reply.sessions]
+
+
+def poll_text(f: Fleet, index: int, thread: str, sid: int, call_id: str) -> str:
+    """The output text of one poll (raises grpc.RpcError as the router answers)."""
+    done = run(f.routers[index], thread, "write_stdin",
+               {"session_id": sid, "chars": "", "yield_time_ms": 500}, call_id)  # fmt: skip
+    return done.output_text
+
+
+def test_a_session_started_while_redis_is_down_is_answered_then_shared(the_fleet: Fleet) -> None:
+    r0 = the_fleet.routers[0]
+    thread = "outage-start"
+    assert run(r0, thread, "exec_command", {"cmd": "true"}, "o0").exit_code == 0
+    run(the_fleet.routers[1], thread, "exec_command", {"cmd": "true"}, "o0b")
+    cmd = "echo first; sleep 2; seq 1 5; sleep 34.25"
+    the_fleet.redis.stop(kill=True)
+    try:
+        started = run(r0, thread, "exec_command", {"cmd": cmd, "yield_time_ms": 700}, "o1")
+        # Answered as with Redis up: the first yield's output and a live session.
+        assert body(started) == "first\n" and started.HasField("session_id")
+        sid = started.session_id
+        # The other replica cannot know it yet: unavailable, not unknown.
+        try:
+            text = poll_text(the_fleet, 1, thread, sid, "o2")
+        except grpc.RpcError as exc:
+            assert exc.code() == grpc.StatusCode.UNAVAILABLE, exc
+        else:
+            assert "shared thread state unavailable" in text, text
+            assert "Unknown process id" not in text
+    finally:
+        the_fleet.redis.start()
+    time.sleep(2.0)  # "1".."5" are printed meanwhile
+    # Polled on the other replica once the owner has published it: the output after the
+    # first yield, once.
+    attempts = iter(range(100))  # a new call id per attempt: an answer is kept per call id
+    text = eventually(
+        lambda: _answered(poll_text(the_fleet, 1, thread, sid, f"o3-{next(attempts)}")),
+        "the other replica polls the session", 15, 0.3, ignoring=(grpc.RpcError,),
+    )  # fmt: skip
+    assert re.findall(r"^\d+$", text.split("Output:\n", 1)[1], re.M) == ["1", "2", "3", "4", "5"]
+    assert sessions(the_fleet, 1, thread) == [(sid, True)]
+    reply = r0.stub.TerminateSession(
+        router_pb2.TerminateSessionRequest(thread_id=thread, session_id=sid), timeout=10
+    )
+    assert reply.was_running
+    eventually(lambda: pids_with("sleep\x0034.25") == [], "the session's process gone", 10, 0.2)
+
+
+def _answered(text: str) -> str | None:
+    # A poll answered `shared thread state unavailable` (the store still waking) is retried.
+    return text if "Output:\n" in text else None
+
+
+def test_an_exit_reported_while_redis_is_down_keeps_its_output(the_fleet: Fleet) -> None:
+    r0 = the_fleet.routers[0]
+    thread = "outage-exit"
+    assert run(r0, thread, "exec_command", {"cmd": "true"}, "e0").exit_code == 0
+    call = request(thread, "exec_command",
+                   {"cmd": "echo before; sleep 1.5; echo after", "yield_time_ms": 8_000}, "e1")  # fmt: skip
+    events = r0.stub.Execute(call, timeout=60)
+    first = next(events)  # the projection: the call runs; Redis goes away during its yield
+    assert first.WhichOneof("event") == "projection"
+    time.sleep(0.5)
+    the_fleet.redis.stop(kill=True)
+    try:
+        rest = list(events)
+    finally:
+        the_fleet.redis.start()
+    done = rest[-1].completed
+    assert rest[-1].WhichOneof("event") == "completed", rest[-1]
+    assert body(done) == "before\nafter\n" and done.exit_code == 0
+    assert not done.HasField("session_id")
+    # The record of the ended session is deleted once Redis is back.
+    eventually(lambda: sessions(the_fleet, 1, thread) == [], "no record left", 15, 0.3,
+               ignoring=(grpc.RpcError,))  # fmt: skip
