@@ -138,7 +138,7 @@ async def _respond(
     wall_ms: float,
     rng: random.Random,
 ) -> UnifiedResponse:
-    snap = await proc.take_output()
+    snap = await proc.take_output(shared=manager.distributed)
     raw = snap.raw_byte_count
     if snap.omitted_bytes:
         head, tail = decode_utf8_lossy(snap.head), decode_utf8_lossy(snap.tail)

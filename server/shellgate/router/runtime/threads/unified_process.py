@@ -58,6 +58,10 @@ class CapturedHandle(Protocol):
         """Take the capture (`release`: its end was reported); None when there is none."""
         ...
 
+    def release_capture(self) -> None:
+        """The session's end was reported: the daemon may forget it (in the background)."""
+        ...
+
 
 def _drained_status(drained: DrainedCapture) -> ExitStatus:
     if drained.failure:
@@ -122,6 +126,9 @@ class UnifiedProcess:
         # The output offset a daemon drain returned through: the buffer here skips those
         # bytes when the stream delivers them later, so a fallback never repeats them.
         self._taken_offset = initial_offset
+        # Every byte of the output since the start went through this buffer (a fresh start,
+        # no eviction gap, no daemon drain yet): it then equals the daemon's capture.
+        self._whole = initial_seq == 0 and initial_offset == 0
         # Set on every state change (output, exit, close); waiters clear it before checking.
         self.changed = asyncio.Event()
         # Owned by this process object: `terminate`/`release` cancel and await them.
@@ -179,6 +186,8 @@ class UnifiedProcess:
 
     def _capture(self, chunk: OutputChunk) -> None:
         data, lost = chunk.data, chunk.omitted_before
+        if lost:
+            self._whole = False
         if self._reattachable is not None and self.backend_offset:
             # Bytes (and gap bytes) a daemon drain already returned are not this buffer's.
             start = self.backend_offset - len(data)
@@ -231,10 +240,19 @@ class UnifiedProcess:
         self.drained_offset = self.backend_offset
         return self.buffer.drain()
 
-    async def take_output(self) -> HeadTailSnapshot:
+    async def take_output(self, *, shared: bool = True) -> HeadTailSnapshot:
         """Output no response has returned yet: the daemon's capture when it keeps one
-        (the same text on every replica), else this router's buffer (`drain`)."""
+        (the same text on every replica), else this router's buffer (`drain`).
+
+        Not `shared` (no other router polls the session) and the stream brought every byte
+        and the close: the buffer here is the daemon's capture byte for byte, so the answer
+        skips the Drain round trip (the release at `terminate` tells the daemon).
+        """
         captured = self._captured
+        if captured is not None and not shared and self._whole and self.closed and (
+            self.exit_status is not None and self.lost is None
+        ):
+            return self.drain()
         if captured is not None:
             try:
                 drained = await captured.drain_capture()
@@ -251,6 +269,7 @@ class UnifiedProcess:
 
     def _took(self, drained: DrainedCapture) -> HeadTailSnapshot:
         self.drained_seq, self.drained_offset = drained.through_seq, drained.through_offset
+        self._whole = False
         self._taken_offset = max(self._taken_offset, drained.through_offset)
         # The buffer's copy of those bytes was returned by the daemon: start it over.
         self.buffer.drain()
@@ -274,8 +293,7 @@ class UnifiedProcess:
         if self._captured is not None and self.exited and self.lost is None:
             # The exit was reported (or the session is dropped): the daemon may forget it
             # after its exited retention instead of waiting for a drain that never comes.
-            with contextlib.suppress(Exception):
-                await self._captured.drain_capture(release=True)
+            self._captured.release_capture()
         with contextlib.suppress(Exception):
             await self.handle.terminate()
         await self._stop_tasks()

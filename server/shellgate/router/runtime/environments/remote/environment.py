@@ -18,7 +18,7 @@ from shellgate.common.enum_maps import INHERIT, SANDBOX_MODES
 from shellgate.common.env_policy import ShellEnvironmentPolicy, exec_server_env_payload
 from shellgate.common.process.base import ExitStatus, SpawnRequest
 from shellgate.common.sandbox import SandboxMode, SandboxSpec
-from shellgate.common.tasks import cancel_and_wait
+from shellgate.common.tasks import TaskSet, cancel_and_wait
 from shellgate.common.tracing import inject_metadata
 from shellgate.router.apply_patch.fs import PatchFileSystem
 from shellgate.router.runtime.environments.remote.breaker import BreakerSettings, CircuitBreaker
@@ -112,6 +112,8 @@ class RemoteEnvironment:
         # The daemon owner TTL of detached (unified-exec) processes; None keeps the daemon's
         # default. Routers sharing sessions set it from the thread idle TTL (spec 06 §9).
         self.owner_ttl_ms: int | None = None
+        # Release drains of reported sessions, off the answer's path (aclose joins them).
+        self._releases = TaskSet(_log)
 
     @property
     def environment_id(self) -> str:
@@ -413,6 +415,16 @@ class RemoteEnvironment:
         )
         return reply
 
+    def release_session(self, process_id: str) -> None:
+        """Tell the daemon in the background that a session's end was reported (a release
+        Drain): the answer does not wait a round trip for the daemon to be told."""
+        self._releases.spawn(self._release(process_id), name=f"release-{process_id}")
+
+    async def _release(self, process_id: str) -> None:
+        # Best effort: a daemon not told forgets the session at its owner TTL.
+        with contextlib.suppress(Exception):
+            await self.drain_session(process_id, release=True)
+
     async def terminate_process(self, process_id: str) -> bool:
         """Kill a daemon process by id; False when the daemon no longer knows it."""
         try:
@@ -432,7 +444,8 @@ class RemoteEnvironment:
         return await identify_remote_cwd(self, path)
 
     async def aclose(self) -> None:
-        """End the background reconnect, close the channel."""
+        """End the background reconnect and release drains, close the channel."""
+        await self._releases.join()
         if self._retry is not None:
             await cancel_and_wait(self._retry, log=_log)
             self._retry = None

@@ -211,6 +211,10 @@ class RemoteProcess:
             closed=reply.closed,
         )
 
+    def release_capture(self) -> None:
+        """The session's end was reported: the daemon is told in the background."""
+        self._env.release_session(self.process_id)
+
     async def write(self, data: bytes) -> None:
         """Write to the remote stdin/PTY."""
         await self._unary("Write", exec_pb2.WriteRequest(process_id=self.process_id, data=data))
