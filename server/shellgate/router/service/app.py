@@ -196,9 +196,8 @@ class RouterApp:
         # Idempotent call ids: a retried call attaches to the running call or gets its result.
         self.calls = CallLedger(self.instance_id, config.limits.completed_call_ttl_ms)
         if shared is not None:
-            # Redis lost its data (restart without AOF): re-publish what this replica holds.
+            # Redis lost its data (no AOF), or is back from an outage: re-publish, publish.
             shared.on_reset = self.threads.republish
-            # Back from an outage: sessions held here meanwhile are published at once.
             shared.monitor.listen(self.threads.store_changed)
             from shellgate.router.runtime.store.redis_bus import RedisBus
             from shellgate.router.service.shared_rules import SharedAmendments

@@ -146,8 +146,10 @@ class OperatorApprovals:
             if self._on_settled is not None and not caller_decides:
                 self._on_settled(view, decided)
             if not settled:
-                # The caller left or interrupted: no operator may decide it any more.
-                await self.board.withdraw(approval_id)
+                # The caller left or interrupted: no operator may decide it any more. Shielded:
+                # the call's task is being cancelled, and a second cancel must not leave the
+                # entry on the board (other replicas would list it until its deadline).
+                await asyncio.shield(self.board.withdraw(approval_id))
 
     async def _settled(
         self, view: PendingView, emit: Callable[[ExecuteEvent], None], interrupt: asyncio.Event

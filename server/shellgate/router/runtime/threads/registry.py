@@ -21,6 +21,7 @@ from shellgate.common.errors import (
 )
 from shellgate.router.runtime.store.memory_state import InMemorySharedState
 from shellgate.router.runtime.store.shared_state import SharedState
+from shellgate.router.runtime.threads import store_recovery
 from shellgate.router.runtime.threads.sessions import SessionManager
 from shellgate.router.runtime.threads.shared_records import SessionEnvironments, terminate_records
 from shellgate.router.runtime.threads.state import (
@@ -316,19 +317,8 @@ class ThreadRegistry:
         return state
 
     async def publish_held(self) -> int:
-        """After an outage: publish the sessions this replica kept while the store was down
-        (a thread created meanwhile is shared first, unless another replica's took its id)."""
-        count = 0
-        for thread_id, state in list(self._threads.items()):
-            if not state.sessions.holding:
-                continue
-            if state.provisional:
-                generation = await self.shared.ensure_thread(thread_id, state.generation)
-                if generation != state.generation:
-                    continue  # its next call reconciles the two (_sync)
-                state.provisional = False
-            count += await state.sessions.publish_held()
-        return count
+        """After an outage: publish the sessions held here while the store was down."""
+        return await store_recovery.publish_held(self._threads, self.shared)
 
     async def store_changed(self, up: bool) -> None:
         """The store monitor's listener: publish held sessions as soon as the store is back."""
@@ -343,10 +333,7 @@ class ThreadRegistry:
 
     async def republish(self) -> None:
         """After the store lost its data: re-create this replica's threads and sessions."""
-        for thread_id, state in list(self._threads.items()):
-            if not state.provisional:  # never shared: re-created by its next call
-                await self.shared.restore_thread(thread_id, state.generation)
-                await state.sessions.republish()
+        await store_recovery.republish(self._threads, self.shared)
 
     async def get_or_create(self, thread_id: str) -> ThreadState:
         """The thread, created on first use (any router); local-only while the store is down."""
@@ -410,19 +397,8 @@ class ThreadRegistry:
         return idle
 
     async def keep_sessions_alive(self) -> int:
-        """Renew the daemon owner TTL of the shared sessions of threads still alive.
-
-        Every router does it for the threads it holds, so a session lives as long as its
-        thread does (not just its daemon owner TTL past the last poll).
-        """
-        if not self.shared.distributed:
-            return 0
-        await self.publish_held()  # one the store monitor's recovery could not publish
-        count = 0
-        for tid, state in list(self._threads.items()):
-            if await self.shared.thread_alive(tid):
-                count += await state.sessions.keep_alive()
-        return count
+        """Renew the daemon owner TTL of the shared sessions of threads still alive."""
+        return await store_recovery.keep_sessions_alive(self._threads, self.shared)
 
     async def expire_pending(self) -> int:
         """Drop parked calls past their approval TTL (a Redis store expires them itself)."""

@@ -34,7 +34,7 @@ from shellgate.router.runtime.environments.remote.fs import (
     identify_remote_cwd,
 )
 from shellgate.router.runtime.environments.remote.info import EnvironmentInfo, info_from_pb
-from shellgate.router.runtime.environments.remote.process import RemoteProcess
+from shellgate.router.runtime.environments.remote.process import RemoteProcess, exit_status_of
 from shellgate.router.runtime.environments.spawn import (
     EnvironmentUnavailableError,
     Spawned,
@@ -65,7 +65,6 @@ _log = logging.getLogger(__name__)
 _DOWN_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 # A Read cursor past any real seq: the reply carries the state and no chunks.
 _NO_CHUNKS_AFTER = 2**63 - 1
-
 
 
 def _policy_pb(policy: ShellEnvironmentPolicy) -> shell_pb2.ShellEnvironmentPolicy:
@@ -396,9 +395,7 @@ class RemoteEnvironment:
             return False, None
         if reply.failure:
             return True, ExitStatus(environment_lost=reply.failure)
-        if reply.HasField("exit_status") and reply.exit_status.WhichOneof("status") == "signal":
-            return True, ExitStatus(signal=reply.exit_status.signal)
-        return True, ExitStatus(code=reply.exit_status.code)
+        return True, exit_status_of(reply.exit_status)
 
     async def drain_session(
         self, process_id: str, *, release: bool = False
@@ -416,13 +413,11 @@ class RemoteEnvironment:
         return reply
 
     def release_session(self, process_id: str) -> None:
-        """Tell the daemon in the background that a session's end was reported (a release
-        Drain): the answer does not wait a round trip for the daemon to be told."""
+        """A release Drain in the background: the answer waits for no daemon round trip."""
         self._releases.spawn(self._release(process_id), name=f"release-{process_id}")
 
     async def _release(self, process_id: str) -> None:
-        # Best effort: a daemon not told forgets the session at its owner TTL.
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # untold, the daemon forgets it at its owner TTL
             await self.drain_session(process_id, release=True)
 
     async def terminate_process(self, process_id: str) -> bool:

@@ -31,7 +31,8 @@ __all__ = ["RemoteProcess"]
 _log = logging.getLogger(__name__)
 
 
-def _status(pb: exec_pb2.ExitStatus) -> ExitStatus:
+def exit_status_of(pb: exec_pb2.ExitStatus) -> ExitStatus:
+    """The domain exit status of a daemon's ExitStatus message."""
     if pb.WhichOneof("status") == "signal":
         return ExitStatus(signal=pb.signal)
     return ExitStatus(code=pb.code)
@@ -138,7 +139,7 @@ class RemoteProcess:
             omitted = self._omitted_before(out.end_offset, len(out.data))
             await self._output.send((stream, out.seq, out.end_offset, omitted), out.data)
         elif kind == "exited":
-            self._set_exit(_status(event.exited.status))
+            self._set_exit(exit_status_of(event.exited.status))
         elif kind == "closed":
             return True
         elif kind == "lost":
