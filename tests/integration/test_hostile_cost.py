@@ -10,6 +10,7 @@ import json
 import socket
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -19,7 +20,7 @@ from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
 from tests.nofile import raise_own_nofile
 from tests.proc_scan import rss_bytes, wait_rss_below
-from tests.router_harness import Router, router_config, router_subprocess, running_router, turn
+from tests.router_harness import router_subprocess, turn
 from tests.waiting import eventually
 
 # Generous: a loaded 2-core CI box; the point is "ends", not "is fast".
@@ -28,10 +29,25 @@ HEALTH_BOUND_S = 5.0
 MIB = 1024 * 1024
 
 
+@dataclass(frozen=True)
+class Served:
+    """A router in its own process: where it listens and a stub on it."""
+
+    port: int
+    stub: router_pb2_grpc.ToolRouterServiceStub
+
+
 @pytest.fixture
-def router(tmp_path: Path) -> Iterator[Router]:
-    with running_router(router_config(local_cwd=str(tmp_path))) as r:
-        yield r
+def router(tmp_path: Path) -> Iterator[Served]:
+    # Its own process, as in production: the client here builds and reads MiB messages, and
+    # sharing the router's GIL with it made Health miss its bound on a loaded box.
+    config = tmp_path / "router.toml"
+    config.write_text(f"local_cwd = {json.dumps(str(tmp_path))}\n")
+    with (
+        router_subprocess(["--config", str(config)]) as (_proc, port),
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        yield Served(port, router_pb2_grpc.ToolRouterServiceStub(channel))
 
 
 def _split(name: str, arguments: str) -> common_pb2.ToolCallItem:
@@ -51,7 +67,7 @@ def _health(channel: grpc.Channel) -> int:
 
 
 def _assert_health_during(
-    router: Router, requests: Sequence[router_pb2.ProjectRequest]
+    router: Served, requests: Sequence[router_pb2.ProjectRequest]
 ) -> list[router_pb2.ProjectResponse]:
     """Send `requests` at once; probe Health until all have ended; every probe answers."""
     # Replies echo the script several times: a client of MiB scripts raises its receive limit.
@@ -89,7 +105,7 @@ def _nul_arguments(key: str) -> str:
     ],
 )
 def test_megabytes_of_nul_end_cleanly_while_health_answers(
-    router: Router, name: str, key: str, tool: int
+    router: Served, name: str, key: str, tool: int
 ) -> None:
     [reply] = _assert_health_during(router, [_project(_split(name, _nul_arguments(key)), tool)])
     # Past the parse bounds the script is judged whole, as Codex judges an unparsable one.
@@ -105,14 +121,14 @@ def _one_line_script_request() -> router_pb2.ProjectRequest:
     )
 
 
-def test_a_four_mib_one_line_script_ends_cleanly_while_health_answers(router: Router) -> None:
+def test_a_four_mib_one_line_script_ends_cleanly_while_health_answers(router: Served) -> None:
     [reply] = _assert_health_during(router, [_one_line_script_request()])
     element = reply.projection.shell.elements[0]
     assert element.WhichOneof("element") == "command"
 
 
 def test_eight_four_mib_scripts_at_once_end_cleanly_while_health_answers(
-    router: Router,
+    router: Served,
 ) -> None:
     replies = _assert_health_during(router, [_one_line_script_request() for _ in range(8)])
     assert len(replies) == 8
@@ -132,7 +148,7 @@ def test_eight_four_mib_scripts_at_once_end_cleanly_while_health_answers(
     ],
 )
 def test_a_lone_surrogate_is_a_tool_error_in_both_tools(
-    router: Router, name: str, key: str, tool: int, column: int
+    router: Served, name: str, key: str, tool: int, column: int
 ) -> None:
     # The issue's item verbatim: the outer JSON's `\ud800` escape puts a lone surrogate in
     # the arguments, which serde_json (a Rust `&str`) can never hold.

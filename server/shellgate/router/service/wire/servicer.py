@@ -206,20 +206,24 @@ class ToolRouterServicer(ThreadRpcs, router_pb2_grpc.ToolRouterServiceServicer):
         turn = await self._app.turn(request.thread_id, request.turn, caller)
         item = item_of(request.item, self._app.config.limits.max_item_bytes)
         host = self._host(None)
-        key = request.item.SerializeToString(deterministic=True) if _inline(item, turn) else None
-        if key is not None and (answer := self._projections.get(key, turn, host)) is not None:
+        if not _inline(item, turn):
+            # Large: the pipeline and the MiB of text filled and serialized into the answer
+            # all run on a worker, so the loop (Health, other calls) is not held meanwhile.
+            return await self._app.run_cpu(self._answer_of, item, turn, host)
+        key = request.item.SerializeToString(deterministic=True)
+        if (answer := self._projections.get(key, turn, host)) is not None:
             return answer
-        if key is not None:
-            projected = project(item, turn, host)
-        else:
-            projected = await self._app.run_cpu(project, item, turn, host)
+        answer = self._answer_of(item, turn, host)
+        self._projections.put(key, turn, host, answer)
+        return answer
+
+    def _answer_of(self, item: str | ToolCall, turn: RouterTurn, host: HostContext) -> bytes:
+        """The serialized ProjectResponse of one item (thread-safe: the memo is)."""
         response = router_pb2.ProjectResponse()
         # Filled in place: a constructed Projection handed to the response would be copied.
-        fill_projection(response.projection, self._with_reachability(projected), self._app.memo)
-        answer = response.SerializeToString()
-        if key is not None:
-            self._projections.put(key, turn, host, answer)
-        return answer
+        projected = self._with_reachability(project(item, turn, host))
+        fill_projection(response.projection, projected, self._app.memo)
+        return response.SerializeToString()
 
     @streaming
     async def Execute(
