@@ -18,8 +18,9 @@ port). At the end:
 
 Every session is exact, including those started or ended while Redis was down (they are
 held by their replica and published when it is back). The one documented window: a poll
-whose replica is SIGKILLed between the daemon's drain and its answer may lose that answer's
-bytes (the session is counted apart, `killed_polls`); nothing may ever be duplicated.
+whose replica is SIGKILLed after storing the session's position and before storing the
+call's answer (one Redis round trip; the two-phase drain covers the rest) may lose that
+answer's bytes: such sessions are counted apart (`killed_polls`), never duplicated.
 
 The figures are printed (run with `-s` to see them) and recorded in docs/reliability.md.
 """

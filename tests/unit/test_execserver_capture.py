@@ -12,7 +12,7 @@ import asyncio
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shellgate.common.head_tail import HeadTailBuffer
+from shellgate.common.head_tail import HeadTailBuffer, HeadTailSnapshot, joined
 from shellgate.common.process.base import SpawnRequest
 from shellgate.common.process.retention import Retention
 from shellgate.execserver.managed import ManagedProcess
@@ -85,6 +85,55 @@ def test_a_process_started_without_detach_keeps_no_capture() -> None:
         proc.start_tasks(None)
         await eventually_async(lambda: proc.closed, "closed", interval_s=0.005)
         assert proc.drain_capture() is None and not proc.awaits_final_drain
+        await proc.dispose()
+
+    asyncio.run(main())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    first=st.lists(st.binary(min_size=1, max_size=50), max_size=6),
+    second=st.lists(st.binary(min_size=1, max_size=50), max_size=6),
+)
+def test_joined_snapshots_equal_one_buffer_over_both(
+    first: list[bytes], second: list[bytes]
+) -> None:
+    def snap(chunks: list[bytes]) -> HeadTailSnapshot:
+        buffer = HeadTailBuffer(BUDGET)
+        for chunk in chunks:
+            buffer.push(chunk)
+        return buffer.drain()
+
+    # What a held drain joined with the next one returns is what one drain of both would.
+    assert joined(snap(first), snap(second), BUDGET) == snap(first + second)
+
+
+def test_a_held_drain_is_returned_again_until_acknowledged() -> None:
+    async def main() -> None:
+        gates = [Gate(), Gate()]
+        proc = _managed(Script((Out(b"one\n"), gates[0], Out(b"two\n"), gates[1],
+                                Out(b"three\n"))))  # fmt: skip
+        proc.start_tasks(None)
+        await gates[0].reached.wait()
+        await eventually_async(lambda: proc.retention.added_bytes == 4, "read", interval_s=0.005)
+        # A router takes "one" (held) and dies before storing its answer.
+        lost = proc.drain_capture(hold=True, acknowledged=0)
+        assert lost is not None and lost.snapshot.to_bytes() == b"one\n"
+        gates[0].open()
+        await gates[1].reached.wait()
+        await eventually_async(lambda: proc.retention.added_bytes == 8, "read", interval_s=0.005)
+        # The next poll acknowledges only what its record stored (0): "one" comes again.
+        again = proc.drain_capture(hold=True, acknowledged=0)
+        assert again is not None and again.snapshot.to_bytes() == b"one\ntwo\n"
+        gates[1].open()
+        await eventually_async(lambda: proc.closed, "closed", interval_s=0.005)
+        # That answer was stored (acknowledged): the last drain has only the rest.
+        last = proc.drain_capture(hold=True, acknowledged=again.through_seq)
+        assert last is not None and last.closed and last.snapshot.to_bytes() == b"three\n"
+        # A release forgets a held drain: nobody polls again.
+        released = proc.drain_capture(release=True, acknowledged=0)
+        assert released is not None and released.snapshot.to_bytes() == b""
+        assert proc.held_drain is None
         await proc.dispose()
 
     asyncio.run(main())

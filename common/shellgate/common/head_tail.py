@@ -15,6 +15,7 @@ __all__ = [
     "DrainedCapture",
     "HeadTailBuffer",
     "HeadTailSnapshot",
+    "joined",
 ]
 
 # Spec 05 §3.1: a unified-exec process retains 1 MiB between drains (512 KiB head + tail).
@@ -121,6 +122,10 @@ class HeadTailBuffer:
         self._tail.clear()
         self._tail_len = 0
 
+    def omit(self, byte_count: int) -> None:
+        """Count middle bytes known to lie here (after a full head) as omitted."""
+        self._omitted += max(0, byte_count)
+
     def _push_tail(self, chunk: bytes) -> None:
         if self._tail_budget == 0:
             self._omitted += len(chunk)
@@ -160,6 +165,25 @@ class HeadTailBuffer:
         self._tail_len = 0
         self._omitted = 0
         return snap
+
+
+def joined(
+    first: HeadTailSnapshot,
+    second: HeadTailSnapshot,
+    max_bytes: int = UNIFIED_EXEC_OUTPUT_MAX_BYTES,
+) -> HeadTailSnapshot:
+    """What one buffer would hold for `first`'s bytes followed by `second`'s.
+
+    Exact without the omitted bytes: a snapshot omits only once its head is full, so its
+    omitted middle lies where the joined buffer's head is full too, and its tail (then a
+    whole tail budget) ends where the joined tail ends.
+    """
+    buffer = HeadTailBuffer(max_bytes)
+    for snap in (first, second):
+        buffer.push(snap.head)
+        buffer.omit(snap.omitted_bytes)
+        buffer.push(snap.tail)
+    return buffer.snapshot()
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from shellgate.common.head_tail import HeadTailBuffer, HeadTailSnapshot
+from shellgate.common.head_tail import HeadTailBuffer, HeadTailSnapshot, joined
 from shellgate.common.process.base import ExitStatus, ProcessHandle, Signal, SpawnRequest
 from shellgate.common.process.retention import Retention
 from shellgate.common.tasks import TaskSet, cancel_and_wait
@@ -86,6 +86,9 @@ class ManagedProcess:
     # Set by the Drain that took the last of the output (after the close): from then on
     # the process is kept only for exited_retention_ms, like any other closed process.
     capture_final: bool = False
+    # A held (two-phase) Drain not yet acknowledged: returned again, joined with what came
+    # after, by a Drain that does not acknowledge it (its taker died before storing it).
+    held_drain: CaptureDrain | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     # The pump and the timeout watchdog: owned here, ended by dispose(); a failure is logged.
     _tasks: TaskSet = field(default_factory=lambda: TaskSet(log))
@@ -278,19 +281,28 @@ class ManagedProcess:
             with contextlib.suppress(Exception):
                 await self.handle.signal(Signal.KILL)
 
-    def drain_capture(self, *, release: bool = False) -> CaptureDrain | None:
+    def drain_capture(
+        self, *, release: bool = False, hold: bool = False, acknowledged: int = 0
+    ) -> CaptureDrain | None:
         """Take the capture (it starts over empty); None when the process keeps none.
 
         Synchronous on the loop, as the pump's push is: a drain sees every chunk wholly
         or not at all, so concurrent drains split the output without loss or overlap.
         `release`: the caller reported the session's end and will not drain it again.
+        `hold` (two-phase): what this returns is kept until a later drain acknowledges it
+        (`acknowledged` at or past its through seq); one that does not gets it again first.
         """
         if self.capture is None:
             return None
         closed = self.closed
-        drained = CaptureDrain(
-            self.capture.drain(), self.capture_seq, self.capture_offset, closed
-        )
+        snapshot = self.capture.drain()
+        held, self.held_drain = self.held_drain, None
+        if held is not None and held.through_seq > acknowledged and not release:
+            # Its taker never stored the answer (a router died mid-poll): not lost.
+            snapshot = joined(held.snapshot, snapshot, self.capture.max_bytes)
+        drained = CaptureDrain(snapshot, self.capture_seq, self.capture_offset, closed)
+        if hold and not release:
+            self.held_drain = drained
         if closed or release:
             self.capture_final = True
         self.touch()

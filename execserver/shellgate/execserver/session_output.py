@@ -9,6 +9,10 @@ is SIGKILLed mid-poll (its capture stays here; the next poll takes it), and spli
 loss or overlap between concurrent polls on any mix of replicas. A store of the buffer
 in Redis would need a single writer following each session all the time, and a replica
 that dies loses what it had not written back.
+
+Two-phase (`hold`): routers sharing sessions keep each Drain here until the next poll
+acknowledges it with the seq their shared record stored, so a replica SIGKILLed between the
+Drain and storing its answer loses nothing: the next poll gets those bytes again, first.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ SERVICE_NAME: str = pb.DESCRIPTOR.services_by_name["SessionOutputService"].full_
 Ctx = Any  # grpc.aio.ServicerContext
 
 
-def drain_pb(proc: ManagedProcess, *, release: bool = False) -> pb.DrainResponse:
+def drain_pb(
+    proc: ManagedProcess, *, release: bool = False, hold: bool = False, acknowledged: int = 0
+) -> pb.DrainResponse:
     """One Drain answer: the capture taken now, with the state it was taken in."""
-    drained = proc.drain_capture(release=release)
+    drained = proc.drain_capture(release=release, hold=hold, acknowledged=acknowledged)
     if drained is None:
         return pb.DrainResponse(captured=False)
     snap = drained.snapshot
@@ -67,7 +73,10 @@ class SessionOutputServicer(pb_grpc.SessionOutputServiceServicer):  # type: igno
     @unary
     async def Drain(self, request: pb.DrainRequest, context: Ctx) -> pb.DrainResponse:
         """Take the session's capture."""
-        return drain_pb(self._lookup(context, request.process_id), release=request.release)
+        return drain_pb(
+            self._lookup(context, request.process_id), release=request.release,
+            hold=request.hold, acknowledged=request.acknowledged_through_seq,
+        )  # fmt: skip
 
 
 def add_session_output_service(servicer: SessionOutputServicer, server: Any) -> None:

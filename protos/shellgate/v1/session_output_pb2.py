@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from shellgate.v1 import exec_pb2 as shellgate_dot_v1_dot_exec__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!shellgate/v1/session_output.proto\x12\x0cshellgate.v1\x1a\x17shellgate/v1/exec.proto\"3\n\x0c\x44rainRequest\x12\x12\n\nprocess_id\x18\x01 \x01(\t\x12\x0f\n\x07release\x18\x02 \x01(\x08\"\xf6\x01\n\rDrainResponse\x12\x10\n\x08\x63\x61ptured\x18\x01 \x01(\x08\x12\x0c\n\x04head\x18\x02 \x01(\x0c\x12\x0c\n\x04tail\x18\x03 \x01(\x0c\x12\x15\n\romitted_bytes\x18\x04 \x01(\x04\x12\x13\n\x0bthrough_seq\x18\x05 \x01(\x04\x12\x16\n\x0ethrough_offset\x18\x06 \x01(\x04\x12\x0e\n\x06\x65xited\x18\x07 \x01(\x08\x12\x32\n\x0b\x65xit_status\x18\x08 \x01(\x0b\x32\x18.shellgate.v1.ExitStatusH\x00\x88\x01\x01\x12\x0e\n\x06\x63losed\x18\t \x01(\x08\x12\x0f\n\x07\x66\x61ilure\x18\n \x01(\tB\x0e\n\x0c_exit_status2X\n\x14SessionOutputService\x12@\n\x05\x44rain\x12\x1a.shellgate.v1.DrainRequest\x1a\x1b.shellgate.v1.DrainResponseB\x99\x01\n\x10\x64\x65v.shellgate.v1B\x12SessionOutputProtoP\x01ZAgithub.com/shellgate/shellgate/client/go/shellgate/v1;shellgatev1\xaa\x02\x0cShellgate.V1\xca\x02\x0cShellgate\\V1\xea\x02\rShellgate::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!shellgate/v1/session_output.proto\x12\x0cshellgate.v1\x1a\x17shellgate/v1/exec.proto\"c\n\x0c\x44rainRequest\x12\x12\n\nprocess_id\x18\x01 \x01(\t\x12\x0f\n\x07release\x18\x02 \x01(\x08\x12\x0c\n\x04hold\x18\x03 \x01(\x08\x12 \n\x18\x61\x63knowledged_through_seq\x18\x04 \x01(\x04\"\xf6\x01\n\rDrainResponse\x12\x10\n\x08\x63\x61ptured\x18\x01 \x01(\x08\x12\x0c\n\x04head\x18\x02 \x01(\x0c\x12\x0c\n\x04tail\x18\x03 \x01(\x0c\x12\x15\n\romitted_bytes\x18\x04 \x01(\x04\x12\x13\n\x0bthrough_seq\x18\x05 \x01(\x04\x12\x16\n\x0ethrough_offset\x18\x06 \x01(\x04\x12\x0e\n\x06\x65xited\x18\x07 \x01(\x08\x12\x32\n\x0b\x65xit_status\x18\x08 \x01(\x0b\x32\x18.shellgate.v1.ExitStatusH\x00\x88\x01\x01\x12\x0e\n\x06\x63losed\x18\t \x01(\x08\x12\x0f\n\x07\x66\x61ilure\x18\n \x01(\tB\x0e\n\x0c_exit_status2X\n\x14SessionOutputService\x12@\n\x05\x44rain\x12\x1a.shellgate.v1.DrainRequest\x1a\x1b.shellgate.v1.DrainResponseB\x99\x01\n\x10\x64\x65v.shellgate.v1B\x12SessionOutputProtoP\x01ZAgithub.com/shellgate/shellgate/client/go/shellgate/v1;shellgatev1\xaa\x02\x0cShellgate.V1\xca\x02\x0cShellgate\\V1\xea\x02\rShellgate::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,9 +34,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\020dev.shellgate.v1B\022SessionOutputProtoP\001ZAgithub.com/shellgate/shellgate/client/go/shellgate/v1;shellgatev1\252\002\014Shellgate.V1\312\002\014Shellgate\\V1\352\002\rShellgate::V1'
   _globals['_DRAINREQUEST']._serialized_start=76
-  _globals['_DRAINREQUEST']._serialized_end=127
-  _globals['_DRAINRESPONSE']._serialized_start=130
-  _globals['_DRAINRESPONSE']._serialized_end=376
-  _globals['_SESSIONOUTPUTSERVICE']._serialized_start=378
-  _globals['_SESSIONOUTPUTSERVICE']._serialized_end=466
+  _globals['_DRAINREQUEST']._serialized_end=175
+  _globals['_DRAINRESPONSE']._serialized_start=178
+  _globals['_DRAINRESPONSE']._serialized_end=424
+  _globals['_SESSIONOUTPUTSERVICE']._serialized_start=426
+  _globals['_SESSIONOUTPUTSERVICE']._serialized_end=514
 # @@protoc_insertion_point(module_scope)

@@ -7,12 +7,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class DrainRequest(_message.Message):
-    __slots__ = ("process_id", "release")
+    __slots__ = ("process_id", "release", "hold", "acknowledged_through_seq")
     PROCESS_ID_FIELD_NUMBER: _ClassVar[int]
     RELEASE_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
+    ACKNOWLEDGED_THROUGH_SEQ_FIELD_NUMBER: _ClassVar[int]
     process_id: str
     release: bool
-    def __init__(self, process_id: _Optional[str] = ..., release: _Optional[bool] = ...) -> None: ...
+    hold: bool
+    acknowledged_through_seq: int
+    def __init__(self, process_id: _Optional[str] = ..., release: _Optional[bool] = ..., hold: _Optional[bool] = ..., acknowledged_through_seq: _Optional[int] = ...) -> None: ...
 
 class DrainResponse(_message.Message):
     __slots__ = ("captured", "head", "tail", "omitted_bytes", "through_seq", "through_offset", "exited", "exit_status", "closed", "failure")

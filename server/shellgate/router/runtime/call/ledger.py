@@ -164,16 +164,24 @@ class Recording:
     async def wrap(self, events: AsyncIterator[ExecuteEvent]) -> AsyncIterator[ExecuteEvent]:
         """`events`, recorded."""
         final: ExecuteEvent | None = None
+        stored = False
         try:
             async for event in events:
+                claim = self._claim
                 if isinstance(event, CompletedEvent | ApprovalRequiredEvent):
                     final = event
-                if self._claim is not None:
-                    self._claim.live.publish(event)
+                if claim is not None:
+                    claim.live.publish(event)
+                    if final is event:
+                        # Stored before it is sent: a retry of a call whose router died while
+                        # sending it replays it (its session output was taken for it already).
+                        claim.live.close()
+                        await self._ledger.finish(self._thread, claim, final)
+                        stored = True
                 yield event
         finally:
             claim = self._claim
-            if claim is not None:
+            if claim is not None and not stored:
                 if final is None and self._call is not None:
                     # Cancelled (the client went away): the call was killed. Attached streams
                     # and later retries get the abort output, never a second run.

@@ -54,8 +54,11 @@ class ReattachableHandle(ProcessHandle, Protocol):
 class CapturedHandle(Protocol):
     """A handle whose process keeps its own head/tail capture (a daemon's session)."""
 
-    async def drain_capture(self, *, release: bool = False) -> DrainedCapture | None:
-        """Take the capture (`release`: its end was reported); None when there is none."""
+    async def drain_capture(
+        self, *, release: bool = False, hold: bool = False, acknowledged: int = 0
+    ) -> DrainedCapture | None:
+        """Take the capture (`release`: its end was reported; `hold`: two-phase, kept until
+        a drain `acknowledged` past it); None when there is none."""
         ...
 
     def release_capture(self) -> None:
@@ -129,6 +132,9 @@ class UnifiedProcess:
         # Every byte of the output since the start went through this buffer (a fresh start,
         # no eviction gap, no daemon drain yet): it then equals the daemon's capture.
         self._whole = initial_seq == 0 and initial_offset == 0
+        # The seq through which a drain's answer is stored (the shared record's consumed
+        # seq; then each later drain of this object): two-phase drains acknowledge it.
+        self._stored_seq = initial_seq
         # Set on every state change (output, exit, close); waiters clear it before checking.
         self.changed = asyncio.Event()
         # Owned by this process object: `terminate`/`release` cancel and await them.
@@ -255,7 +261,9 @@ class UnifiedProcess:
             return self.drain()
         if captured is not None:
             try:
-                drained = await captured.drain_capture()
+                # Shared: two-phase, so a router dying before its answer is stored loses
+                # nothing (the daemon hands the held bytes to the next poll).
+                drained = await captured.drain_capture(hold=shared, acknowledged=self._stored_seq)
             except Exception as exc:
                 # The daemon cannot be asked now: what this router read is all there is.
                 _log.warning("session %d: daemon drain failed: %s", self.process_id, exc)
@@ -269,6 +277,8 @@ class UnifiedProcess:
 
     def _took(self, drained: DrainedCapture) -> HeadTailSnapshot:
         self.drained_seq, self.drained_offset = drained.through_seq, drained.through_offset
+        # A later drain of this object comes after this answer was given.
+        self._stored_seq = drained.through_seq
         self._whole = False
         self._taken_offset = max(self._taken_offset, drained.through_offset)
         # The buffer's copy of those bytes was returned by the daemon: start it over.

@@ -379,9 +379,8 @@ class RemoteEnvironment:
         )
 
     async def process_status(self, process_id: str) -> tuple[bool, ExitStatus | None] | None:
-        """(exited, exit status) of a daemon process, None when the daemon no longer keeps
-        it. A Read with no wait and nothing to return: it also renews the process's owner
-        TTL on the daemon (every Read counts as use)."""
+        """(exited, exit status) of a daemon process, None when the daemon forgets it. A Read
+        with no wait and nothing to return: it renews the process's owner TTL there too."""
         request = exec_pb2.ReadRequest(
             process_id=process_id, after_seq=_NO_CHUNKS_AFTER, max_bytes=1, wait_ms=0
         )
@@ -398,17 +397,18 @@ class RemoteEnvironment:
         return True, exit_status_of(reply.exit_status)
 
     async def drain_session(
-        self, process_id: str, *, release: bool = False
+        self, process_id: str, *, release: bool = False, hold: bool = False, acknowledged: int = 0
     ) -> session_output_pb2.DrainResponse:
-        """SessionOutputService.Drain: the session's capture on the daemon, taken now
-        (`release`: its end was reported, the daemon may forget it)."""
+        """SessionOutputService.Drain (`release`: the end was reported; `hold`: two-phase)."""
         await self.stub()
         assert self._channel is not None
         stub = session_output_pb2_grpc.SessionOutputServiceStub(self._channel)
+        request = session_output_pb2.DrainRequest(
+            process_id=process_id, release=release, hold=hold, acknowledged_through_seq=acknowledged
+        )
+        timeout = self.config.dial.call_timeout_ms / 1000
         reply: session_output_pb2.DrainResponse = await stub.Drain(
-            session_output_pb2.DrainRequest(process_id=process_id, release=release),
-            timeout=self.config.dial.call_timeout_ms / 1000,
-            metadata=self.metadata(),
+            request, timeout=timeout, metadata=self.metadata()
         )
         return reply
 

@@ -183,7 +183,9 @@ class RemoteProcess:
                 raise error from exc
             raise
 
-    async def drain_capture(self, *, release: bool = False) -> DrainedCapture | None:
+    async def drain_capture(
+        self, *, release: bool = False, hold: bool = False, acknowledged: int = 0
+    ) -> DrainedCapture | None:
         """Take the session's capture on the daemon (SessionOutputService.Drain; `release`:
         the session's end was reported, the daemon may forget it).
 
@@ -192,7 +194,9 @@ class RemoteProcess:
         caller then uses the output it read itself. Other RPC errors propagate.
         """
         try:
-            reply = await self._env.drain_session(self.process_id, release=release)
+            reply = await self._env.drain_session(
+                self.process_id, release=release, hold=hold, acknowledged=acknowledged
+            )
         except grpc.aio.AioRpcError as exc:
             if exc.code() in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.NOT_FOUND):
                 return None
