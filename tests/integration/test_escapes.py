@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -13,7 +14,11 @@ from pathlib import Path
 
 import grpc
 import pytest
-from shellgate.common.process.escapes import disable_escape_reaping, enable_escape_reaping
+from shellgate.common.process.escapes import (
+    EscapeReaper,
+    disable_escape_reaping,
+    enable_escape_reaping,
+)
 from shellgate.v1 import common_pb2, router_pb2, router_pb2_grpc
 
 from tests.proc_scan import pids_with
@@ -133,3 +138,27 @@ def test_escapes_die_with_a_killed_router(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         eventually(lambda: not pids_with(token), "every escape gone", 10)
+
+
+def test_an_escape_of_a_root_recorded_late_is_still_killed() -> None:
+    # On a loaded box the spawning thread may wait long for the GIL between the fork and
+    # `root_started`, while the command already starts its escapes: they must still count
+    # as the root's (its start is taken before the fork).
+    token = f"esc-late-{os.getpid()}"
+    reaper = EscapeReaper(register=lambda _pgid: None, unregister=lambda _pgid: None,
+                          excluded=lambda: ())  # fmt: skip
+    with reaper.spawning() as since:
+        root = subprocess.Popen(
+            ["bash", "-c", f"setsid bash -c 'exec -a {token} sleep 300' & sleep 0.1"],
+            start_new_session=True,
+        )
+        time.sleep(0.3)  # the escape runs before the root is recorded
+        reaper.root_started(root.pid, since)
+    root.wait(10)
+    reaper.root_ended(root.pid)
+
+    def swept() -> bool:
+        reaper.sweep()
+        return not pids_with(token)
+
+    eventually(swept, "the late root's escape killed", 10, 0.1)

@@ -138,21 +138,28 @@ class EscapeReaper:
         self._my_sid = os.getsid(0)
 
     @contextlib.contextmanager
-    def spawning(self) -> Iterator[None]:
-        """Around a spawn and its `root_started`: sweeps leave every child alone meanwhile."""
+    def spawning(self) -> Iterator[int]:
+        """Around a spawn and its `root_started`: sweeps leave every child alone meanwhile.
+
+        Yields the clock tick before the spawn, the root's start for `root_started`.
+        """
+        # Taken before the fork, not at `root_started`: on a loaded box the spawning thread
+        # may wait many ticks for the GIL after the fork while the command already starts
+        # its escapes, and an orphan that seems older than every root is never killed.
+        since = _now_ticks() - 1
         with self._lock:
             self._spawning += 1
         try:
-            yield
+            yield since
         finally:
             with self._lock:
                 self._spawning -= 1
 
-    def root_started(self, pid: int) -> None:
-        """A command root (its own session and group) was spawned (any thread)."""
-        # A tick early: the root started at or after this moment (a /proc read here would
-        # cost the spawn path more than the whole bookkeeping).
-        start = _now_ticks() - 1
+    def root_started(self, pid: int, since: int) -> None:
+        """A command root (its own session and group) was spawned (any thread) at or after
+        the tick `since` (what `spawning` yielded: a /proc read of the real start here would
+        cost the spawn path more than the whole bookkeeping)."""
+        start = since
         with self._lock:
             # A reused pid replaces an ended root (its deque entry no longer matches it).
             self._running += 1

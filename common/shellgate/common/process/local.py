@@ -326,7 +326,7 @@ class LocalBackend:
     ) -> subprocess.Popen[bytes]:
         # The escape sweep must not take this child for an orphan (and reap it) before it
         # is recorded as a root: the spawn and the record happen inside `spawning`.
-        with self._escapes.spawning():
+        with self._escapes.spawning() as since:
             popen = subprocess.Popen(
                 launch.argv,
                 executable=launch.executable,
@@ -342,7 +342,7 @@ class LocalBackend:
             # Registered at once, on the spawning thread: from here on a daemon crash still
             # takes the whole group (grandchildren included) down.
             self._guardian.register(popen.pid)
-            self._escapes.root_started(popen.pid)
+            self._escapes.root_started(popen.pid, since)
         return popen
 
     async def _spawn(
