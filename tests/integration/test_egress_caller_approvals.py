@@ -7,6 +7,7 @@ ApprovalService.AnswerApproval. A real router, real bubblewrap, real curl."""
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,9 @@ def test_a_caller_who_leaves_withdraws_its_approval(tmp_path: Path) -> None:
             e.approval_pending for e in stream if e.WhichOneof("event") == "approval_pending"
         )
         stream.cancel()
+        # A late answer: one racing the cancel on the wire may reach the router before it
+        # has seen the caller leave (and be taken, as any answer while the call waits).
+        time.sleep(0.5)
 
         def withdrawn() -> bool:
             try:

@@ -180,3 +180,34 @@ def test_a_replica_dying_between_the_drain_and_its_answer_loses_nothing(the_flee
         router_pb2.TerminateSessionRequest(thread_id=thread, session_id=sid), timeout=10
     )
     eventually(lambda: pids_with("sleep\x0034.75") == [], "the session's process gone", 10, 0.2)
+
+
+def test_a_replica_that_first_sees_a_thread_during_the_outage_publishes_its_session(
+    the_fleet: Fleet,
+) -> None:
+    f = the_fleet
+    thread = "outage-new-replica"
+    assert run(f.routers[0], thread, "exec_command", {"cmd": "true"}, "n0").exit_code == 0
+    late = f.start_router("late")  # has never seen the thread
+    f.redis.stop(kill=True)
+    try:
+        # Its part of the thread is provisional (a generation of its own), its session held.
+        cmd = "echo first; sleep 1.5; echo second; sleep 35.25"
+        started = run(late, thread, "exec_command", {"cmd": cmd, "yield_time_ms": 500}, "n1")
+        assert body(started) == "first\n" and started.HasField("session_id")
+    finally:
+        f.redis.start()
+    time.sleep(1.7)
+    # Once Redis is back the replica joins the thread Redis has and publishes the session.
+    attempts = iter(range(100))
+    text = eventually(
+        lambda: _answered(poll_text(f, 0, thread, started.session_id, f"n2-{next(attempts)}")),
+        "the first replica polls the late replica's session", 15, 0.3, ignoring=(grpc.RpcError,),
+    )  # fmt: skip
+    assert text.split("Output:\n", 1)[1] == "second\n", text
+    f.routers[0].stub.TerminateSession(
+        router_pb2.TerminateSessionRequest(thread_id=thread, session_id=started.session_id),
+        timeout=10,
+    )
+    eventually(lambda: pids_with("sleep\x0035.25") == [], "the session's process gone", 10, 0.2)
+    late.stop()

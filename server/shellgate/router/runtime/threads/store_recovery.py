@@ -3,7 +3,8 @@ on every sweep (spec 06 §9). Functions over the registry's threads and its stor
 registry keeps only the thread life cycle.
 
 * `publish_held`: sessions kept in a replica's table while the store was down are
-  published (a thread first seen during the outage is shared first);
+  published (a thread first seen during the outage is created, or joins the thread Redis
+  has, first);
 * `republish`: after Redis lost its data (restart without AOF), the replica's threads and
   the session records it knows are stored again;
 * `keep_sessions_alive`: the daemon owner TTL of live threads' shared sessions is renewed.
@@ -26,9 +27,9 @@ async def publish_held(threads: Mapping[str, ThreadState], shared: SharedState) 
         if not state.sessions.holding:
             continue
         if state.provisional:
-            generation = await shared.ensure_thread(thread_id, state.generation)
-            if generation != state.generation:
-                continue  # another replica's thread now: its next call reconciles (_sync)
+            # First seen here during the outage: created with this generation if Redis has
+            # none, else joining the one Redis has, as the thread's next call would (_sync).
+            state.generation = await shared.ensure_thread(thread_id, state.generation)
             state.provisional = False
         count += await state.sessions.publish_held()
     return count
