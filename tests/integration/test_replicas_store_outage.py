@@ -16,6 +16,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import grpc
 import pytest
@@ -211,3 +212,62 @@ def test_a_replica_that_first_sees_a_thread_during_the_outage_publishes_its_sess
     )
     eventually(lambda: pids_with("sleep\x0035.25") == [], "the session's process gone", 10, 0.2)
     late.stop()
+
+
+
+def _yield_across_an_outage(f: Fleet, index: int, call: router_pb2.ExecuteRequest) -> Any:
+    """One poll's `completed` when Redis is SIGKILLed during its yield (restarted after)."""
+    events = f.routers[index].stub.Execute(call, timeout=60)
+    first = next(events)  # the projection: the call runs (a first yield: published)
+    assert first.WhichOneof("event") == "projection", first
+    time.sleep(0.6)
+    f.redis.stop(kill=True)
+    try:
+        rest = list(events)
+    finally:
+        f.redis.start()
+    assert rest[-1].WhichOneof("event") == "completed", rest[-1]
+    return rest[-1].completed
+
+
+def _lines(text: str) -> list[str]:
+    return re.findall(r"^\d+$", text.split("Output:\n", 1)[1], re.M)
+
+
+def test_a_poll_whose_position_the_outage_kept_is_not_repeated_elsewhere(the_fleet: Fleet) -> None:
+    # The record still names the position before a poll the outage kept from storing its
+    # own, and the daemon hands a drain nobody acknowledged to the next poll: unless the
+    # replica holds the session and its lease until it has stored the position, the next
+    # poll (the other replica) repeats that answer.
+    f = the_fleet
+    thread = "outage-position"
+    assert run(f.routers[0], thread, "exec_command", {"cmd": "true"}, "p0").exit_code == 0
+    run(f.routers[1], thread, "exec_command", {"cmd": "true"}, "p0b")
+    cmd = "seq 1 3; sleep 3; seq 4 6; sleep 9; seq 7 9; sleep 34.5"
+    # A first yield (published when it began) during which Redis goes away.
+    first = _yield_across_an_outage(
+        f, 0, request(thread, "exec_command", {"cmd": cmd, "yield_time_ms": 1_500}, "p1")
+    )
+    assert body(first) == "1\n2\n3\n" and first.HasField("session_id"), first
+    sid = first.session_id
+    time.sleep(2.5)  # "4".."6" are printed (an empty poll then waits 5 s: "7".."9" are not)
+    attempts = iter(range(100))
+    second = eventually(
+        lambda: _answered(poll_text(f, 1, thread, sid, f"p2-{next(attempts)}")),
+        "the other replica polls the session", 15, 0.3, ignoring=(grpc.RpcError,),
+    )  # fmt: skip
+    assert _lines(second) == ["4", "5", "6"], second
+    # A re-attached poll (the first replica again) during which Redis goes away.
+    third = _yield_across_an_outage(f, 0, request(
+        thread, "write_stdin", {"session_id": sid, "chars": "", "yield_time_ms": 5_000}, "p3"
+    ))  # fmt: skip
+    assert _lines(third.output_text) == ["7", "8", "9"], third.output_text
+    fourth = eventually(
+        lambda: _answered(poll_text(f, 1, thread, sid, f"p4-{next(attempts)}")),
+        "the other replica polls the session again", 15, 0.3, ignoring=(grpc.RpcError,),
+    )  # fmt: skip
+    assert _lines(fourth) == [], fourth
+    f.routers[1].stub.TerminateSession(
+        router_pb2.TerminateSessionRequest(thread_id=thread, session_id=sid), timeout=10
+    )
+    eventually(lambda: pids_with("sleep\x0034.5") == [], "the session's process gone", 10, 0.2)

@@ -17,6 +17,7 @@ import logging
 import secrets
 import time
 
+from shellgate.common.errors import SharedStateUnavailableError
 from shellgate.common.tasks import cancel_and_wait
 from shellgate.router.runtime.store.shared_state import SharedState
 
@@ -83,9 +84,12 @@ class SessionLease:
                 held = await self._shared.renew_lease(
                     self._thread_id, self.session_id, self.token, LEASE_TTL_MS
                 )
-            except Exception:
-                # The store is briefly unreachable: the next renewal may still make it.
-                _log.warning("renewing the lease of session %d failed", self.session_id)
+            except Exception as exc:
+                # The store is briefly unreachable: the next renewal may still make it. An
+                # outage is its monitor's to log (once), not every held lease's each second.
+                down = isinstance(exc, SharedStateUnavailableError)
+                _log.log(logging.DEBUG if down else logging.WARNING,
+                         "renewing the lease of session %d failed", self.session_id)  # fmt: skip
                 continue
             if not held:
                 # Expired (e.g. the store paused longer than the TTL): the compare-and-set

@@ -34,6 +34,10 @@ class SessionTable(Protocol):
         """Stop storing a process that lives on elsewhere (its id stays reserved)."""
         ...
 
+    def track(self, proc: UnifiedProcess) -> None:
+        """Store a re-attached process the shared store could not take back (no pruning)."""
+        ...
+
     def release_id(self, process_id: int) -> None:
         """Release a reserved id."""
         ...
@@ -64,7 +68,7 @@ class SessionSharing(Protocol):
         """Whether sessions wait here for the shared store to publish them."""
         ...
 
-    async def publish_held(self) -> int:
+    async def publish_held(self, table: SessionTable) -> int:
         """Publish the sessions held here while the store was down; how many were."""
         ...
 
@@ -161,7 +165,7 @@ class LocalSessions:
         """Nothing waits for a store."""
         return False
 
-    async def publish_held(self) -> int:
+    async def publish_held(self, table: SessionTable) -> int:
         """Nothing is published."""
         return 0
 

@@ -129,7 +129,7 @@ class SessionManager:
 
     async def publish_held(self) -> int:
         """Publish the sessions kept here while the store was down; how many were."""
-        return await self._sharing.publish_held()
+        return await self._sharing.publish_held(self)
 
     @property
     def holding(self) -> bool:
@@ -237,6 +237,11 @@ class SessionManager:
     def untrack(self, process_id: int) -> None:
         """Stop storing a process that lives on elsewhere (its id stays reserved)."""
         del self._procs[process_id]
+
+    def track(self, proc: UnifiedProcess) -> None:
+        """Store a re-attached process the shared store could not take back (no pruning)."""
+        self._reserved.add(proc.process_id)
+        self._procs[proc.process_id] = proc
 
     async def finish(self, proc: UnifiedProcess) -> None:
         """Remove a process whose exit was reported and release its resources."""

@@ -9,7 +9,9 @@ the `SessionSharing` strategy of a thread whose store is distributed (session_sh
 
 While the store is down a new remote session cannot be published: its polls are answered
 from this router's table as usual, and it is *held* there until the store is back, when
-`publish_held` stores its record (the store monitor's recovery, and every sweep). Another
+`publish_held` stores its record (the store monitor's recovery, and every sweep). A poll
+whose position cannot be stored is held the same way, with its lease: from the record's
+older position the daemon would hand that poll's output to the next poll again. Another
 replica asked for an id it cannot find just after an outage waits up to
 `REPUBLISH_GRACE_S` for that publication; while its own view of the store is stale, an id
 it does not know may still be shared, so the poll goes on to the store (UNAVAILABLE while
@@ -141,30 +143,43 @@ class SharedSessions:
         for record in list(self._known.values()):
             await self._shared.put_session_if_absent(self._thread_id, record)
 
-    async def publish_held(self) -> int:
+    async def publish_held(self, table: SessionTable) -> int:
         """Publish the sessions held here while the store was down; how many were."""
         for pid in list(self._ended_unstored):
             await self._shared.delete_session(self._thread_id, pid)
             self._ended_unstored.discard(pid)
         count = 0
         for pid, proc in list(self._held.items()):
-            record = record_of(proc, self._instance_id)
-            if not await self._shared.put_session_if_absent(self._thread_id, record):
-                # A poll here stored it meanwhile, or another replica drew the same id while
-                # neither could claim it (then the model's polls reach that one).
-                found = await self._shared.get_session(self._thread_id, pid)
-                if found is None or found.backend_process_id != record.backend_process_id:
-                    _log.warning("session %d: its id was taken by another replica's session "
-                                 "while the store was down; it stays on this replica", pid)  # fmt: skip
-                    self._held.pop(pid, None)
-                    continue
-            if self._held.pop(pid, None) is not None:
-                # From now on it is a published session: its end deletes the record.
-                self._published.add(pid)
-            self._shared_ids.add(pid)
-            self._known[pid] = record
+            if table.get(pid) is not proc:
+                # Pruned or ended here meanwhile: nothing is left to publish.
+                self._held.pop(pid, None)
+                if (lease := self._leases.pop(pid, None)) is not None:
+                    await lease.release()
+                continue
+            if proc.listener is not None:
+                continue  # a poll here is answering from it: its settle stores the record
+            if pid not in self._leases and not await self._unclaimed(pid, proc):
+                continue
+            # As the settle the outage refused: the position stored under the session's
+            # lease, then the session handed over to the store.
+            await self.settle(proc, table)
             count += 1
         return count
+
+    async def _unclaimed(self, pid: int, proc: UnifiedProcess) -> bool:
+        """Whether a session never published (no lease) still owns its id in the store."""
+        record = record_of(proc, self._instance_id)
+        if await self._shared.put_session_if_absent(self._thread_id, record):
+            return True
+        # A poll here stored it meanwhile, or another replica drew the same id while
+        # neither could claim it (then the model's polls reach that one).
+        found = await self._shared.get_session(self._thread_id, pid)
+        if found is not None and found.backend_process_id == record.backend_process_id:
+            return True
+        _log.warning("session %d: its id was taken by another replica's session "
+                     "while the store was down; it stays on this replica", pid)  # fmt: skip
+        self._held.pop(pid, None)
+        return False
 
     async def keep_alive(self) -> int:
         """Renew the daemon owner TTL of the thread's shared sessions; how many there are.
@@ -269,10 +284,11 @@ class SharedSessions:
         attached = self._attached.get(pid) is proc
         stored = table.get(pid) is proc
         lease = self._leases.pop(pid, None) if attached or stored else None
+        kept = False
         try:
-            await self._settle(proc, attached, stored, lease, table)
+            kept = await self._settle(proc, attached, stored, lease, table)
         finally:
-            if lease is not None:
+            if lease is not None and not kept:
                 await lease.release()
 
     async def _settle(
@@ -282,22 +298,18 @@ class SharedSessions:
         stored: bool,
         lease: SessionLease | None,
         table: SessionTable,
-    ) -> None:
+    ) -> bool:
+        """Store the session's position and hand it over; True when held here (the store
+        is down), `lease` then kept with it."""
         pid = proc.process_id
-        published = stored and pid in self._published
-        if proc.exited:
-            if attached or published:
-                # Exit seen but not reported (interrupted): the record stays for a re-poll.
-                if attached:
-                    del self._attached[pid]
-                else:
-                    table.untrack(pid)
-                self._published.discard(pid)
-                await proc.release()
-            return
+        # An exit seen but not reported (an interrupted poll): the record stays for a
+        # re-poll, with this answer's position like any other.
+        published = stored and (pid in self._published or pid in self._held)
+        if proc.exited and not (attached or published):
+            return False
         remote = remote_env(self._environments, proc.meta.environment_id) is not None
         if not attached and not (stored and remote):
-            return
+            return False
         record = record_of(proc, self._instance_id)
         try:
             if lease is None:
@@ -309,14 +321,18 @@ class SharedSessions:
                 # poll's position is stale, and storing it would replay or skip output.
                 _log.warning("session %d: consumed seq not stored (lease lost or ended)", pid)
         except SharedStateUnavailableError:
-            # The store is down (its monitor logs the outage). The answer stands: its text
-            # came from the daemon's capture, which every later poll continues from.
-            if not attached:
-                # Kept in this router's table, polled here, published once the store is back.
-                self._held[pid] = proc
-                return
-            # Re-attached: a later poll replays stream events from the stored seq, the text
-            # still comes from the capture.
+            # The store is down (its monitor logs the outage). The answer stands, but the
+            # record still names the seq this poll started from, and the daemon hands a
+            # drain nobody acknowledged to the next poll: one from that record would repeat
+            # this answer. So the session stays in this router's table, polled here, with
+            # its lease (another replica's poll waits) until `publish_held` stores it.
+            if attached:
+                del self._attached[pid]
+                table.track(proc)
+            self._held[pid] = proc
+            if lease is not None:
+                self._leases[pid] = lease
+            return True
         self._held.pop(pid, None)
         self._shared_ids.add(pid)
         self._known[pid] = record
@@ -328,6 +344,7 @@ class SharedSessions:
         # The daemon keeps the detached process; the next poll (any router) re-attaches.
         table.release_id(pid)
         await proc.release()
+        return False
 
     # --- ends ----------------------------------------------------------------------------
 
@@ -369,6 +386,8 @@ class SharedSessions:
     async def terminated(self, process_id: int) -> None:
         """A stored session was killed: its published record and its claimed id go."""
         self._held.pop(process_id, None)
+        if (lease := self._leases.pop(process_id, None)) is not None:
+            await lease.release()
         if process_id in self._published:
             self._published.discard(process_id)
             await self._shared.delete_session(self._thread_id, process_id)
