@@ -100,8 +100,11 @@ class SharedSessions:
 
     def may_exist(self, process_id: int) -> bool:
         """Whether a poll of the id must ask the store: a known shared id, or any id while
-        the last look at the store failed."""
-        return process_id in self._shared_ids or not self._fresh
+        the last look at the store failed or just after the store came back."""
+        # Just after an outage the store may not hold yet what a replica started during it
+        # (it publishes within about a probe): such an id is looked for, not unknown.
+        return (process_id in self._shared_ids or not self._fresh
+                or self._shared.recovered_within(REPUBLISH_GRACE_S))  # fmt: skip
 
     def mark_stale(self) -> None:
         """The store could not be read for this request: what was last seen may be old."""
@@ -158,28 +161,40 @@ class SharedSessions:
                 continue
             if proc.listener is not None:
                 continue  # a poll here is answering from it: its settle stores the record
-            if pid not in self._leases and not await self._unclaimed(pid, proc):
+            # Out of the table before any await: a poll arriving meanwhile must not answer
+            # from an object about to be released; it waits for the lease (or the record)
+            # and re-attaches instead.
+            table.untrack(pid)
+            self._attached[pid] = proc
+            if pid in self._leases:
+                # As the settle the outage refused: the position stored under the session's
+                # lease, then the session handed over to the store.
+                await self.settle(proc, table)
+            elif (record := await self._unclaimed(pid, proc)) is not None:
+                # Never published: stored now (once: a poll may go on from it at once).
+                await self._hand_over(proc, True, record, table)
+            else:
+                del self._attached[pid]
+                table.track(proc)  # stays on this replica
                 continue
-            # As the settle the outage refused: the position stored under the session's
-            # lease, then the session handed over to the store.
-            await self.settle(proc, table)
             count += 1
         return count
 
-    async def _unclaimed(self, pid: int, proc: UnifiedProcess) -> bool:
-        """Whether a session never published (no lease) still owns its id in the store."""
+    async def _unclaimed(self, pid: int, proc: UnifiedProcess) -> SessionRecord | None:
+        """Store a session never published (no lease) unless another one has its id; the
+        record stored then, else None."""
         record = record_of(proc, self._instance_id)
         if await self._shared.put_session_if_absent(self._thread_id, record):
-            return True
+            return record
         # A poll here stored it meanwhile, or another replica drew the same id while
         # neither could claim it (then the model's polls reach that one).
         found = await self._shared.get_session(self._thread_id, pid)
         if found is not None and found.backend_process_id == record.backend_process_id:
-            return True
+            return found
         _log.warning("session %d: its id was taken by another replica's session "
                      "while the store was down; it stays on this replica", pid)  # fmt: skip
         self._held.pop(pid, None)
-        return False
+        return None
 
     async def keep_alive(self) -> int:
         """Renew the daemon owner TTL of the thread's shared sessions; how many there are.
@@ -333,6 +348,14 @@ class SharedSessions:
             if lease is not None:
                 self._leases[pid] = lease
             return True
+        await self._hand_over(proc, attached, record, table)
+        return False
+
+    async def _hand_over(
+        self, proc: UnifiedProcess, attached: bool, record: SessionRecord, table: SessionTable
+    ) -> None:
+        """The session's record is stored: this router lets go of the process."""
+        pid = proc.process_id
         self._held.pop(pid, None)
         self._shared_ids.add(pid)
         self._known[pid] = record
@@ -340,11 +363,10 @@ class SharedSessions:
             del self._attached[pid]
         else:
             table.untrack(pid)
-            self._published.discard(pid)
+        self._published.discard(pid)
         # The daemon keeps the detached process; the next poll (any router) re-attaches.
         table.release_id(pid)
         await proc.release()
-        return False
 
     # --- ends ----------------------------------------------------------------------------
 
