@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -55,15 +56,22 @@ def unary(
 
 
 def streaming(
-    fn: Callable[[Any, Any, Any], AsyncIterator[T]],
-) -> Callable[[Any, Any, Any], AsyncIterator[T]]:
-    """Wrap a server-streaming handler the same way."""
+    fn: Callable[[Any, Any, Any], AsyncGenerator[T, None]],
+) -> Callable[[Any, Any, Any], Awaitable[None]]:
+    """Wrap a server-streaming handler the same way, writing its items itself.
+
+    grpc's own loop over an async-generator handler never closes the generator when the
+    RPC is cancelled while a write is pending: its `finally` (which cancels the call, kills
+    its process, withdraws its approval) then waits for the garbage collector. Written here
+    under `aclosing`, the generator is closed at once whichever await the cancel hits.
+    """
 
     @functools.wraps(fn)
-    async def wrapper(self: Any, request: Any, context: Any) -> AsyncIterator[T]:
+    async def wrapper(self: Any, request: Any, context: Any) -> None:
         try:
-            async for item in fn(self, request, context):
-                yield item
+            async with contextlib.aclosing(fn(self, request, context)) as items:
+                async for item in items:
+                    await context.write(item)
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception as exc:

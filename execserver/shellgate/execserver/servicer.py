@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from shellgate.common.auth import Authenticator
@@ -133,7 +133,7 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
     @streaming
     async def Start(
         self, request: pb.StartRequest, context: Ctx
-    ) -> AsyncIterator[pb.StartResponse | bytes]:
+    ) -> AsyncGenerator[pb.StartResponse | bytes, None]:
         """Spawn and stream started, output, exited, closed (events as wire bytes)."""
         # A child of the router's span when its trace context came in the metadata.
         with span("shellgate.execserver.start", metadata=context.invocation_metadata()) as trace:
@@ -207,7 +207,7 @@ class ExecServicer(pb_grpc.ExecServiceServicer):  # type: ignore[misc]
     @streaming
     async def Attach(
         self, request: pb.AttachRequest, context: Ctx
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """Replay retained events after after_seq, then follow until closed (wire bytes)."""
         proc = self._get(context, request.process_id)
         proc.touch()

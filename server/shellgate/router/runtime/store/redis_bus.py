@@ -152,7 +152,7 @@ class RedisBus:
                 await asyncio.sleep(delay)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]
 
     async def _after_subscribe(self) -> None:
         for op in self._notify:

@@ -116,7 +116,7 @@ def connect(
         service, _, db = path.partition("/")
         if not service:
             raise ValueError(f"redis_url {url!r}: name the Sentinel service: …/<service>[/db]")
-        sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        sentinel = Sentinel(  # type: ignore[no-untyped-call, unused-ignore]
             _nodes(hosts, 26379, url),
             sentinel_kwargs={"socket_timeout": timeout_ms / 1000,
                              "socket_connect_timeout": timeout_ms / 1000},
