@@ -71,6 +71,8 @@ class Peers:
         self._servers: dict[str, procs.Server] = {}
         self._clients: dict[str, Any] = {}
         self._codex_front_url = ""
+        # The Project door of `router()` (project_listen), once started; "" = none.
+        self.door_address = ""
         self.tmp = tempfile.mkdtemp(prefix="sg-bench-")
         self._stack.callback(shutil.rmtree, self.tmp, True)
 
@@ -178,7 +180,8 @@ class Peers:
         return self._servers["swerex"], self._clients["swerex-token"]
 
     def router(self) -> procs.Server:
-        """`shellgate serve --listen 127.0.0.1:0 --print-port` (pinned only by the Project bench)."""
+        """`shellgate serve --listen 127.0.0.1:0 --print-port` (pinned only by the Project
+        bench); this checkout's router also opens its Project door (`door_address`)."""
         if "router" not in self._servers:
             argv = [
                 procs.python(),
@@ -190,6 +193,9 @@ class Peers:
                 "127.0.0.1:0",
                 "--print-port",
             ]
+            if self._tree_path is None:  # another commit (--compare) may have no door
+                self.door_address = f"127.0.0.1:{procs.free_port()}"
+                argv += ["--project-listen", self.door_address]
             env = self._server_env()
             self._servers["router"] = self._stack.enter_context(
                 procs.serve(argv, env=env, cwd=self.home)

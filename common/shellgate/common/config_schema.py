@@ -34,7 +34,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
-from shellgate.common.grpc.listen import split_listen
+from shellgate.common.grpc.listen import is_loopback_host, split_listen
 
 NonNegativeInt = Annotated[int, Field(ge=0)]
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -357,3 +357,20 @@ def log_level(value: str, flag: str = "--log-level") -> int:
     if name not in LOG_LEVELS:
         raise ConfigError(flag, "not a log level", got=value, allowed=", ".join(LOG_LEVELS))
     return int(logging.getLevelName(name))
+
+
+def check_extra_listen(key: str, address: str, main: str, *, secure: bool) -> None:
+    """Refuse an extra listener of the main port's services (`key`, e.g. project_listen)
+    that is not loopback while the main port has no TLS and is not `insecure`, or that
+    takes the main port (ConfigError naming `key`); empty `address` = none."""
+    if not address:
+        return
+    try:
+        host, port = split_listen(address)
+    except ValueError as exc:
+        raise ConfigError(key, f"{exc} (port 0-65535)", got=address) from exc
+    if not secure and not is_loopback_host(host):
+        raise ConfigError(key, "address is not loopback: configure tls_cert_file and "
+                          "tls_key_file, or set insecure = true explicitly", got=address)  # fmt: skip
+    if port and port == split_listen(main)[1]:
+        raise ConfigError(key, "uses the main listener's port", got=address)

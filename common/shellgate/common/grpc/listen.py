@@ -43,7 +43,9 @@ def is_loopback_host(host: str) -> bool:
 
 
 def bind(
-    server: grpc.aio.Server, address: str, credentials: grpc.ServerCredentials | None = None
+    server: grpc.aio.Server | grpc.Server,
+    address: str,
+    credentials: grpc.ServerCredentials | None = None,
 ) -> int:
     """Add the listening port; the bound port number, or ListenError naming the address."""
     try:

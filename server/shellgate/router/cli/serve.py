@@ -40,6 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--health-listen", dest="health_listen",
         help="plaintext host:port serving only grpc.health.v1 (default none)",
     )  # fmt: skip
+    parser.add_argument(
+        "--project-listen", dest="project_listen",
+        help="host:port serving only Project, on worker threads, with the main port's TLS "
+        "and authentication (default none; docs/configuration.md)",
+    )  # fmt: skip
     parser.add_argument("--rules-dir", action="append", dest="rules_dirs", help=".rules folder")
     parser.add_argument(
         "--no-local-token", dest="local_token", action="store_false", default=None,
@@ -70,13 +75,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # Config key -> the flag that sets it: a bad flag value is reported under the flag's name.
-_FLAGS = {"listen": "--listen", "health_listen": "--health-listen", "rules_dirs": "--rules-dir"}
+_FLAGS = {"listen": "--listen", "health_listen": "--health-listen",
+          "project_listen": "--project-listen", "rules_dirs": "--rules-dir"}  # fmt: skip
 
 
 async def _main(args: argparse.Namespace, held: dict[str, str]) -> int:
     overrides = {
         "listen": args.listen,
         "health_listen": args.health_listen,
+        "project_listen": args.project_listen,
         "insecure": args.insecure,
         "rules_dirs": args.rules_dirs,
         "local_token": args.local_token,

@@ -12,7 +12,6 @@ import functools
 import logging
 import os
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ from shellgate.common.errors import EnvironmentNotAllowedError
 from shellgate.common.process.run_as import RunAs, RunAsError
 from shellgate.common.tasks import TaskSet
 from shellgate.router.apply_patch import PatchFileSystem
-from shellgate.router.handler.environments import ReportedShell
 from shellgate.router.handler.shells import HostShellFacts
 from shellgate.router.pipeline import HostContext, RouterTurn
 from shellgate.router.policy import Policy
@@ -42,7 +40,7 @@ from shellgate.router.runtime.environments.registry import (
 from shellgate.router.runtime.environments.remote.environment import RemoteEnvironment
 from shellgate.router.runtime.environments.remote.fs import RemoteFileSystem
 from shellgate.router.runtime.store.monitor import StoreMonitor
-from shellgate.router.runtime.threads.registry import ThreadRegistry, validate_thread_id
+from shellgate.router.runtime.threads.registry import ThreadRegistry
 from shellgate.router.runtime.threads.tally import StateLimits
 from shellgate.router.service.admission import Admission
 from shellgate.router.service.audit_log import open_audit_log
@@ -52,18 +50,13 @@ from shellgate.router.service.operator_setup import build_operator_route
 from shellgate.router.service.redaction import Redactor, load_values
 from shellgate.router.service.rules_store import PolicyStore, ReloadResult
 from shellgate.router.service.shared_store import open_shared_store
-from shellgate.router.service.wire.turn import EnvironmentView, TurnInputs, router_turn
+from shellgate.router.service.wire.turns import TurnBook
 from shellgate.v1 import common_pb2
 
 if TYPE_CHECKING:
     from shellgate.router.runtime.store.redis_bus import RedisBus
 
 VERSION = "0.1.0"
-# Shown for a remote environment whose daemon could not be reached (see environment_views).
-UNREACHABLE_SHELL = ReportedShell("sh", "/bin/sh")
-# Converted turns kept per (thread, wire turn, environment views, caller's environments):
-# a client sends the same TurnContext with every call of a turn, and the conversion is pure.
-TURN_CACHE_SIZE = 256
 # The subject of callers holding the generated local token (shellgate.common.local_token).
 LOCAL_SUBJECT = "local"
 _NO_RULES = Policy()
@@ -230,7 +223,7 @@ class RouterApp:
         self.cpu = ThreadPoolExecutor(
             max_workers=limits.projection_workers, thread_name_prefix="shellgate-cpu"
         )
-        self._turns: OrderedDict[tuple[object, ...], RouterTurn] = OrderedDict()
+        self.turns = TurnBook(config, self.environments, self.host_shell)
         # What projections reuse (environments, wire sub-messages): one per router, shared
         # by every host context it hands out and by the wire projection.
         self.memo = ProjectionMemo()
@@ -299,41 +292,6 @@ class RouterApp:
             raise EnvironmentNotAllowedError(f"environment {environment_id!r} is not allowed for this client")
 
     # --- environments and turns ----------------------------------------------------------
-    async def environment_views(self, wanted: set[str] | None = None) -> dict[str, EnvironmentView]:
-        """What each environment reports; remote ones in `wanted` are probed (cached).
-
-        A remote environment that cannot be reached keeps a placeholder POSIX shell so the
-        call still projects; running it then answers the spec's "unavailable" text
-        (spec 06 §5) — it is never replaced by another environment.
-        """
-        views: dict[str, EnvironmentView] = {}
-        to_probe = []
-        for env_id in self.environments.ids():
-            env = self.environments.get(env_id)
-            if not isinstance(env, RemoteEnvironment) or env.info is not None:
-                continue
-            if wanted is None or env_id in wanted:
-                to_probe.append(env.probe())
-        if to_probe:
-            await asyncio.gather(*to_probe)
-        for env_id in self.environments.ids():
-            env = self.environments.get(env_id)
-            if isinstance(env, LocalEnvironment):
-                views[env_id] = EnvironmentView(env_id, False, env.cwd, None)
-                continue
-            info = env.info
-            shell: ReportedShell | None = UNREACHABLE_SHELL
-            cwd = "/"
-            if info is not None:
-                cwd = info.cwd or "/"
-                shell = None
-                reported = info.shell
-                if reported is not None and reported.path:
-                    name = "sh" if reported.type is None else reported.type.value
-                    shell = ReportedShell(name, reported.path)
-            views[env_id] = EnvironmentView(env_id, True, cwd, shell)
-        return views
-
     def environment_gauges(self) -> dict[str, float]:
         """Remote environments unreachable now and with an open circuit (metrics gauges)."""
         remotes = self.environments.remotes()
@@ -359,37 +317,7 @@ class RouterApp:
         self, thread_id: str, turn: common_pb2.TurnContext, caller: Caller
     ) -> RouterTurn:
         """The domain turn of a request (defaults applied, environments checked)."""
-        validate_thread_id(thread_id)
-        wanted = {e.environment_id for e in turn.environments}
-        known = self.environments.ids()
-        if not known or not wanted.issubset(known):
-            # An id this replica has not discovered yet: look again before refusing it.
-            await self.environments.refresh_unknown()
-        if not wanted and self.environments.ids():
-            wanted = {self.environments.ids()[0]}
-        views = await self.environment_views(wanted)
-        key = (
-            thread_id,
-            turn.SerializeToString(deterministic=True),
-            tuple(views.items()),
-            caller.environments,
-        )
-        cached = self._turns.get(key)
-        if cached is not None:
-            self._turns.move_to_end(key)
-            return cached
-        inputs = TurnInputs(
-            defaults=self.config.defaults,
-            environments=views,
-            host_shell=self.host_shell,
-            allowed_environments=caller.environments,
-            max_environments=self.config.limits.max_environments_per_turn,
-        )
-        converted = router_turn(thread_id, turn, inputs)
-        self._turns[key] = converted
-        if len(self._turns) > TURN_CACHE_SIZE:
-            self._turns.popitem(last=False)
-        return converted
+        return await self.turns.turn(thread_id, turn, caller.environments)
 
     def host(self) -> HostContext:
         """Host facts for the pure pipeline (current policy, parent env, filesystems)."""
@@ -413,6 +341,13 @@ class RouterApp:
         )  # fmt: skip
         self._host = (policy, loop, host)
         return host
+
+    def host_now(self) -> HostContext | None:
+        """The host context `host` would answer, from any thread; None before it is built
+        (or rebuilt after a rules reload) on the loop."""
+        policy = self.policy_store.policy if self.policy_store is not None else _NO_RULES
+        kept = self._host
+        return kept[2] if kept is not None and kept[0] is policy else None
 
     async def start(self) -> None:
         """Start what runs in the background (the replica bus, in scaled mode)."""

@@ -17,6 +17,7 @@ from shellgate.common.config_schema import (
     Port,
     PositiveInt,
     StrictModel,
+    check_extra_listen,
     model_of,
     read_toml,
     validate_table,
@@ -132,6 +133,8 @@ class RouterConfig(AuditSettings):
     insecure: bool = False
     # Plaintext health-only listener (same statuses as the main port); empty = none.
     health_listen: str = ""
+    # Project alone on a port of its own, answered by worker threads; empty = none.
+    project_listen: str = ""
     tls_cert_file: str = ""
     tls_key_file: str = ""
     tls_client_ca_file: str = ""
@@ -207,12 +210,8 @@ class RouterConfig(AuditSettings):
 
     def wants_local_token(self) -> bool:
         """Whether start-up generates and publishes a local token (the safe default)."""
-        return (
-            self.local_token
-            and not self.token_file
-            and not self.tls_client_ca_file
-            and is_loopback_address(self.listen)
-        )
+        return (self.local_token and not self.token_file and not self.tls_client_ca_file
+                and is_loopback_address(self.listen))  # fmt: skip
 
     def secret_files(self) -> tuple[str, ...]:
         """Credential files (the audit log, its rotated PATH.N and key too) and masked_paths."""
@@ -250,6 +249,8 @@ class RouterConfig(AuditSettings):
             check_health_listen(self.health_listen, self.listen)
         except ValueError as exc:
             raise ConfigError("health_listen", str(exc), got=self.health_listen) from exc
+        check_extra_listen("project_listen", self.project_listen, self.listen,
+                           secure=self.tls or self.insecure)  # fmt: skip
         for limit in dataclasses.fields(Limits):
             value = getattr(self.limits, limit.name)
             # 0 means "a fair share" for the per-subject cap; every other limit needs room.
@@ -269,10 +270,8 @@ class RouterConfig(AuditSettings):
             ids.insert(0, "local")
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
-            raise ConfigError(
-                "environments", "duplicate environment ids (\"local\" is the embedded one)",
-                got=duplicates[0],
-            )  # fmt: skip
+            raise ConfigError("environments", "duplicate environment ids (\"local\" is the "
+                              "embedded one)", got=duplicates[0])  # fmt: skip
         # Discovery-only (the Kubernetes layout) may start empty: it is NOT_SERVING until
         # its first lookup finds a daemon.
         if not ids and not self.discovery:
@@ -372,6 +371,7 @@ ROUTER_TABLE = model_of(
     types={
         "listen": ListenAddress,
         "health_listen": OptionalListenAddress,
+        "project_listen": OptionalListenAddress,
         "metrics_listen": OptionalListenAddress,
         "console_listen": OptionalListenAddress,
         "console_session_idle_ms": PositiveInt,

@@ -29,6 +29,7 @@ from shellgate.router.service.app import RouterApp
 from shellgate.router.service.config import ConfigError, RouterConfig
 from shellgate.router.service.wire.approvals import SERVICE_NAME as APPROVALS_NAME
 from shellgate.router.service.wire.approvals import ApprovalServicer
+from shellgate.router.service.wire.project_door import ProjectDoor, start_project_door
 from shellgate.router.service.wire.servicer import ToolRouterServicer
 from shellgate.v1 import approvals_pb2_grpc, router_pb2, router_pb2_grpc
 
@@ -75,6 +76,8 @@ class RunningRouter:
     local_token: LocalToken | None = None
     # The operator web console (console_listen), when configured.
     console: ConsoleListener | None = None
+    # Project on a port of its own (project_listen), when configured.
+    project_door: ProjectDoor | None = None
 
     async def stop(self) -> None:
         """NOT_SERVING, stop accepting, let in-flight calls end, kill every process."""
@@ -86,6 +89,9 @@ class RunningRouter:
             # First: its live streams end and no operator decides during the shutdown.
             await self.console.stop()
         grace_s = self.app.config.limits.shutdown_grace_ms / 1000
+        if self.project_door is not None:
+            # Before the main server: a Project it handed to the loop still gets its answer.
+            await self.project_door.stop(grace_s * KILL_AT_GRACE_FRACTION)
         # In-flight calls get most of the grace period to finish on their own. Processes
         # still running then are killed by aclose *before* the server cancels the RPCs at
         # the end of the grace, so their streams still end with a paired `completed`.
@@ -118,8 +124,10 @@ async def start_router(
     redact = redactor.text if redactor is not None else _unchanged
     enable_command_text(redact if config.otel_command_text else None)
     limits = config.limits
+    # One servicer for both ports: the door shares its kept Project answers.
+    servicer = ToolRouterServicer(app)
     built = build_server(
-        services=_services(app),
+        services=_services(app, servicer),
         listen=config.listen,
         credentials=server_credentials(config),
         connections=config.connections,
@@ -133,13 +141,17 @@ async def start_router(
         raise ConfigError(refused)
     metrics_server = None
     console: ConsoleListener | None = None
+    door: ProjectDoor | None = None
 
     async def start() -> None:
-        nonlocal metrics_server, console
+        nonlocal metrics_server, console, door
         try:
             # The replica bus first: shared amendments are applied before the first call.
             await app.start()
             await server.start()
+            if config.project_listen:
+                loop = asyncio.get_running_loop()
+                door = start_project_door(app, servicer, loop, server_credentials(config))
             if config.metrics_listen:
                 metrics_server = await start_metrics_server(endpoint, app.metrics.render)
                 if isinstance(metrics_server, asyncio.Server):  # the bound port (listen :0)
@@ -153,6 +165,8 @@ async def start_router(
         except BaseException:
             if metrics_server is not None:
                 metrics_server.close()
+            if door is not None:
+                await door.stop(0)
             await server.stop(0)
             await app.aclose()
             raise
@@ -162,7 +176,7 @@ async def start_router(
         ready=lambda: bool(app.environments.ids()),
     )  # fmt: skip
     running = RunningRouter(server, port, app, health, metrics_server, health_server, health_port)
-    running.console = console
+    running.console, running.project_door = console, door
     if local is not None:
         try:
             local.publish(port)
@@ -198,15 +212,15 @@ async def start_router(
     return running
 
 
-def _services(app: RouterApp) -> tuple[Service, ...]:
-    """ToolRouterService and ApprovalService, each servicer made when it is added."""
+def _services(app: RouterApp, servicer: ToolRouterServicer) -> tuple[Service, ...]:
+    """ToolRouterService (`servicer`) and ApprovalService."""
 
     def add_router(server: grpc.aio.Server) -> None:
         # Execute yields its output chunks already serialized (see servicer.output_event_bytes);
         # coalesced batches, ExecuteOnce's reply and Project's (kept) answers are bytes too.
         add_with_pre_encoded(
             router_pb2_grpc.add_ToolRouterServiceServicer_to_server,
-            ToolRouterServicer(app),
+            servicer,
             server,
             ("Execute", "ExecuteOnce", "Project"),
         )

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import logging
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import grpc
@@ -197,10 +197,23 @@ class ToolRouterServicer(ThreadRpcs, router_pb2_grpc.ToolRouterServiceServicer):
         self, request: router_pb2.ProjectRequest, context: Ctx
     ) -> bytes:
         """The dry run: decode and project, no side effects (serialized ProjectResponse)."""
-        caller = self._caller(context)
+        return await self.project_for(request, self._caller(context))
+
+    async def project_for(self, request: router_pb2.ProjectRequest, caller: Caller) -> bytes:
+        """Project for an authenticated caller (the main port, and the door's misses)."""
         async with self._app.project_admission.slot(caller.subject):
             with span("shellgate.project"):
                 return await self._project_answer(request, caller)
+
+    def project_now(self, request: router_pb2.ProjectRequest, caller: Caller) -> bytes | None:
+        """Project's answer when it needs nothing from the event loop, from any thread (the
+        Project door's workers: a kept turn and host, a local inline item); else None."""
+        turn = self._app.turns.turn_now(request.thread_id, request.turn, caller.environments)
+        host = self._app.host_now()
+        if turn is None or host is None:
+            return None
+        item = item_of(request.item, self._app.config.limits.max_item_bytes)
+        return self._kept_or_projected(request, item, turn, host) if _inline(item, turn) else None
 
     async def _project_answer(self, request: router_pb2.ProjectRequest, caller: Caller) -> bytes:
         turn = await self._app.turn(request.thread_id, request.turn, caller)
@@ -210,6 +223,12 @@ class ToolRouterServicer(ThreadRpcs, router_pb2_grpc.ToolRouterServiceServicer):
             # Large: the pipeline and the MiB of text filled and serialized into the answer
             # all run on a worker, so the loop (Health, other calls) is not held meanwhile.
             return await self._app.run_cpu(self._answer_of, item, turn, host)
+        return self._kept_or_projected(request, item, turn, host)
+
+    def _kept_or_projected(
+        self, request: router_pb2.ProjectRequest, item: str | ToolCall, turn: RouterTurn,
+        host: HostContext,
+    ) -> bytes:  # fmt: skip
         key = request.item.SerializeToString(deterministic=True)
         if (answer := self._projections.get(key, turn, host)) is not None:
             return answer
@@ -228,7 +247,7 @@ class ToolRouterServicer(ThreadRpcs, router_pb2_grpc.ToolRouterServiceServicer):
     @streaming
     async def Execute(
         self, request: router_pb2.ExecuteRequest, context: Ctx
-    ) -> AsyncIterator[router_pb2.ExecuteResponse | bytes]:
+    ) -> AsyncGenerator[router_pb2.ExecuteResponse | bytes, None]:
         """The whole pipeline for one item, or the continuation of a parked call."""
         memo = self._app.memo
         # The trace context a caller sent (W3C traceparent) is the parent of the call's span.
