@@ -7,6 +7,8 @@ compared with what `Execute` returns for the same item.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,9 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from shellgate.client import AsyncClient, function_call_item, turn_context
 
+from tests.child import stop_child
 from tests.integration.mcp_support import (
+    MCP,
     Elicitations,
     marker,
     mcp_client,
@@ -28,6 +32,8 @@ from tests.integration.mcp_support import (
     wait_gone,
 )
 from tests.integration.test_client_support import RouterProcess, router_process
+from tests.proc_scan import pids_with
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(90)
 TRANSPORTS = ["stdio", "http"]
@@ -231,6 +237,51 @@ def test_disconnect_mid_call_leaves_nothing(router: RouterProcess, tmp_path: Pat
 
     anyio.run(main)
     assert wait_gone(name) == []
+
+
+def _rpc(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+
+
+@pytest.mark.parametrize("how", ["sigterm", "stdin-closed"])
+def test_a_stdio_front_stopped_mid_call_ends_its_thread(
+    router: RouterProcess, tmp_path: Path, how: str
+) -> None:
+    # What an MCP host does to a server it is done with: close its stdin, or SIGTERM it
+    # (the SDK's stdio_client sends SIGTERM 2 s after closing stdin). Either way the
+    # front ends its thread before it exits, so the session's process does not outlive it.
+    name = marker()
+    with subprocess.Popen(
+        [*MCP, *_args(router, tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ) as front:  # fmt: skip
+        try:
+            _drive_then_stop(front, name, how)
+        finally:
+            stop_child(front)
+    assert wait_gone(name) == []
+
+
+def _drive_then_stop(front: subprocess.Popen[bytes], name: str, how: str) -> None:
+    """Initialize, start a long exec_command, then stop the front as `how` says."""
+    _rpc(front, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}})  # fmt: skip
+    assert front.stdout is not None
+    assert b'"id":1' in front.stdout.readline().replace(b" ", b"")
+    _rpc(front, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    _rpc(front, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "exec_command",
+        "arguments": {"cmd": sleeper(name), "yield_time_ms": 30000}}})  # fmt: skip
+    eventually(lambda: pids_with(name), f"a process named {name}", 20)
+    if how == "sigterm":
+        front.send_signal(signal.SIGTERM)
+    else:
+        assert front.stdin is not None
+        front.stdin.close()
+    assert front.wait(15) in (0, -signal.SIGTERM, 128 + signal.SIGTERM)
 
 
 def test_item_json_is_codex_shape(tmp_path: Path) -> None:

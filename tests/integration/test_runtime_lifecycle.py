@@ -52,6 +52,32 @@ def test_interrupt_kills_classic_keeps_unified(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
+def test_a_thread_ended_while_its_exec_command_starts_leaves_no_process(
+    tmp_path: Path,
+) -> None:
+    # EndThread as soon as the call is in flight: it lands while the session is spawned or
+    # in its 150 ms early-exit check, before it is stored. That process must go with the
+    # thread (it used to be stored into the ended thread, out of everyone's reach).
+    async def main() -> None:
+        async with Harness(tmp_path) as h:
+            thread = h.thread
+            task = asyncio.create_task(
+                h.run("exec_command", {"cmd": "sleep 30", "yield_time_ms": 20_000})
+            )
+            await eventually_async(lambda: "call-1" in thread.inflight, "in flight", 4, 0.005)
+            await h.threads.end("t-1")
+            events = await asyncio.wait_for(task, 10)
+            done = events[-1]
+            assert isinstance(done, CompletedEvent)
+            started = next(e for e in events if isinstance(e, StartedEvent))
+            assert started.pid is not None and not alive(started.pid)
+            assert done.session_id is None  # nothing left to poll
+            assert len(thread.sessions) == 0
+
+    for _ in range(5):  # each window (spawn, early-exit check) gets its chances
+        asyncio.run(main())
+
+
 def test_cancelled_stream_kills_classic(tmp_path: Path) -> None:
     async def main() -> None:
         async with Harness(tmp_path) as h:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
@@ -37,7 +38,10 @@ from shellgate.mcp.tools import (
 )
 from shellgate.v1 import common_pb2
 
-__all__ = ["FrontSettings", "build_server"]
+__all__ = ["Front", "FrontSettings", "build_server"]
+
+# How long an unwinding front waits for each EndThread (see Front.end_thread).
+END_THREAD_TIMEOUT_S = 1.5
 
 logger = logging.getLogger(__name__)
 
@@ -103,13 +107,28 @@ class Front:
         # by a client, and fresh after a restart.
         self._thread_key = os.urandom(32)
         self.subject_threads: dict[str | None, str] = {}
+        # Handshake-era sessions' threads, until their session closes.
+        self.session_threads: set[str] = set()
 
     async def end_thread(self, thread_id: str) -> None:
         """End a thread: the router kills its sessions and drops its approvals."""
-        try:
-            await self._client.end_thread(thread_id)
-        except ClientError as exc:
-            logger.warning("EndThread %s failed: %s", thread_id, exc)
+        self.session_threads.discard(thread_id)
+        # Called while the front unwinds, often inside a cancelled scope (stdin closed,
+        # SIGTERM): shielded, or the RPC would be cancelled before it is sent and the
+        # thread's sessions would outlive the front. Bounded, because an MCP host kills a
+        # server that does not exit soon (the SDK's stdio_client: 2 s after SIGTERM).
+        with anyio.CancelScope(shield=True), anyio.move_on_after(END_THREAD_TIMEOUT_S):
+            try:
+                await self._client.end_thread(thread_id)
+            except ClientError as exc:
+                logger.warning("EndThread %s failed: %s", thread_id, exc)
+            return
+        logger.warning("EndThread %s: no answer within %.1f s", thread_id, END_THREAD_TIMEOUT_S)
+
+    async def end_all_threads(self) -> None:
+        """End every thread this front has opened (before it exits on SIGTERM)."""
+        for thread in [*self.session_threads, *self.subject_threads.values()]:
+            await self.end_thread(thread)
 
     def subject_thread(self, subject: str | None) -> str:
         """The one thread of `subject`'s modern-era (sessionless) calls."""
@@ -129,6 +148,7 @@ class Front:
         thread = connection.state.get(_THREAD_KEY)
         if thread is None:
             thread = connection.state[_THREAD_KEY] = f"mcp-{uuid.uuid4().hex}"
+            self.session_threads.add(thread)
             # Unwound when the MCP session closes (disconnect, DELETE, idle timeout).
             connection.exit_stack.push_async_callback(self.end_thread, thread)
         return str(thread)
@@ -221,9 +241,8 @@ def _version() -> str:
         return ""
 
 
-def build_server(client: AsyncClient, settings: FrontSettings) -> Server[Any]:
-    """The low-level MCP server (both protocol eras) fronting `client`'s router."""
-    front = Front(client, settings)
+def build_server(front: Front) -> Server[Any]:
+    """The low-level MCP server (both protocol eras) serving `front`."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:

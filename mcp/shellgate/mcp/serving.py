@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import signal
+
 import anyio
 from mcp.server.stdio import stdio_server
 from shellgate.client.aio import AsyncClient
 from shellgate.client.events import Decision
 from shellgate.client.options import TlsOptions
 from shellgate.client.turn import turn_context
-from shellgate.mcp.front import FrontSettings, build_server
+from shellgate.mcp.front import Front, FrontSettings, build_server
 from shellgate.mcp.http import HttpFront, serve_http
 
 
@@ -30,12 +32,30 @@ async def _serve(
         settings = FrontSettings(
             turn=turn, specs=specs, environments=environments, fallback=fallback
         )
-        server = build_server(client, settings)
+        front = Front(client, settings)
+        server = build_server(front)
         if http is None:
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+            async with anyio.create_task_group() as group:
+                group.start_soon(_end_threads_on_sigterm, front)
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+                group.cancel_scope.cancel()
             return
         await serve_http(server, http, print_port, idle_timeout_s)
+
+
+async def _end_threads_on_sigterm(front: Front) -> None:
+    # An MCP host stops a stdio server by closing its stdin, then SIGTERM (the SDK: 2 s
+    # later). The default action would kill the front before it ends its threads, and their
+    # sessions would outlive it; a cancel cannot unwind it either, as the SDK's stdin reader
+    # blocks in a worker thread until a line or EOF. So: end every thread, then die of the
+    # signal as asked (an embedded router follows by its parent-death signal).
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            break
+    await front.end_all_threads()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.raise_signal(signal.SIGTERM)
 
 
 def serve(**kwargs: object) -> int:

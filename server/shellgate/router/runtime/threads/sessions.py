@@ -57,6 +57,9 @@ class SessionManager:
         self._reaping = TaskSet(_log)
         # Single router until `bind` says the thread's store is shared (chosen once).
         self._sharing: SessionSharing = LocalSessions()
+        # Set by terminate_all (the thread ended): a process still starting then is killed
+        # instead of stored, as no one could poll or end it any more.
+        self.closed = False
 
     def bind(
         self,
@@ -210,6 +213,10 @@ class SessionManager:
 
     def store(self, proc: UnifiedProcess) -> list[str]:
         """Store a live process, pruning one first when full; returns model warnings."""
+        if self.closed:
+            self.release_id(proc.process_id)
+            self._reaping.spawn(proc.terminate(), name=f"unified-ended-{proc.process_id}")
+            return []
         if len(self._procs) >= self._max:
             victim = process_id_to_prune(
                 [ProcessUsage(p.process_id, p.last_used, p.exited) for p in self._procs.values()],
@@ -268,6 +275,7 @@ class SessionManager:
 
     async def terminate_all(self) -> int:
         """Kill every session (EndThread, shutdown); returns how many were stored."""
+        self.closed = True
         procs, self._procs = list(self._procs.values()), {}
         for proc in procs:
             self.release_id(proc.process_id)
