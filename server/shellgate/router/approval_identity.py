@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -197,6 +198,10 @@ RESOLUTION_ENV_PREFIXES = ("LD_", "DYLD_", "PYTHON", "BASH_FUNC_", "GIT_CONFIG")
 ResolutionEnv = tuple[tuple[str, str | None], ...]
 
 
+# Asked for every variable of the envelope and of the parent environment on each call
+# (~80 names per Project, the same ones again and again): a bounded cache of the answer
+# makes each a dict lookup (the in-process core over the bench corpus: 0.166 → 0.156 ms).
+@functools.lru_cache(maxsize=4096)
 def is_resolution_env_name(name: str) -> bool:
     """Whether a variable changes what a command resolves to or runs before it."""
     upper = name.upper()
