@@ -198,14 +198,26 @@ RESOLUTION_ENV_PREFIXES = ("LD_", "DYLD_", "PYTHON", "BASH_FUNC_", "GIT_CONFIG")
 ResolutionEnv = tuple[tuple[str, str | None], ...]
 
 
-# Asked for every variable of the envelope and of the parent environment on each call
-# (~80 names per Project, the same ones again and again): a bounded cache of the answer
-# makes each a dict lookup (the in-process core over the bench corpus: 0.166 → 0.156 ms).
-@functools.lru_cache(maxsize=4096)
 def is_resolution_env_name(name: str) -> bool:
     """Whether a variable changes what a command resolves to or runs before it."""
+    # Asked for every variable of the envelope and of the parent environment on each call
+    # (~80 names per Project, the same ones again and again): cached, each is a dict lookup
+    # (the in-process core over the bench corpus: 0.166 → 0.156 ms). Only short names: a
+    # caller's names are kept by the cache, and 4 096 huge ones must not stay in memory.
+    if len(name) <= _CACHED_NAME_CHARS:
+        return _is_resolution_env_name_cached(name)
+    return _is_resolution_env_name(name)
+
+
+_CACHED_NAME_CHARS = 128
+
+
+def _is_resolution_env_name(name: str) -> bool:
     upper = name.upper()
     return upper in RESOLUTION_ENV_NAMES or upper.startswith(RESOLUTION_ENV_PREFIXES)
+
+
+_is_resolution_env_name_cached = functools.lru_cache(maxsize=4096)(_is_resolution_env_name)
 
 
 def resolution_env_overrides(
