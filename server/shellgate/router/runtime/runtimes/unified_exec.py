@@ -55,9 +55,6 @@ __all__ = [
 ]
 
 CTRL_C = "\u0003"
-# After killing a process of an ended thread, how long its exit may take to be observed
-# (handle.terminate has already waited for the group; this is the watcher's turn).
-ENDED_EXIT_WAIT_S = 1.0
 
 
 def environment_lost_note(environment_id: str, reason: str) -> str:
@@ -233,13 +230,8 @@ async def exec_command_start(
             # Shared before the first yield ends: a router dying mid-yield orphans nothing.
             await manager.publish_started(proc)
             await proc.wait_exit(EARLY_EXIT_CHECK_MS / 1000)
-            if manager.closed and not proc.exited:
-                # The thread ended (EndThread) while this process was starting: it was
-                # never stored, so nothing else would ever kill it. The call answers with
-                # the exit, as an interrupted one.
-                with contextlib.suppress(Exception):
-                    await proc.handle.terminate()
-                await proc.wait_exit(ENDED_EXIT_WAIT_S)
+            # EndThread while this process was starting: it goes with the thread.
+            await manager.end_if_closed(proc)
         except asyncio.CancelledError:
             # The call is going away, but a unified process outlives it (spec 06 §4).
             if not proc.exited:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -27,6 +28,9 @@ from shellgate.router.runtime.threads.unified_process import UnifiedProcess
 __all__ = ["SessionInfo", "SessionManager"]
 
 _log = logging.getLogger(__name__)
+
+
+_ENDED_EXIT_WAIT_S = 1.0
 
 
 class SessionManager:
@@ -210,6 +214,16 @@ class SessionManager:
 
     def __len__(self) -> int:
         return len(self._procs)
+
+    async def end_if_closed(self, proc: UnifiedProcess) -> None:
+        """Kill a process that was still starting when the thread ended (terminate_all could
+        not see it) and wait for its exit, so its call answers with that exit."""
+        if not self.closed or proc.exited:
+            return
+        with contextlib.suppress(Exception):
+            await proc.handle.terminate()
+        # handle.terminate waited for the group; the exit watcher still needs its turn.
+        await proc.wait_exit(_ENDED_EXIT_WAIT_S)
 
     def store(self, proc: UnifiedProcess) -> list[str]:
         """Store a live process, pruning one first when full; returns model warnings."""
